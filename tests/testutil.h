@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/* testutil.h: what the cmocka tests share. A seeded random generator (tests
+ * never run on zeros), the normalised error used for every numerical check,
+ * a way to assert that a graph-API misuse aborts with a message, and the
+ * registry of the plugins built in this tree. */
+#ifndef RT_TESTUTIL_H
+#define RT_TESTUTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "../abi/rt.h"
+#include "../abi/rt_plugin.h"
+
+/* xorshift64*: the same numbers on every machine for a given seed. */
+void tu_seed(uint64_t seed);
+uint64_t tu_next(void);
+float tu_uniform(float lo, float hi);
+void tu_fill(float *x, size_t n, float lo, float hi);
+
+/* sqrt(sum (got-ref)^2) / sqrt(sum ref^2): the normalised error ggml's
+ * test-backend-ops uses. 0 when equal; ref all zero gives the absolute norm. */
+double tu_nmse_error(const double *ref, const float *got, size_t n);
+double tu_max_abs_error(const double *ref, const float *got, size_t n);
+
+/* The build directory (RT_TEST_BUILD_DIR, set by tests/run.sh; else "build"). */
+const char *tu_build_dir(void);
+
+/* One registry per test process over the plugins next to the core library
+ * (build/lib/rt-plugins). Destroyed at exit. */
+rt_registry_t *tu_registry(void);
+/* The CPU plugin's device; fails the test when it is missing. */
+rt_device_t *tu_cpu_device(void);
+
+/* Runs stmt with the abort hook redirected; passes when it aborted and the
+ * message contains `needle`, fails otherwise. */
+extern jmp_buf *tu_abort_target;
+extern char tu_abort_message[2048];
+void tu_abort_hook(const char *message, void *user_data);
+#define TU_EXPECT_ABORT(stmt, needle)                                          \
+    do {                                                                       \
+        jmp_buf tu_jb_;                                                        \
+        tu_abort_message[0] = 0;                                               \
+        tu_abort_target = &tu_jb_;                                             \
+        rt_abort_set(tu_abort_hook, NULL);                                     \
+        if (setjmp(tu_jb_) == 0) {                                             \
+            stmt;                                                              \
+            rt_abort_set(NULL, NULL);                                          \
+            tu_abort_target = NULL;                                            \
+            fail_msg("expected an abort from: %s", #stmt);                     \
+        }                                                                      \
+        rt_abort_set(NULL, NULL);                                              \
+        tu_abort_target = NULL;                                                \
+        if (strstr(tu_abort_message, (needle)) == NULL)                        \
+            fail_msg("abort message \"%s\" lacks \"%s\"", tu_abort_message, (needle)); \
+    } while (0)
+
+/* A no_alloc=false context of `mb` MiB; freed by the caller. */
+rt_context_t *tu_context(size_t mb, bool no_alloc);
+
+#endif /* RT_TESTUTIL_H */
