@@ -1,20 +1,31 @@
 #!/bin/sh
-# tests/run.sh BUILD TEST...: runs each test executable, prints its output,
-# and ends with the suite's summary line "N passed, N failed".
+# tests/run.sh BUILD TEST...: runs each test executable (cmocka programs or
+# shell scripts), shows their output, and ends with the suite's summary line
+# "N passed, N failed" counting test cases. An executable that fails
+# without a cmocka count (a crash, a sanitizer report) counts as one failure.
 b=$1
 shift
 passed=0
 failed=0
 failures=
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
 for t in "$@"; do
     echo "== $t"
-    if RT_TEST_BUILD_DIR="$b" "$t"; then
-        passed=$((passed + 1))
-    else
-        failed=$((failed + 1))
-        failures="$failures $t"
+    RT_TEST_BUILD_DIR="$b" "$t" >"$log" 2>&1
+    rc=$?
+    cat "$log"
+    p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test(s)\..*/\1/p' "$log" | awk '{s+=$1} END {print s+0}')
+    f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test(s).*/\1/p' "$log" | awk '{s+=$1} END {print s+0}')
+    if [ "$p" = 0 ] && [ "$f" = 0 ]; then
+        if [ "$rc" = 0 ]; then p=1; else f=1; fi
+    elif [ "$rc" != 0 ] && [ "$f" = 0 ]; then
+        f=1
     fi
+    passed=$((passed + p))
+    failed=$((failed + f))
+    [ "$rc" = 0 ] || failures="$failures $t"
 done
 [ -n "$failures" ] && echo "failed:$failures"
 echo "$passed passed, $failed failed"
-[ "$failed" = 0 ]
+[ -z "$failures" ]

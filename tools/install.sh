@@ -1,0 +1,33 @@
+#!/bin/sh
+# tools/install.sh BUILD PREFIX: what `ninja install` does. Installs the
+# headers, the core library, the plugins, the tools and a pkg-config file
+# under $DESTDIR$PREFIX (PREFIX from the environment overrides configure's).
+set -eu
+b=$1
+prefix=${PREFIX:-$2}
+dest=${DESTDIR:-}$prefix
+ver=$(sed -n 's/^#define RT_VERSION_STRING "\(.*\)"/\1/p' abi/rt_version.h)
+
+install -d "$dest/include/rt" "$dest/lib/rt-plugins" "$dest/lib/pkgconfig" "$dest/bin"
+install -m 644 abi/*.h "$dest/include/rt/"
+install -m 755 "$b/lib/librtcore.so.1" "$dest/lib/"
+ln -sf librtcore.so.1 "$dest/lib/librtcore.so"
+for p in "$b"/lib/rt-plugins/rt-plugin-*.so; do
+    [ -e "$p" ] && install -m 755 "$p" "$dest/lib/rt-plugins/"
+done
+for t in "$b"/bin/rt-*; do
+    [ -e "$t" ] && install -m 755 "$t" "$dest/bin/"
+done
+cat > "$dest/lib/pkgconfig/rt.pc" <<EOF2
+prefix=$prefix
+libdir=\${prefix}/lib
+includedir=\${prefix}/include/rt
+plugindir=\${libdir}/rt-plugins
+
+Name: rt
+Description: GPU-first compute runtime with a stable plugin ABI
+Version: $ver
+Libs: -L\${libdir} -lrtcore
+Cflags: -I\${includedir}
+EOF2
+echo "installed rt $ver into $dest"
