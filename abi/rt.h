@@ -217,6 +217,7 @@ RT_API rt_tensor_t *rt_diag_mask_inf(rt_context_t *ctx, rt_tensor_t *a, int n_pa
 RT_API rt_tensor_t *rt_gelu(rt_context_t *ctx, rt_tensor_t *a);
 RT_API rt_tensor_t *rt_silu(rt_context_t *ctx, rt_tensor_t *a);
 RT_API rt_tensor_t *rt_swiglu(rt_context_t *ctx, rt_tensor_t *a, rt_tensor_t *b);
+/* rope with freq_base 10000 and freq_scale 1 (llama's defaults). */
 RT_API rt_tensor_t *rt_rope(rt_context_t *ctx, rt_tensor_t *a, rt_tensor_t *pos, int n_dims,
                             int mode);
 RT_API rt_tensor_t *rt_rope_ext(rt_context_t *ctx, rt_tensor_t *a, rt_tensor_t *pos, int n_dims,
@@ -358,6 +359,12 @@ RT_API void *rt_buffer_base(const rt_buffer_t *buf);
 RT_API size_t rt_buffer_size(const rt_buffer_t *buf);
 RT_API rt_buffer_type_t *rt_buffer_get_type(const rt_buffer_t *buf);
 RT_API rt_status_t rt_buffer_clear(rt_buffer_t *buf, uint8_t value);
+/* Wraps [ptr, ptr + size) of host memory the caller owns as a buffer of
+ * dev, without copying (how mmapped weights are used in place). Needs
+ * RT_DEVICE_CAP_BUFFER_FROM_HOST_PTR, else RT_ERR_UNSUPPORTED. The memory
+ * must outlive the buffer; freeing the buffer does not free it. */
+RT_API rt_status_t rt_device_buffer_from_host_ptr(rt_device_t *dev, void *ptr, size_t size,
+                                                  rt_buffer_t **out_buf);
 /* Places t at addr inside buf (the seed's tensor_alloc): t must be a base
  * tensor with no data yet and [addr, addr + alloc size) inside buf. */
 RT_API rt_status_t rt_tensor_alloc(rt_buffer_t *buf, rt_tensor_t *t, void *addr);
@@ -397,5 +404,6 @@ RT_API rt_status_t rt_queue_synchronize(rt_queue_t *q);
 
 #include "rt_alloc.h" /* tallocr and gallocr: placing tensors in buffers */
 #include "rt_gguf.h"  /* GGUF files: reading and writing */
+#include "rt_sched.h" /* the scheduler: one graph across several devices */
 
 #endif /* RT_H */

@@ -62,11 +62,9 @@ extern "C" {
 #  define RT_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
 #elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
 #  define RT_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
-#else /* C99: a negative array size fails the build */
-#  define RT_STATIC_ASSERT_CAT_(a, b) a##b
-#  define RT_STATIC_ASSERT_CAT(a, b) RT_STATIC_ASSERT_CAT_(a, b)
-#  define RT_STATIC_ASSERT(cond, msg) \
-    typedef char RT_STATIC_ASSERT_CAT(rt_static_assert_, __LINE__)[(cond) ? 1 : -1]
+#else /* C99: a negative array size fails the build; repeated compatible
+        extern declarations are allowed, so every assertion can share a name */
+#  define RT_STATIC_ASSERT(cond, msg) extern char rt_static_assert_[(cond) ? 1 : -1]
 #endif
 
 #if defined(__GNUC__)

@@ -56,6 +56,7 @@ struct rt_buffer;
 struct rt_host;
 struct rt_plugin;
 struct rt_device_vtable;
+struct rt_buffer_type_desc;
 
 //===--- the entry point ---===//
 
@@ -63,6 +64,11 @@ struct rt_device_vtable;
 
 typedef const struct rt_plugin *(*rt_plugin_query_fn)(uint32_t max_abi_version,
                                                        const struct rt_host *host);
+
+/* The entry point every plugin defines (declared here so that the
+ * compiler checks its signature): see the life of a plugin above. */
+RT_PLUGIN_EXPORT const struct rt_plugin *rt_plugin_query(uint32_t max_abi_version,
+                                                         const struct rt_host *host);
 
 //===--- rt_host_t: what the core offers plugins ---===//
 
@@ -89,9 +95,13 @@ typedef struct rt_host {
     void *(*buffer_state)(const struct rt_buffer *buffer);
     /* True when the buffer's bytes are host memory the CPU can read. */
     bool (*buffer_is_host)(const struct rt_buffer *buffer);
+    /* The buffer type descriptor the buffer was allocated from (the
+     * plugin's own pointer), so a plugin can recognise its own buffers,
+     * e.g. for device-to-device copies. */
+    const struct rt_buffer_type_desc *(*buffer_type)(const struct rt_buffer *buffer);
 } rt_host_t;
 
-RT_STATIC_ASSERT(offsetof(rt_host_t, buffer_is_host) == 80, "rt_host_t 1.0 last slot");
+RT_STATIC_ASSERT(offsetof(rt_host_t, buffer_type) == 88, "rt_host_t 1.0 last slot");
 
 //===--- rt_plugin_t: what query returns ---===//
 

@@ -92,7 +92,10 @@ enum {
     RT_OP_CONT = 5,      /* a any strides -> contiguous copy, same type, any shape
                             with a's element count (cont_2d..4d reshape in the copy) */
     RT_OP_CPY = 6,       /* a -> b: writes a's elements, in logical order, into b's
-                            layout; result is a view of b. Same element count.
+                            layout; result is a view of b. b (src[1]) is NULL for
+                            rt_cast, whose result is a new contiguous tensor that is
+                            itself the destination: kernels write into the node with
+                            its own type and strides. Same element count.
                             Types: F32, F16, BF16 to any of them; F32 to Q8_0/Q4_0
                             (b contiguous, b->ne[0] a multiple of 32). */
 
@@ -110,7 +113,8 @@ enum {
     RT_OP_RMS_NORM = 14, /* per row: x / sqrt(mean(x^2) + eps); op_params[0] = float eps */
     RT_OP_MUL_MAT = 15,  /* a {K, M, a2, a3}, b {K, N, b2, b3} -> F32 {M, N, b2, b3};
                             c[m, n] = dot(row m of a, row n of b) (c = b . a^T);
-                            b2 % a2 == 0 and b3 % a3 == 0 (a broadcasts);
+                            b2 % a2 == 0 and b3 % a3 == 0 (a broadcasts: b's
+                            (i2, i3) reads a's (i2 / (b2/a2), i3 / (b3/a3)));
                             a: F32/F16/BF16/Q8_0/Q4_0, rows contiguous (nb[0] = block bytes),
                             not transposed (nb[0] <= nb[1]); b: F32, nb[0] = 4;
                             dims 1-3 of both may have any strides. */

@@ -56,7 +56,8 @@ static void test_plugin_tables(void **state) {
     PIN_OFFSET(rt_host_t, set_error, 32);
     PIN_OFFSET(rt_host_t, type_traits, 40);
     PIN_OFFSET(rt_host_t, buffer_state, 72);
-    PIN_SIZE(rt_host_t, 88);
+    PIN_OFFSET(rt_host_t, buffer_type, 88);
+    PIN_SIZE(rt_host_t, 96);
     PIN_OFFSET(rt_device_vtable_t, destroy, 8);
     PIN_OFFSET(rt_device_vtable_t, get_props, 16);
     PIN_OFFSET(rt_device_vtable_t, supports_op, 40);

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/* error.c: the library's last-error message, one per thread, and its
+ * clock. A message is one line: callers print it as it is. */
+#include "internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <time.h>
+
+static _Thread_local char last_error[512];
+
+const char *rtm_last_error(void) { return last_error; }
+
+rt_status_t rtm_error(rt_status_t status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+rt_status_t rtm_error_core(rt_status_t status, const char *what) {
+    /* The core's message may be overwritten by our own formatting: copy it. */
+    char core[sizeof last_error];
+    snprintf(core, sizeof core, "%s", rt_last_error());
+    return rtm_error(status, "%s: %s", what, core[0] ? core : rt_status_name(status));
+}
+
+double rtm_time_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/* internal.h: what every file of the model library includes. The public
+ * header, the RTM_INTERNAL marker, and error reporting (error.c): each
+ * failure records a one-line message for rtm_last_error() where it
+ * happens, naming the function and the value that failed. */
+#ifndef RTM_INTERNAL_H
+#define RTM_INTERNAL_H
+
+#include "rt_model.h"
+
+/* Shared between the library's files, never exported (-fvisibility=hidden
+ * makes that the default; this makes it explicit). */
+#define RTM_INTERNAL __attribute__((visibility("hidden")))
+
+/* Records the message for rtm_last_error() and returns status. */
+RTM_INTERNAL rt_status_t rtm_error(rt_status_t status, const char *fmt, ...) RT_PRINTF(2, 3);
+/* For a failed core call: records "what: <the core's message>" and returns
+ * status unchanged. */
+RTM_INTERNAL rt_status_t rtm_error_core(rt_status_t status, const char *what);
+
+/* Wall-clock seconds from an arbitrary start, for load and decode times. */
+RTM_INTERNAL double rtm_time_seconds(void);
+
+#endif /* RTM_INTERNAL_H */

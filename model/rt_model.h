@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: MIT */
+/* rt_model.h: the model library (librtmodel), rt's first application. It
+ * loads a language model from a GGUF file onto the devices of a registry,
+ * runs it through the scheduler, and turns text into tokens and logits into
+ * tokens. It is built on abi/ alone, as any outside program would be.
+ *
+ *     rt_registry_t *reg;  rt_registry_create(NULL, &reg);
+ *     rtm_model_params_t mp = { .struct_size = sizeof mp, .registry = reg };
+ *     rtm_model_t *m;
+ *     if (rtm_model_load("stories260K.gguf", &mp, &m) != RT_OK) die(rtm_last_error());
+ *     rtm_context_t *c;  rtm_context_create(m, NULL, &c);
+ *     rtm_token_t tok[64];  int32_t n;
+ *     rtm_vocab_tokenize(rtm_model_vocab(m), "Once upon", 9, true, false, tok, 64, &n);
+ *     rtm_sampler_t *s;  rtm_sampler_create(NULL, &s);   // greedy
+ *     for (int i = 0; i < 16; i++) {
+ *         rtm_decode(c, tok, n);                       // appends to the sequence
+ *         tok[0] = rtm_sampler_sample(s, rtm_get_logits(c), rtm_model_n_vocab(m));
+ *         n = 1;
+ *     }
+ *     rtm_sampler_destroy(s); rtm_context_destroy(c); rtm_model_destroy(m);
+ *
+ * Objects: a model (weights, hyperparameters, vocabulary, which device
+ * holds each layer) is read-only once loaded; a context (KV cache,
+ * scheduler, compute buffers, logits) holds one sequence and is used by one
+ * thread at a time; several contexts may share a model. A vocabulary can
+ * also be made from any GGUF that has tokenizer.* keys, weights or not.
+ *
+ * Errors: calls that can fail return rt_status_t (abi/rt_base.h) and leave a
+ * one-line message for rtm_last_error(): RT_ERR_NOT_FOUND (no such file),
+ * RT_ERR_FORMAT (malformed or truncated file, missing key or tensor, wrong
+ * shape), RT_ERR_UNSUPPORTED (unknown architecture or tokenizer),
+ * RT_ERR_OUT_OF_MEMORY (model larger than the devices, or an allocation
+ * failed), RT_ERR_INVALID_ARGUMENT (bad parameter), RT_ERR_DOES_NOT_FIT
+ * (an output array is too small; the count needed is returned). Ownership
+ * follows abi/rt_base.h: create/load returns what the caller destroys;
+ * getters return borrowed pointers that live as long as their object.
+ */
+#ifndef RT_MODEL_H
+#define RT_MODEL_H
+
+#include "../abi/rt.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#  ifdef RTM_BUILDING
+#    define RTM_API __declspec(dllexport)
+#  else
+#    define RTM_API __declspec(dllimport)
+#  endif
+#else
+#  define RTM_API __attribute__((visibility("default")))
+#endif
+
+/* The message of the last failing rtm_ call on this thread ("" if none). */
+RTM_API const char *rtm_last_error(void);
+
+//===--- rtm_vocab_t: tokenizers ---===//
+
+typedef int32_t rtm_token_t;
+#define RTM_TOKEN_NULL (-1)
+
+typedef struct rtm_vocab rtm_vocab_t;
+
+/* tokenizer.ggml.model: "llama" is SentencePiece-style (score-ordered
+ * merges, "\xe2\x96\x81" for space, byte fallback <0xXX>), "gpt2" byte-level
+ * BPE (merges by rank after GPT-2's pre-tokenizer). */
+typedef int32_t rtm_vocab_type_t;
+enum {
+    RTM_VOCAB_SPM = 1,
+    RTM_VOCAB_BPE = 2
+};
+
+/* tokenizer.ggml.token_type values (GGUF's). */
+enum {
+    RTM_TOKEN_TYPE_NORMAL = 1,
+    RTM_TOKEN_TYPE_UNKNOWN = 2,
+    RTM_TOKEN_TYPE_CONTROL = 3,
+    RTM_TOKEN_TYPE_USER_DEFINED = 4,
+    RTM_TOKEN_TYPE_UNUSED = 5,
+    RTM_TOKEN_TYPE_BYTE = 6
+};
+
+/* Reads tokenizer.ggml.{model, tokens, scores, token_type, merges,
+ * bos_token_id, eos_token_id, unknown_token_id, add_bos_token} from g
+ * (copied: g may be destroyed afterwards). RT_ERR_UNSUPPORTED for another
+ * tokenizer model, RT_ERR_FORMAT for missing or inconsistent arrays. */
+RTM_API rt_status_t rtm_vocab_create(const rt_gguf_t *g, rtm_vocab_t **out_vocab);
+RTM_API void rtm_vocab_destroy(rtm_vocab_t *vocab);
+
+RTM_API rtm_vocab_type_t rtm_vocab_type(const rtm_vocab_t *vocab);
+RTM_API int32_t rtm_vocab_n_tokens(const rtm_vocab_t *vocab);
+RTM_API rtm_token_t rtm_vocab_bos(const rtm_vocab_t *vocab); /* RTM_TOKEN_NULL if none */
+RTM_API rtm_token_t rtm_vocab_eos(const rtm_vocab_t *vocab); /* RTM_TOKEN_NULL if none */
+/* Whether tokenize with add_special puts BOS first (the file's
+ * add_bos_token; SPM defaults to true, BPE to false). */
+RTM_API bool rtm_vocab_add_bos(const rtm_vocab_t *vocab);
+/* The token's text as stored ("\xe2\x96\x81the", "<0x0A>"); NULL when out
+ * of range. */
+RTM_API const char *rtm_vocab_token_text(const rtm_vocab_t *vocab, rtm_token_t token);
+RTM_API int32_t rtm_vocab_token_type(const rtm_vocab_t *vocab, rtm_token_t token);
+/* True for tokens that end generation (EOS). */
+RTM_API bool rtm_vocab_is_eog(const rtm_vocab_t *vocab, rtm_token_t token);
+
+/* Encodes len bytes of text (UTF-8; invalid bytes are tolerated) into at
+ * most n_max tokens and sets *out_n to the count. add_special puts BOS
+ * first when the vocabulary says so; parse_special turns the text of
+ * control tokens ("</s>") into those tokens, otherwise it is plain text.
+ * RT_ERR_DOES_NOT_FIT when n_max is too small: *out_n is then the count
+ * needed and nothing useful is in tokens. Thread-safe (vocab is read-only). */
+RTM_API rt_status_t rtm_vocab_tokenize(const rtm_vocab_t *vocab, const char *text, size_t len,
+                                       bool add_special, bool parse_special,
+                                       rtm_token_t *tokens, int32_t n_max, int32_t *out_n);
+/* The bytes token stands for: "\xe2\x96\x81" becomes a space (SPM), byte
+ * tokens their byte, GPT-2's byte-level characters their bytes; control
+ * tokens give their text only when special is set, otherwise nothing. The
+ * result is not NUL-terminated. RT_ERR_DOES_NOT_FIT when size is too small
+ * (*out_len is the size needed); RT_ERR_INVALID_ARGUMENT for a token out
+ * of range. */
+RTM_API rt_status_t rtm_vocab_token_to_piece(const rtm_vocab_t *vocab, rtm_token_t token,
+                                             bool special, char *buf, size_t size,
+                                             size_t *out_len);
+/* The text of n tokens, NUL-terminated in buf (size includes the NUL): the
+ * inverse of tokenize. A leading BOS is dropped, and for SPM the space that
+ * tokenize put before the text. RT_ERR_DOES_NOT_FIT as above. */
+RTM_API rt_status_t rtm_vocab_detokenize(const rtm_vocab_t *vocab, const rtm_token_t *tokens,
+                                         int32_t n, bool special, char *buf, size_t size,
+                                         size_t *out_len);
+
+//===--- rtm_model_t ---===//
+
+typedef struct rtm_model rtm_model_t;
+
+/* How layers are spread over the devices (rt_placement_t in rt_sched.h). */
+typedef int32_t rtm_split_t;
+enum {
+    RTM_SPLIT_AUTO = 0,      /* as many of the last layers on GPUs as fit, by free memory */
+    RTM_SPLIT_N_GPU_LAYERS = 1 /* the last n_gpu_layers layers on the first GPU */
+};
+
+/* A zeroed struct (registry aside) asks for the defaults. */
+typedef struct rtm_model_params {
+    uint32_t struct_size;
+    rt_registry_t *registry;       /* required; borrowed, must outlive the model */
+    rt_device_t *const *devices;   /* where weights may go; NULL: every device of the registry */
+    int32_t n_devices;
+    rtm_split_t split;             /* RTM_SPLIT_* */
+    int32_t n_gpu_layers;          /* RTM_SPLIT_N_GPU_LAYERS: count; < 0: all */
+    int32_t n_ctx;                 /* KV cache length used to size placement; 0: 2048 or less */
+    bool no_mmap;                  /* copy weights into device buffers even where mapping works */
+    bool no_progress;              /* no progress bar (it only shows when stderr is a terminal) */
+} rtm_model_params_t;
+
+/* Opens the GGUF at path and loads it onto the devices (the seed's 4.3):
+ * weights are declared per device in no_alloc contexts; on a device that
+ * can wrap host memory the file's mapping is the buffer and tensors point
+ * into it, with nothing copied; elsewhere one buffer per device is
+ * allocated and each tensor is copied out of the mapping. The mapping
+ * stays alive as long as the model. Fails as listed at the top; the CPU is
+ * always added to the devices given, last, for the scheduler's inputs, but
+ * holds weights only when it is one of them (or devices is NULL). */
+RTM_API rt_status_t rtm_model_load(const char *path, const rtm_model_params_t *params,
+                                   rtm_model_t **out_model);
+RTM_API void rtm_model_destroy(rtm_model_t *model);
+
+RTM_API const rtm_vocab_t *rtm_model_vocab(const rtm_model_t *model);
+RTM_API const char *rtm_model_arch(const rtm_model_t *model);      /* "llama" */
+RTM_API int32_t rtm_model_n_vocab(const rtm_model_t *model);
+RTM_API int32_t rtm_model_n_layer(const rtm_model_t *model);
+RTM_API int32_t rtm_model_n_embd(const rtm_model_t *model);
+RTM_API int32_t rtm_model_n_ctx_train(const rtm_model_t *model);
+/* The device holding layer il's weights and KV cache; -1 is the input
+ * (token embeddings), n_layer the output. NULL when out of range. */
+RTM_API rt_device_t *rtm_model_layer_device(const rtm_model_t *model, int32_t il);
+
+/* What loading did. */
+typedef struct rtm_load_stats {
+    uint32_t struct_size;
+    double load_seconds;      /* rtm_model_load's wall time */
+    uint64_t bytes_weights;   /* tensor bytes in the file */
+    uint64_t bytes_mapped;    /* weights used in place from the mapping */
+    uint64_t bytes_copied;    /* weights copied into device buffers */
+    int32_t n_tensors;
+} rtm_load_stats_t;
+/* Fills the fields inside out->struct_size (set it first). */
+RTM_API rt_status_t rtm_model_get_load_stats(const rtm_model_t *model, rtm_load_stats_t *out);
+/* One line per device: the layers it holds and the bytes of weights. */
+RTM_API void rtm_model_write_placement(const rtm_model_t *model, rt_write_fn write,
+                                       void *user_data);
+
+//===--- rtm_context_t: one sequence ---===//
+
+typedef struct rtm_context rtm_context_t;
+
+typedef struct rtm_context_params {
+    uint32_t struct_size;
+    int32_t n_ctx;      /* KV cache length, tokens; 0: the model's (training) length, at most 2048 */
+    int32_t n_batch;    /* most tokens per graph run (ubatch); 0: 32 */
+    int32_t n_threads;  /* CPU threads; 0: the plugin's default */
+    bool logits_all;    /* logits of every token of a decode, not only the last */
+} rtm_context_params_t;
+
+/* Creates the KV cache (each layer's on that layer's device) and the
+ * scheduler over the model's devices, and reserves the compute buffers the
+ * llama.cpp way: the prompt graph (n_batch tokens at the end of the
+ * context), the token graph (for statistics), the prompt graph again, so
+ * that no decode allocates. params may be NULL. RT_ERR_OUT_OF_MEMORY when
+ * a device cannot hold its compute buffer. */
+RTM_API rt_status_t rtm_context_create(rtm_model_t *model, const rtm_context_params_t *params,
+                                       rtm_context_t **out_ctx);
+RTM_API void rtm_context_destroy(rtm_context_t *ctx);
+
+/* Runs n tokens after the n_past already in the cache, in ubatches of at
+ * most n_batch, and keeps the logits. RT_ERR_INVALID_ARGUMENT for a token
+ * out of range or n < 1; RT_ERR_DOES_NOT_FIT when the cache would overflow
+ * (nothing is run then). */
+RTM_API rt_status_t rtm_decode(rtm_context_t *ctx, const rtm_token_t *tokens, int32_t n);
+/* n_vocab logits of the last token of the last decode (valid until the next
+ * decode); NULL before any. */
+RTM_API const float *rtm_get_logits(const rtm_context_t *ctx);
+/* With logits_all: logits of token i of the last decode; NULL otherwise. */
+RTM_API const float *rtm_get_logits_ith(const rtm_context_t *ctx, int32_t i);
+RTM_API int32_t rtm_context_n_past(const rtm_context_t *ctx);
+RTM_API int32_t rtm_context_n_ctx(const rtm_context_t *ctx);
+RTM_API int32_t rtm_context_n_batch(const rtm_context_t *ctx);
+/* Forgets the sequence: the next decode starts at position 0. */
+RTM_API void rtm_context_clear(rtm_context_t *ctx);
+
+/* Counters, to see that decoding never re-plans or allocates. */
+typedef struct rtm_context_stats {
+    uint32_t struct_size;
+    int32_t n_reserves;       /* rt_sched_reserve calls (3 at creation) */
+    int32_t n_graphs;         /* graphs run */
+    int32_t n_devices;        /* the scheduler's */
+    int32_t n_splits;         /* of the last graph */
+    int32_t n_copies;         /* tensors copied between devices by the last graph */
+    uint64_t compute_bytes;   /* all compute buffers, bytes */
+    uint64_t compute_bytes_changes; /* times the compute buffers' sizes changed after creation */
+    uint64_t kv_bytes;        /* the KV cache, bytes */
+    int32_t tg_nodes;         /* nodes of the one-token graph (second reserve) */
+    int32_t tg_splits;        /* its splits */
+} rtm_context_stats_t;
+RTM_API rt_status_t rtm_context_get_stats(const rtm_context_t *ctx, rtm_context_stats_t *out);
+
+//===--- rtm_sampler_t ---===//
+
+typedef struct rtm_sampler rtm_sampler_t;
+
+/* A zeroed struct is greedy decoding. Otherwise: top_k keeps the k most
+ * likely tokens (0: all), top_p the smallest set whose probability reaches
+ * p (0 or >= 1: all), then temp scales the logits and one token is drawn
+ * with a generator seeded by seed (the same seed, the same draws). */
+typedef struct rtm_sampler_params {
+    uint32_t struct_size;
+    float temp;        /* <= 0: greedy (the largest logit, the lowest id on ties) */
+    int32_t top_k;
+    float top_p;
+    uint64_t seed;     /* 0 is a seed like any other */
+} rtm_sampler_params_t;
+
+RTM_API rt_status_t rtm_sampler_create(const rtm_sampler_params_t *params,
+                                       rtm_sampler_t **out_sampler);
+RTM_API void rtm_sampler_destroy(rtm_sampler_t *sampler);
+/* Picks a token from n_vocab logits (not modified). */
+RTM_API rtm_token_t rtm_sampler_sample(rtm_sampler_t *sampler, const float *logits,
+                                       int32_t n_vocab);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RT_MODEL_H */

@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: MIT */
+/* ops.c: what the kernels share. The dispatch table from op code to
+ * (supports, scratch size, compute), the answer to supports_op, the table
+ * of element types with their row converters (reference codecs of
+ * abi/rt_quant.h, inlined so no inner loop calls a function per element),
+ * and the strided row iterator every row-wise kernel walks. */
+#include "cpu.h"
+
+#include <pthread.h>
+#include <string.h>
+
+//===--- element types ---===//
+
+/* Every binary16 value as a float: one load instead of the branchy decode
+ * of rt_fp16_to_fp32 (the same values: the table is built with it). */
+static float rt_cpu_f16_table[1 << 16];
+static pthread_once_t rt_cpu_f16_once = PTHREAD_ONCE_INIT;
+
+static void rt_cpu_f16_table_fill(void) {
+    for (uint32_t h = 0; h < (1u << 16); h++) rt_cpu_f16_table[h] = rt_fp16_to_fp32((uint16_t)h);
+}
+
+void rt_cpu_ops_init(void) {
+    pthread_once(&rt_cpu_f16_once, rt_cpu_f16_table_fill);
+}
+
+static void rt_cpu_f32_to_f32(const void *src, float *dst, int64_t n) {
+    memcpy(dst, src, (size_t)n * sizeof dst[0]);
+}
+
+static void rt_cpu_f32_from_f32(const float *src, void *dst, int64_t n) {
+    memcpy(dst, src, (size_t)n * sizeof src[0]);
+}
+
+static void rt_cpu_f16_to_f32(const void *src, float *dst, int64_t n) {
+    rt_cpu_load_f32(RT_TYPE_F16, src, sizeof(uint16_t), dst, n);
+}
+
+static void rt_cpu_f16_from_f32(const float *src, void *dst, int64_t n) {
+    rt_cpu_store_f32(RT_TYPE_F16, dst, sizeof(uint16_t), src, n);
+}
+
+static void rt_cpu_bf16_to_f32(const void *src, float *dst, int64_t n) {
+    rt_cpu_load_f32(RT_TYPE_BF16, src, sizeof(uint16_t), dst, n);
+}
+
+static void rt_cpu_bf16_from_f32(const float *src, void *dst, int64_t n) {
+    rt_cpu_store_f32(RT_TYPE_BF16, dst, sizeof(uint16_t), src, n);
+}
+
+static void rt_cpu_q8_0_to_f32(const void *src, float *dst, int64_t n) {
+    const rt_block_q8_0_t *b = src;
+    for (int64_t i = 0; i < n / RT_QK8_0; i++) rt_dequantize_block_q8_0(&b[i], dst + i * RT_QK8_0);
+}
+
+static void rt_cpu_q8_0_from_f32(const float *src, void *dst, int64_t n) {
+    rt_block_q8_0_t *b = dst;
+    for (int64_t i = 0; i < n / RT_QK8_0; i++) rt_quantize_block_q8_0(src + i * RT_QK8_0, &b[i]);
+}
+
+static void rt_cpu_q4_0_to_f32(const void *src, float *dst, int64_t n) {
+    const rt_block_q4_0_t *b = src;
+    for (int64_t i = 0; i < n / RT_QK4_0; i++) rt_dequantize_block_q4_0(&b[i], dst + i * RT_QK4_0);
+}
+
+static void rt_cpu_q4_0_from_f32(const float *src, void *dst, int64_t n) {
+    rt_block_q4_0_t *b = dst;
+    for (int64_t i = 0; i < n / RT_QK4_0; i++) rt_quantize_block_q4_0(src + i * RT_QK4_0, &b[i]);
+}
+
+static const rt_cpu_type_t rt_cpu_types[] = {
+    [RT_TYPE_F32] = { 1, sizeof(float), true, rt_cpu_f32_to_f32, rt_cpu_f32_from_f32 },
+    [RT_TYPE_F16] = { 1, sizeof(uint16_t), true, rt_cpu_f16_to_f32, rt_cpu_f16_from_f32 },
+    [RT_TYPE_BF16] = { 1, sizeof(uint16_t), true, rt_cpu_bf16_to_f32, rt_cpu_bf16_from_f32 },
+    [RT_TYPE_Q8_0] = { RT_QK8_0, sizeof(rt_block_q8_0_t), false, rt_cpu_q8_0_to_f32,
+                       rt_cpu_q8_0_from_f32 },
+    [RT_TYPE_Q4_0] = { RT_QK4_0, sizeof(rt_block_q4_0_t), false, rt_cpu_q4_0_to_f32,
+                       rt_cpu_q4_0_from_f32 },
+    [RT_TYPE_I32] = { 1, sizeof(int32_t), false, NULL, NULL },
+};
+
+const rt_cpu_type_t *rt_cpu_type(rt_type_t type) {
+    if (type < 0 || (size_t)type >= sizeof rt_cpu_types / sizeof rt_cpu_types[0]) return NULL;
+    return rt_cpu_types[type].size ? &rt_cpu_types[type] : NULL;
+}
+
+bool rt_cpu_is_float(rt_type_t type) {
+    return type == RT_TYPE_F32 || type == RT_TYPE_F16 || type == RT_TYPE_BF16;
+}
+
+/* The switch is outside the loops: each loop body inlines its converter. */
+void rt_cpu_load_f32(rt_type_t type, const void *src, size_t stride, float *dst, int64_t n) {
+    const char *s = src;
+    uint16_t h;
+    switch (type) {
+    case RT_TYPE_F32:
+        if (stride == sizeof(float)) {
+            memcpy(dst, s, (size_t)n * sizeof dst[0]);
+            return;
+        }
+        for (int64_t i = 0; i < n; i++) memcpy(&dst[i], s + i * stride, sizeof dst[0]);
+        return;
+    case RT_TYPE_F16:
+        for (int64_t i = 0; i < n; i++) {
+            memcpy(&h, s + i * stride, sizeof h);
+            dst[i] = rt_cpu_f16_table[h];
+        }
+        return;
+    case RT_TYPE_BF16:
+        for (int64_t i = 0; i < n; i++) {
+            memcpy(&h, s + i * stride, sizeof h);
+            dst[i] = rt_bf16_to_fp32(h);
+        }
+        return;
+    default:
+        return;
+    }
+}
+
+void rt_cpu_store_f32(rt_type_t type, void *dst, size_t stride, const float *src, int64_t n) {
+    char *d = dst;
+    uint16_t h;
+    switch (type) {
+    case RT_TYPE_F32:
+        if (stride == sizeof(float)) {
+            if ((const void *)d != (const void *)src) memmove(d, src, (size_t)n * sizeof src[0]);
+            return;
+        }
+        for (int64_t i = 0; i < n; i++) memcpy(d + i * stride, &src[i], sizeof src[0]);
+        return;
+    case RT_TYPE_F16:
+        for (int64_t i = 0; i < n; i++) {
+            h = rt_fp32_to_fp16(src[i]);
+            memcpy(d + i * stride, &h, sizeof h);
+        }
+        return;
+    case RT_TYPE_BF16:
+        for (int64_t i = 0; i < n; i++) {
+            h = rt_fp32_to_bf16(src[i]);
+            memcpy(d + i * stride, &h, sizeof h);
+        }
+        return;
+    default:
+        return;
+    }
+}
+
+void rt_cpu_row_to_f32(const rt_tensor_t *t, const void *row, float *dst, int64_t n) {
+    if (rt_cpu_is_float(t->type))
+        rt_cpu_load_f32(t->type, row, t->nb[0], dst, n);
+    else
+        rt_cpu_type(t->type)->to_f32(row, dst, n);
+}
+
+void rt_cpu_row_from_f32(const rt_tensor_t *t, void *row, const float *src, int64_t n) {
+    if (rt_cpu_is_float(t->type))
+        rt_cpu_store_f32(t->type, row, t->nb[0], src, n);
+    else
+        rt_cpu_type(t->type)->from_f32(src, row, n);
+}
+
+//===--- the row iterator ---===//
+
+void rt_cpu_rows_init(rt_cpu_rows_t *it, const int64_t ne[RT_MAX_DIMS], int32_t ith,
+                      int32_t nth) {
+    const int64_t nr = ne[1] * ne[2] * ne[3];
+    int64_t begin, end;
+    rt_cpu_split(nr, ith, nth, &begin, &end);
+    it->ne1 = ne[1];
+    it->ne2 = ne[2];
+    it->ir = begin;
+    it->end = end;
+    it->started = false;
+    if (begin >= end) return;
+    it->i1 = begin % ne[1];
+    it->i2 = begin / ne[1] % ne[2];
+    it->i3 = begin / (ne[1] * ne[2]);
+}
+
+bool rt_cpu_rows_next(rt_cpu_rows_t *it) {
+    if (!it->started) {
+        it->started = true;
+        return it->ir < it->end;
+    }
+    if (++it->ir >= it->end) return false;
+    if (++it->i1 == it->ne1) {
+        it->i1 = 0;
+        if (++it->i2 == it->ne2) {
+            it->i2 = 0;
+            it->i3++;
+        }
+    }
+    return true;
+}
+
+void rt_cpu_map_rows(const rt_cpu_params_t *p, rt_tensor_t *dst, rt_cpu_row_fn fn) {
+    const rt_tensor_t *a = dst->src[0];
+    const int64_t n = dst->ne[0];
+    float *sx = rt_cpu_scratch(p, 0, n), *sd = rt_cpu_scratch(p, 1, n);
+    rt_cpu_rows_t it;
+    rt_cpu_rows_init(&it, dst->ne, p->ith, p->nth);
+    while (rt_cpu_rows_next(&it)) {
+        const float *x = rt_cpu_row_in(a, rt_cpu_row(a, it.i1, it.i2, it.i3), n, sx);
+        void *drow = rt_cpu_row(dst, it.i1, it.i2, it.i3);
+        float *d = rt_cpu_row_out(dst, drow, sd);
+        fn(dst, &it, d, x, n);
+        rt_cpu_row_commit(dst, drow, d, n);
+    }
+}
+
+//===--- dispatch ---===//
+
+typedef struct rt_cpu_op_entry {
+    bool (*supports)(const rt_tensor_t *node);
+    size_t (*wsize)(const rt_tensor_t *node);
+    void (*compute)(const rt_cpu_params_t *p, rt_tensor_t *node);
+} rt_cpu_op_entry_t;
+
+#define RT_CPU_OP(name) { rt_cpu_supports_##name, rt_cpu_wsize_##name, rt_cpu_compute_##name }
+
+static const rt_cpu_op_entry_t rt_cpu_ops[] = {
+    [RT_OP_CONT] = RT_CPU_OP(copy),
+    [RT_OP_CPY] = RT_CPU_OP(copy),
+    [RT_OP_GET_ROWS] = RT_CPU_OP(get_rows),
+    [RT_OP_ADD] = RT_CPU_OP(binary),
+    [RT_OP_SUB] = RT_CPU_OP(binary),
+    [RT_OP_MUL] = RT_CPU_OP(binary),
+    [RT_OP_DIV] = RT_CPU_OP(binary),
+    [RT_OP_SCALE] = RT_CPU_OP(unary),
+    [RT_OP_NORM] = RT_CPU_OP(norm),
+    [RT_OP_RMS_NORM] = RT_CPU_OP(norm),
+    [RT_OP_MUL_MAT] = RT_CPU_OP(mul_mat),
+    [RT_OP_SOFT_MAX] = RT_CPU_OP(soft_max),
+    [RT_OP_DIAG_MASK_INF] = RT_CPU_OP(diag_mask_inf),
+    [RT_OP_GELU] = RT_CPU_OP(unary),
+    [RT_OP_SILU] = RT_CPU_OP(unary),
+    [RT_OP_SWIGLU] = RT_CPU_OP(binary),
+    [RT_OP_ROPE] = RT_CPU_OP(rope),
+    [RT_OP_ARGMAX] = RT_CPU_OP(argmax),
+};
+
+static const rt_cpu_op_entry_t *rt_cpu_op_entry(rt_op_t op) {
+    if (op < 0 || (size_t)op >= sizeof rt_cpu_ops / sizeof rt_cpu_ops[0]) return NULL;
+    return rt_cpu_ops[op].compute ? &rt_cpu_ops[op] : NULL;
+}
+
+bool rt_cpu_op_computes(rt_op_t op) {
+    return op > RT_OP_TRANSPOSE;
+}
+
+static bool rt_cpu_shape_sane(const rt_tensor_t *t) {
+    for (int i = 0; i < RT_MAX_DIMS; i++)
+        if (t->ne[i] < 0) return false;
+    return rt_cpu_type(t->type) != NULL;
+}
+
+bool rt_cpu_op_supported(const rt_tensor_t *node) {
+    if (node->op >= RT_OP_NONE && !rt_cpu_op_computes(node->op)) return true;
+    const rt_cpu_op_entry_t *e = rt_cpu_op_entry(node->op);
+    if (!e || !rt_cpu_shape_sane(node)) return false;
+    for (int i = 0; i < RT_MAX_SRC; i++)
+        if (node->src[i] && !rt_cpu_shape_sane(node->src[i])) return false;
+    return e->supports(node);
+}
+
+size_t rt_cpu_op_wsize(const rt_tensor_t *node) {
+    const rt_cpu_op_entry_t *e = rt_cpu_op_entry(node->op);
+    return e ? e->wsize(node) : 0;
+}
+
+void rt_cpu_op_compute(const rt_cpu_params_t *p, rt_tensor_t *node) {
+    const rt_cpu_op_entry_t *e = rt_cpu_op_entry(node->op);
+    if (e && rt_cpu_nelements(node) > 0) e->compute(p, node);
+}

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/* entry.c: the Vulkan plugin's one exported symbol. Version negotiation and
+ * the plugin table; starting and stopping the plugin (loader, instance,
+ * devices) is device.c's. */
+#include "vk_impl.h"
+
+static rt_status_t vk_plugin_create(const rt_host_t *host, void **out_plugin) {
+    *out_plugin = NULL;
+    rt_vk_plugin_t *p = rt_vk_alloc(host, sizeof *p);
+    if (!p) return host->set_error(RT_ERR_OUT_OF_MEMORY, "%s: no memory for the plugin", __func__);
+    p->host = host;
+    rt_status_t st = rt_vk_plugin_start(p);
+    if (st != RT_OK) {
+        rt_vk_plugin_stop(p);
+        rt_vk_free(host, p, sizeof *p);
+        return st;
+    }
+    *out_plugin = p;
+    return RT_OK;
+}
+
+static void vk_plugin_destroy(void *plugin) {
+    rt_vk_plugin_t *p = plugin;
+    if (!p) return;
+    const rt_host_t *host = p->host;
+    rt_vk_plugin_stop(p);
+    rt_vk_free(host, p, sizeof *p);
+}
+
+static uint32_t vk_plugin_device_count(void *plugin) {
+    return ((const rt_vk_plugin_t *)plugin)->n_devices;
+}
+
+static rt_status_t vk_plugin_device_get(void *plugin, uint32_t index, void **out_device,
+                                        const rt_device_vtable_t **out_vtable) {
+    rt_vk_plugin_t *p = plugin;
+    *out_device = NULL;
+    *out_vtable = NULL;
+    if (index >= p->n_devices)
+        return p->host->set_error(RT_ERR_INVALID_ARGUMENT, "%s: device %u of %u", __func__,
+                                  index, p->n_devices);
+    *out_device = p->devices[index];
+    *out_vtable = &rt_vk_device_vtable;
+    return RT_OK;
+}
+
+static const rt_plugin_vtable_t vk_plugin_vtable = {
+    .struct_size = sizeof(rt_plugin_vtable_t),
+    .destroy = vk_plugin_destroy,
+    .create = vk_plugin_create,
+    .device_count = vk_plugin_device_count,
+    .device_get = vk_plugin_device_get,
+};
+
+/* Not unload-safe: Vulkan drivers start threads (llvmpipe does) and
+ * register atexit handlers that must not outlive their code. */
+static const rt_plugin_t vk_plugin = {
+    .struct_size = sizeof(rt_plugin_t),
+    .abi_version = RT_ABI_VERSION,
+    .name = "vulkan",
+    .description = "Vulkan compute (any Vulkan 1.1 device with 16-bit storage)",
+    .version = "0.1.0",
+    .flags = 0,
+    .next = NULL,
+    .vtable = &vk_plugin_vtable,
+};
+
+RT_PLUGIN_EXPORT const rt_plugin_t *rt_plugin_query(uint32_t max_abi, const rt_host_t *host) {
+    (void)host;
+    if (RT_ABI_VERSION_GET_MAJOR(max_abi) != RT_ABI_VERSION_MAJOR) return NULL;
+    if (max_abi < RT_ABI_VERSION) return NULL; /* our structs are the 1.0 ones */
+    return &vk_plugin;
+}

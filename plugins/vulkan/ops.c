@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: MIT */
+/* ops.c: graph_compute for the Vulkan plugin, the one generic dispatch
+ * path. The whole graph goes into one command buffer: for each node that
+ * computes, ops_build.c describes a dispatch; this file binds its tensors
+ * (at offsets aligned for descriptors, the rest of each offset going to the
+ * shader as a push constant), records it, and submits once at the end
+ * without waiting (synchronize waits on the fence).
+ *
+ * Barriers: a dispatch gets a memory barrier before it only when it reads
+ * bytes an earlier dispatch since the last barrier wrote (read after
+ * write), or writes bytes one of them read or wrote (write after read: the
+ * graph allocator reuses memory; write after write). Independent nodes run
+ * without barriers between them. */
+#include "vk_impl.h"
+
+#include <string.h>
+
+/* One tensor bound to a descriptor. */
+typedef struct vk_bound {
+    VkDescriptorBufferInfo info;  /* buffer, aligned offset, VK_WHOLE_SIZE */
+    uint32_t misalign;            /* bytes from info.offset to the tensor */
+    rt_vk_range_t range;          /* the bytes the tensor spans */
+} vk_bound_t;
+
+static rt_status_t vk_bind_resolve(const rt_vk_device_t *dev, const rt_tensor_t *t, vk_bound_t *out) {
+    const rt_vk_buffer_t *b = rt_vk_buffer_of(dev, t);
+    if (!b || !t->data)
+        return dev->host->set_error(RT_ERR_INVALID_ARGUMENT, "%s: %s has no data in a Vulkan%u "
+                                    "buffer", __func__, t->name, dev->index);
+    const size_t off = rt_vk_tensor_offset(b, t), size = dev->host->tensor_nbytes(t);
+    if ((uintptr_t)t->data < b->base || off > b->size || size > b->size - off)
+        return dev->host->set_error(RT_ERR_INVALID_ARGUMENT, "%s: %s: bytes [%zu, %zu) outside "
+                                    "its buffer of %zu", __func__, t->name, off, off + size, b->size);
+    if (off % rt_vk_type_unit(t->type) != 0)
+        return dev->host->set_error(RT_ERR_UNSUPPORTED, "%s: %s: offset %zu is not a multiple of "
+                                    "its element size", __func__, t->name, off);
+    size_t align = dev->limits.minStorageBufferOffsetAlignment;
+    if (align < 4) align = 4;
+    const size_t aligned = off / align * align;
+    out->info = (VkDescriptorBufferInfo){ b->buffer, aligned, VK_WHOLE_SIZE };
+    out->misalign = (uint32_t)(off - aligned);
+    out->range = (rt_vk_range_t){ b->buffer, off, off + size };
+    return RT_OK;
+}
+
+//===--- hazards ---===//
+
+static bool vk_overlaps(const rt_vk_range_set_t *s, const rt_vk_range_t *r) {
+    for (uint32_t i = 0; i < s->n; i++) {
+        const rt_vk_range_t *x = &s->items[i];
+        if (x->buffer == r->buffer && x->begin < r->end && r->begin < x->end) return true;
+    }
+    return false;
+}
+
+static rt_status_t vk_range_add(const rt_host_t *host, rt_vk_range_set_t *s, const rt_vk_range_t *r) {
+    if (!rt_vk_grow(host, (void **)&s->items, &s->cap, s->n + 1, sizeof s->items[0]))
+        return host->set_error(RT_ERR_OUT_OF_MEMORY, "%s: no memory", __func__);
+    s->items[s->n++] = *r;
+    return RT_OK;
+}
+
+/* Inserts a barrier when the dispatch's bindings conflict with what ran
+ * since the last one, then records its reads and its write. */
+static rt_status_t vk_hazards(rt_vk_queue_t *q, const rt_vk_dispatch_t *d, const vk_bound_t *bound) {
+    bool conflict = vk_overlaps(&q->writes, &bound[3].range) || vk_overlaps(&q->reads, &bound[3].range);
+    for (int i = 0; i < 3; i++)
+        if (d->bind[i]) conflict = conflict || vk_overlaps(&q->writes, &bound[i].range);
+    if (conflict) {
+        rt_vk_cmd_barrier(q->dev, q->cmd);
+        q->reads.n = q->writes.n = 0;
+    }
+    rt_status_t st = vk_range_add(q->dev->host, &q->writes, &bound[3].range);
+    for (int i = 0; st == RT_OK && i < 3; i++)
+        if (d->bind[i]) st = vk_range_add(q->dev->host, &q->reads, &bound[i].range);
+    return st;
+}
+
+//===--- recording one dispatch ---===//
+
+/* Spreads n workgroups over x, y and z within the device's limits. */
+static rt_status_t vk_groups(const rt_vk_device_t *dev, uint64_t n, uint32_t out[3]) {
+    const uint32_t *max = dev->limits.maxComputeWorkGroupCount;
+    const uint64_t x = n < max[0] ? n : max[0];
+    const uint64_t rest = (n + x - 1) / x;
+    const uint64_t y = rest < max[1] ? rest : max[1];
+    const uint64_t z = (rest + y - 1) / y;
+    if (z > max[2] || n > UINT32_MAX)
+        return dev->host->set_error(RT_ERR_UNSUPPORTED, "%s: %llu workgroups is too many",
+                                    __func__, (unsigned long long)n);
+    out[0] = (uint32_t)x;
+    out[1] = (uint32_t)y;
+    out[2] = (uint32_t)z;
+    return RT_OK;
+}
+
+static rt_status_t vk_descriptor_set(rt_vk_queue_t *q, const vk_bound_t *bound, VkDescriptorSet *out) {
+    rt_vk_device_t *dev = q->dev;
+    const VkDescriptorSetAllocateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+        .descriptorPool = q->desc_pool,
+        .descriptorSetCount = 1,
+        .pSetLayouts = &dev->set_layout,
+    };
+    rt_status_t st = RT_VK_TRY(dev->host, dev->fn.vkAllocateDescriptorSets(dev->device, &info, out));
+    if (st != RT_OK) return st;
+    VkWriteDescriptorSet w[RT_VK_N_BIND];
+    for (uint32_t i = 0; i < RT_VK_N_BIND; i++)
+        w[i] = (VkWriteDescriptorSet){
+            .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+            .dstSet = *out,
+            .dstBinding = i,
+            .descriptorCount = 1,
+            .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+            .pBufferInfo = &bound[i].info,
+        };
+    dev->fn.vkUpdateDescriptorSets(dev->device, RT_VK_N_BIND, w, 0, NULL);
+    return RT_OK;
+}
+
+/* Binds d's tensors; an unused binding gets the destination (every binding
+ * of the shared layout must hold a valid buffer). */
+static rt_status_t vk_bind_all(rt_vk_queue_t *q, rt_vk_dispatch_t *d, vk_bound_t *bound) {
+    rt_status_t st = vk_bind_resolve(q->dev, d->bind[3], &bound[3]);
+    for (int i = 0; st == RT_OK && i < RT_VK_N_BIND; i++) {
+        if (i < 3 && d->bind[i]) st = vk_bind_resolve(q->dev, d->bind[i], &bound[i]);
+        else if (i < 3) bound[i] = bound[3];
+        d->push[i] = bound[i].misalign;
+        d->spec[RT_VK_SPEC_TYPE0 + i] = d->bind[i] ? (uint32_t)d->bind[i]->type : 0;
+    }
+    return st;
+}
+
+static rt_status_t vk_node_record(rt_vk_queue_t *q, const rt_tensor_t *node) {
+    rt_vk_device_t *dev = q->dev;
+    rt_vk_dispatch_t d;
+    vk_bound_t bound[RT_VK_N_BIND];
+    VkPipeline pipeline;
+    VkDescriptorSet set;
+    uint32_t groups[3] = { 0, 0, 0 };
+    rt_status_t st = rt_vk_dispatch_build(dev, node, &d);
+    if (st == RT_OK) st = vk_bind_all(q, &d, bound);
+    if (st == RT_OK) st = vk_groups(dev, d.n_groups, groups);
+    if (st == RT_OK) st = rt_vk_pipeline_get(dev, d.shader, d.spec, &pipeline);
+    if (st == RT_OK) st = vk_descriptor_set(q, bound, &set);
+    if (st == RT_OK) st = vk_hazards(q, &d, bound);
+    if (st != RT_OK) return st;
+    dev->fn.vkCmdBindPipeline(q->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+    dev->fn.vkCmdBindDescriptorSets(q->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, dev->pipeline_layout,
+                                    0, 1, &set, 0, NULL);
+    dev->fn.vkCmdPushConstants(q->cmd, dev->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                               d.n_push * 4, d.push);
+    dev->fn.vkCmdDispatch(q->cmd, groups[0], groups[1], groups[2]);
+    return RT_OK;
+}
+
+//===--- the graph ---===//
+
+rt_status_t rt_vk_graph_compute(void *queue, rt_tensor_t *const *nodes, int32_t n_nodes) {
+    rt_vk_queue_t *q = queue;
+    rt_vk_device_t *dev = q->dev;
+    uint32_t n = 0;
+    for (int32_t i = 0; i < n_nodes; i++) n += rt_vk_node_dispatches(nodes[i]);
+    if (n == 0) return RT_OK;
+    rt_status_t st = rt_vk_queue_begin(q, n);
+    if (st != RT_OK) return st;
+    /* Orders this graph after transfers and graphs submitted before it. */
+    rt_vk_cmd_barrier(dev, q->cmd);
+    for (int32_t i = 0; st == RT_OK && i < n_nodes; i++)
+        if (rt_vk_node_dispatches(nodes[i])) st = vk_node_record(q, nodes[i]);
+    /* Makes the results visible to transfers and to host reads of mapped buffers. */
+    rt_vk_cmd_barrier(dev, q->cmd);
+    const rt_status_t end = RT_VK_TRY(dev->host, dev->fn.vkEndCommandBuffer(q->cmd));
+    if (st == RT_OK) st = end;
+    if (st == RT_OK) st = rt_vk_submit(dev, q->cmd, q->fence);
+    q->pending = st == RT_OK;
+    return st;
+}

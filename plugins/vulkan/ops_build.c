@@ -1,0 +1,350 @@
+/* SPDX-License-Identifier: MIT */
+/* ops_build.c: which nodes the Vulkan plugin runs and how. supports_op
+ * says yes exactly for the types, shapes and strides the shaders handle
+ * (everything else falls back to another device), and one builder per
+ * kernel family turns a node into an rt_vk_dispatch_t: shader, op, bound
+ * tensors, push constants (shapes in elements, strides in bytes, as the
+ * tensor header has them) and the number of workgroups. ops.c records it. */
+#include "vk_impl.h"
+
+#include <string.h>
+
+#define VK_WG 128u          /* elementwise kernels */
+#define VK_ROW_WG_MAX 256u  /* row kernels: reduce.glsl's RT_REDUCE_MAX */
+#define VK_MM_TILE_MAX 8u   /* mul_mat.comp's NT_MAX */
+
+//===--- types and tensors ---===//
+
+/* Bytes the shaders address the type in (its offsets and strides must be
+ * multiples of it); 0 for a type they cannot read. */
+uint32_t rt_vk_type_unit(rt_type_t type) {
+    switch (type) {
+    case RT_TYPE_F32: case RT_TYPE_I32: return 4;
+    case RT_TYPE_F16: case RT_TYPE_BF16: case RT_TYPE_Q8_0: case RT_TYPE_Q4_0: return 2;
+    default: return 0;
+    }
+}
+
+static bool vk_is_float(rt_type_t t) { return t == RT_TYPE_F32 || t == RT_TYPE_F16 || t == RT_TYPE_BF16; }
+static bool vk_is_quant(rt_type_t t) { return t == RT_TYPE_Q8_0 || t == RT_TYPE_Q4_0; }
+static bool vk_is_f32_f16(rt_type_t t) { return t == RT_TYPE_F32 || t == RT_TYPE_F16; }
+
+static int64_t vk_nelements(const rt_tensor_t *t) { return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]; }
+static uint64_t vk_nrows(const rt_tensor_t *t) { return (uint64_t)(t->ne[1] * t->ne[2] * t->ne[3]); }
+
+static bool vk_same_shape(const rt_tensor_t *a, const rt_tensor_t *b) {
+    return memcmp(a->ne, b->ne, sizeof a->ne) == 0;
+}
+
+/* Row-contiguous: element (or block) i0 at i0 * its size. */
+static bool vk_rows_packed(const rt_vk_device_t *dev, const rt_tensor_t *t) {
+    const rt_type_traits_t *tr = dev->host->type_traits(t->type);
+    return tr && t->nb[0] == tr->type_size;
+}
+
+/* A tensor the shaders can address: 32-bit element counts and byte spans,
+ * strides that are multiples of the element's unit. */
+static bool vk_tensor_ok(const rt_vk_device_t *dev, const rt_tensor_t *t) {
+    const uint32_t unit = rt_vk_type_unit(t->type);
+    if (!unit) return false;
+    for (int i = 0; i < RT_MAX_DIMS; i++) {
+        if (t->ne[i] < 0 || t->ne[i] > INT32_MAX) return false;
+        if (t->ne[i] > 1 && t->nb[i] % unit != 0) return false;
+    }
+    return vk_nelements(t) <= INT32_MAX && dev->host->tensor_nbytes(t) <= dev->bufts[0].max_size;
+}
+
+//===--- supports_op, per op ---===//
+
+static bool vk_supports_copy(const rt_vk_device_t *dev, const rt_tensor_t *n, const rt_tensor_t *a) {
+    if (vk_nelements(a) != vk_nelements(n) || !vk_is_float(a->type)) return false;
+    if (n->op == RT_OP_CONT) return n->type == a->type;
+    if (vk_is_float(n->type)) return true;
+    return a->type == RT_TYPE_F32 && vk_is_quant(n->type) && n->ne[0] % 32 == 0 &&
+           dev->host->tensor_is_contiguous(n);
+}
+
+static bool vk_supports_get_rows(const rt_vk_device_t *dev, const rt_tensor_t *n,
+                                 const rt_tensor_t *a, const rt_tensor_t *b) {
+    return b && (vk_is_float(a->type) || vk_is_quant(a->type)) && vk_rows_packed(dev, a) &&
+           b->type == RT_TYPE_I32 && n->type == RT_TYPE_F32 && b->ne[1] == a->ne[2] &&
+           b->ne[2] == a->ne[3] && b->ne[3] == 1 && n->ne[0] == a->ne[0] && n->ne[1] == b->ne[0] &&
+           n->ne[2] == b->ne[1] && n->ne[3] == b->ne[2];
+}
+
+static bool vk_supports_binary(const rt_tensor_t *n, const rt_tensor_t *a, const rt_tensor_t *b) {
+    if (!b || !vk_is_f32_f16(n->type) || a->type != n->type || b->type != n->type ||
+        !vk_same_shape(a, n))
+        return false;
+    if (n->op == RT_OP_SWIGLU) return vk_same_shape(a, b);
+    for (int i = 0; i < RT_MAX_DIMS; i++)
+        if (b->ne[i] <= 0 || a->ne[i] % b->ne[i] != 0) return false;
+    return true;
+}
+
+static bool vk_supports_mul_mat(const rt_vk_device_t *dev, const rt_tensor_t *n,
+                                const rt_tensor_t *a, const rt_tensor_t *b) {
+    return b && (vk_is_float(a->type) || vk_is_quant(a->type)) && vk_rows_packed(dev, a) &&
+           b->type == RT_TYPE_F32 && b->nb[0] == 4 && n->type == RT_TYPE_F32 &&
+           a->ne[0] == b->ne[0] && n->ne[0] == a->ne[1] && n->ne[1] == b->ne[1] &&
+           n->ne[2] == b->ne[2] && n->ne[3] == b->ne[3] && a->ne[2] > 0 && a->ne[3] > 0 &&
+           b->ne[2] % a->ne[2] == 0 && b->ne[3] % a->ne[3] == 0;
+}
+
+static bool vk_supports_soft_max(const rt_tensor_t *n, const rt_tensor_t *a, const rt_tensor_t *m) {
+    if (!vk_is_float(a->type) || n->type != a->type || !vk_same_shape(a, n)) return false;
+    return !m || (vk_is_f32_f16(m->type) && m->ne[0] == a->ne[0] && m->ne[1] >= a->ne[1] &&
+                  m->ne[2] > 0 && m->ne[3] > 0);
+}
+
+static bool vk_supports_rope(const rt_tensor_t *n, const rt_tensor_t *a, const rt_tensor_t *b) {
+    const int32_t n_dims = n->op_params[0], mode = n->op_params[1];
+    return b && vk_is_float(a->type) && n->type == a->type && vk_same_shape(a, n) &&
+           b->type == RT_TYPE_I32 && b->ne[0] == a->ne[2] && n_dims >= 0 && n_dims % 2 == 0 &&
+           n_dims <= a->ne[0] && (mode == RT_ROPE_MODE_NORMAL || mode == RT_ROPE_MODE_NEOX);
+}
+
+static bool vk_supports_compute(const rt_vk_device_t *dev, const rt_tensor_t *n) {
+    const rt_tensor_t *a = n->src[0], *b = n->src[1];
+    if (!a) return false;
+    switch (n->op) {
+    case RT_OP_CONT: case RT_OP_CPY: return vk_supports_copy(dev, n, a);
+    case RT_OP_GET_ROWS: return vk_supports_get_rows(dev, n, a, b);
+    case RT_OP_ADD: case RT_OP_SUB: case RT_OP_MUL: case RT_OP_DIV: case RT_OP_SWIGLU:
+        return vk_supports_binary(n, a, b);
+    case RT_OP_SCALE: case RT_OP_GELU: case RT_OP_SILU:
+        return vk_is_f32_f16(n->type) && a->type == n->type && vk_same_shape(a, n);
+    case RT_OP_NORM: case RT_OP_RMS_NORM: case RT_OP_DIAG_MASK_INF:
+        return vk_is_float(n->type) && a->type == n->type && vk_same_shape(a, n);
+    case RT_OP_MUL_MAT: return vk_supports_mul_mat(dev, n, a, b);
+    case RT_OP_SOFT_MAX: return vk_supports_soft_max(n, a, b);
+    case RT_OP_ROPE: return vk_supports_rope(n, a, b);
+    case RT_OP_ARGMAX:
+        return vk_is_float(a->type) && n->type == RT_TYPE_I32 && n->ne[0] == a->ne[1] &&
+               n->ne[1] == a->ne[2] && n->ne[2] == a->ne[3] && n->ne[3] == 1;
+    default: return false;
+    }
+}
+
+bool rt_vk_supports_op(void *device, const rt_tensor_t *node) {
+    const rt_vk_device_t *dev = device;
+    switch (node->op) {
+    case RT_OP_NONE: case RT_OP_VIEW: case RT_OP_RESHAPE: case RT_OP_PERMUTE:
+    case RT_OP_TRANSPOSE:
+        return true;
+    default: break;
+    }
+    if (!vk_tensor_ok(dev, node)) return false;
+    for (int i = 0; i < RT_MAX_SRC; i++)
+        if (node->src[i] && !vk_tensor_ok(dev, node->src[i])) return false;
+    return vk_supports_compute(dev, node);
+}
+
+bool rt_vk_node_dispatches(const rt_tensor_t *node) {
+    return node->op > RT_OP_TRANSPOSE && vk_nelements(node) > 0;
+}
+
+//===--- push constants ---===//
+
+static void vk_push(rt_vk_dispatch_t *d, uint32_t v) { d->push[d->n_push++] = v; }
+
+static void vk_push_f(rt_vk_dispatch_t *d, float f) {
+    uint32_t v;
+    memcpy(&v, &f, sizeof v);
+    vk_push(d, v);
+}
+
+static void vk_push_ne(rt_vk_dispatch_t *d, const rt_tensor_t *t) {
+    for (int i = 0; i < RT_MAX_DIMS; i++) vk_push(d, (uint32_t)t->ne[i]);
+}
+
+/* Byte strides. A stride of a dimension with ne == 1 may not fit 32 bits;
+ * it is multiplied by index 0 only, so its truncation does no harm. */
+static void vk_push_nb(rt_vk_dispatch_t *d, const rt_tensor_t *t) {
+    for (int i = 0; i < RT_MAX_DIMS; i++) vk_push(d, (uint32_t)t->nb[i]);
+}
+
+static float vk_param_f(const rt_tensor_t *t, int i) {
+    float f;
+    memcpy(&f, &t->op_params[i], sizeof f);
+    return f;
+}
+
+static uint64_t vk_ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+/* A power-of-two workgroup for one row of n elements. */
+static uint32_t vk_row_wg(int64_t n) {
+    uint32_t wg = 32;
+    while (wg < n && wg < VK_ROW_WG_MAX) wg *= 2;
+    return wg;
+}
+
+static void vk_dispatch_init(rt_vk_dispatch_t *d, const char *shader, uint32_t wg, uint32_t op,
+                             const rt_tensor_t *dst) {
+    memset(d, 0, sizeof *d);
+    d->shader = shader;
+    d->spec[RT_VK_SPEC_WG] = wg;
+    d->spec[RT_VK_SPEC_OP] = op;
+    d->bind[3] = dst;
+    d->n_push = RT_VK_N_BIND; /* the binding offsets come first */
+}
+
+//===--- builders ---===//
+
+/* unary.comp's op ids */
+enum { VK_UNARY_COPY, VK_UNARY_SCALE, VK_UNARY_GELU, VK_UNARY_SILU, VK_UNARY_DIAG_MASK_INF };
+
+static void vk_build_unary(const rt_tensor_t *n, uint32_t op, rt_vk_dispatch_t *d) {
+    const rt_tensor_t *a = n->src[0];
+    vk_dispatch_init(d, "unary", VK_WG, op, n);
+    d->bind[0] = a;
+    vk_push_ne(d, a);
+    vk_push_nb(d, a);
+    vk_push_ne(d, n);
+    vk_push_nb(d, n);
+    vk_push(d, (uint32_t)vk_nelements(n));
+    vk_push_f(d, op == VK_UNARY_SCALE ? vk_param_f(n, 0) : 0.0f);
+    vk_push(d, op == VK_UNARY_DIAG_MASK_INF ? (uint32_t)n->op_params[0] : 0);
+    d->n_groups = vk_ceil_div((uint64_t)vk_nelements(n), VK_WG);
+}
+
+static void vk_build_quantize(const rt_tensor_t *n, rt_vk_dispatch_t *d) {
+    const rt_tensor_t *a = n->src[0];
+    const uint64_t n_blocks = (uint64_t)vk_nelements(n) / 32;
+    vk_dispatch_init(d, "quantize", 64, 0, n);
+    d->bind[0] = a;
+    vk_push_ne(d, a);
+    vk_push_nb(d, a);
+    vk_push(d, (uint32_t)n_blocks);
+    d->n_groups = vk_ceil_div(n_blocks, 64);
+}
+
+static void vk_build_binary(const rt_tensor_t *n, uint32_t op, rt_vk_dispatch_t *d) {
+    const rt_tensor_t *a = n->src[0], *b = n->src[1];
+    vk_dispatch_init(d, "binary", VK_WG, op, n);
+    d->bind[0] = a;
+    d->bind[1] = b;
+    vk_push_ne(d, a);
+    vk_push_nb(d, a);
+    vk_push_ne(d, b);
+    vk_push_nb(d, b);
+    vk_push_nb(d, n);
+    vk_push(d, (uint32_t)vk_nelements(n));
+    d->n_groups = vk_ceil_div((uint64_t)vk_nelements(n), VK_WG);
+}
+
+static void vk_build_get_rows(const rt_tensor_t *n, rt_vk_dispatch_t *d) {
+    const rt_tensor_t *a = n->src[0], *b = n->src[1];
+    vk_dispatch_init(d, "get_rows", VK_WG, 0, n);
+    d->bind[0] = a;
+    d->bind[1] = b;
+    vk_push_ne(d, n);
+    vk_push_nb(d, n);
+    vk_push_nb(d, a);
+    vk_push_nb(d, b);
+    vk_push(d, (uint32_t)vk_nelements(n));
+    vk_push(d, (uint32_t)a->ne[1]);
+    d->n_groups = vk_ceil_div((uint64_t)vk_nelements(n), VK_WG);
+}
+
+/* Row kernels: one workgroup per row of a. */
+static void vk_build_rows(const rt_tensor_t *n, const char *shader, uint32_t op, rt_vk_dispatch_t *d) {
+    const rt_tensor_t *a = n->src[0];
+    vk_dispatch_init(d, shader, vk_row_wg(a->ne[0]), op, n);
+    d->bind[0] = a;
+    vk_push_ne(d, a);
+    vk_push_nb(d, a);
+    d->n_groups = vk_nrows(a);
+}
+
+static void vk_build_norm(const rt_tensor_t *n, rt_vk_dispatch_t *d) {
+    vk_build_rows(n, "norm", n->op == RT_OP_RMS_NORM, d);
+    vk_push_nb(d, n);
+    vk_push_f(d, vk_param_f(n, 0));
+    vk_push(d, (uint32_t)d->n_groups);
+}
+
+static void vk_build_soft_max(const rt_tensor_t *n, rt_vk_dispatch_t *d) {
+    const rt_tensor_t *m = n->src[1];
+    vk_build_rows(n, "soft_max", 0, d);
+    d->bind[1] = m;
+    static const rt_tensor_t no_mask = { .ne = { 1, 1, 1, 1 } };
+    vk_push_ne(d, m ? m : &no_mask);
+    vk_push_nb(d, m ? m : &no_mask);
+    vk_push_nb(d, n);
+    vk_push_f(d, vk_param_f(n, 0));
+    vk_push(d, m != NULL);
+    vk_push(d, (uint32_t)d->n_groups);
+}
+
+static void vk_build_argmax(const rt_tensor_t *n, rt_vk_dispatch_t *d) {
+    vk_build_rows(n, "argmax", 0, d);
+    vk_push_nb(d, n);
+    vk_push(d, (uint32_t)d->n_groups);
+}
+
+static void vk_build_rope(const rt_tensor_t *n, rt_vk_dispatch_t *d) {
+    const rt_tensor_t *a = n->src[0], *p = n->src[1];
+    const int64_t n_dims = n->op_params[0];
+    const uint64_t units = (uint64_t)(n_dims / 2 + a->ne[0] - n_dims) * vk_nrows(a);
+    vk_dispatch_init(d, "rope", VK_WG, 0, n);
+    d->bind[0] = a;
+    d->bind[1] = p;
+    vk_push_ne(d, a);
+    vk_push_nb(d, a);
+    vk_push_nb(d, n);
+    vk_push(d, (uint32_t)p->nb[0]);
+    vk_push(d, (uint32_t)n_dims);
+    vk_push(d, (uint32_t)n->op_params[1]);
+    vk_push_f(d, vk_param_f(n, 2));
+    vk_push_f(d, vk_param_f(n, 3));
+    vk_push(d, (uint32_t)units);
+    d->n_groups = vk_ceil_div(units, VK_WG);
+}
+
+static void vk_build_mul_mat(const rt_tensor_t *n, rt_vk_dispatch_t *d) {
+    const rt_tensor_t *a = n->src[0], *b = n->src[1];
+    const uint32_t tile = b->ne[1] == 1 ? 1 : b->ne[1] <= 4 ? 4 : VK_MM_TILE_MAX;
+    const uint64_t n_tiles = vk_ceil_div((uint64_t)b->ne[1], tile);
+    vk_dispatch_init(d, "mul_mat", vk_is_quant(a->type) ? 32 : 64, 0, n);
+    d->spec[RT_VK_SPEC_EXTRA] = tile;
+    d->bind[0] = a;
+    d->bind[1] = b;
+    vk_push_nb(d, a);
+    vk_push_nb(d, b);
+    vk_push_nb(d, n);
+    vk_push_ne(d, n);
+    vk_push(d, (uint32_t)a->ne[0]);
+    vk_push(d, (uint32_t)(b->ne[2] / a->ne[2]));
+    vk_push(d, (uint32_t)(b->ne[3] / a->ne[3]));
+    vk_push(d, (uint32_t)n_tiles);
+    d->n_groups = (uint64_t)n->ne[0] * n_tiles * (uint64_t)(n->ne[2] * n->ne[3]);
+}
+
+rt_status_t rt_vk_dispatch_build(const rt_vk_device_t *dev, const rt_tensor_t *node,
+                                 rt_vk_dispatch_t *d) {
+    switch (node->op) {
+    case RT_OP_CONT: case RT_OP_CPY:
+        if (vk_is_quant(node->type)) vk_build_quantize(node, d);
+        else vk_build_unary(node, VK_UNARY_COPY, d);
+        break;
+    case RT_OP_SCALE: vk_build_unary(node, VK_UNARY_SCALE, d); break;
+    case RT_OP_GELU: vk_build_unary(node, VK_UNARY_GELU, d); break;
+    case RT_OP_SILU: vk_build_unary(node, VK_UNARY_SILU, d); break;
+    case RT_OP_DIAG_MASK_INF: vk_build_unary(node, VK_UNARY_DIAG_MASK_INF, d); break;
+    case RT_OP_ADD: case RT_OP_SUB: case RT_OP_MUL: case RT_OP_DIV:
+        vk_build_binary(node, (uint32_t)(node->op - RT_OP_ADD), d);
+        break;
+    case RT_OP_SWIGLU: vk_build_binary(node, 4, d); break;
+    case RT_OP_GET_ROWS: vk_build_get_rows(node, d); break;
+    case RT_OP_NORM: case RT_OP_RMS_NORM: vk_build_norm(node, d); break;
+    case RT_OP_SOFT_MAX: vk_build_soft_max(node, d); break;
+    case RT_OP_ROPE: vk_build_rope(node, d); break;
+    case RT_OP_ARGMAX: vk_build_argmax(node, d); break;
+    case RT_OP_MUL_MAT: vk_build_mul_mat(node, d); break;
+    default:
+        return dev->host->set_error(RT_ERR_UNSUPPORTED, "%s: %s: op %d has no Vulkan kernel",
+                                    __func__, node->name, (int)node->op);
+    }
+    return RT_OK;
+}

@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/* pipeline.c: compute pipelines, made on first use. Every shader shares one
+ * descriptor set layout (four storage buffers: three sources and the
+ * destination) and one pipeline layout (that set plus 128 bytes of push
+ * constants), so one generic dispatch path serves every op. A pipeline is
+ * one embedded SPIR-V module specialised with RT_VK_N_SPEC constants
+ * (workgroup size, op, the element types of the four bindings, one extra);
+ * the VkPipelineCache, the layouts and each shader module are created the
+ * first time a pipeline needs them. */
+#include "vk_impl.h"
+
+#include <string.h>
+
+static rt_status_t vk_layouts_create(rt_vk_device_t *dev) {
+    VkDescriptorSetLayoutBinding bindings[RT_VK_N_BIND];
+    for (uint32_t i = 0; i < RT_VK_N_BIND; i++)
+        bindings[i] = (VkDescriptorSetLayoutBinding){
+            .binding = i,
+            .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+            .descriptorCount = 1,
+            .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
+        };
+    const VkDescriptorSetLayoutCreateInfo dinfo = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+        .bindingCount = RT_VK_N_BIND,
+        .pBindings = bindings,
+    };
+    const VkPushConstantRange push = {
+        .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
+        .size = RT_VK_PUSH_WORDS * 4,
+    };
+    const VkPipelineLayoutCreateInfo linfo = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+        .setLayoutCount = 1,
+        .pSetLayouts = &dev->set_layout,
+        .pushConstantRangeCount = 1,
+        .pPushConstantRanges = &push,
+    };
+    const VkPipelineCacheCreateInfo cinfo = { .sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO };
+    const rt_host_t *host = dev->host;
+    /* Each step is skipped when an earlier, failed call already made it. */
+    rt_status_t st = RT_OK;
+    if (!dev->set_layout)
+        st = RT_VK_TRY(host, dev->fn.vkCreateDescriptorSetLayout(dev->device, &dinfo, NULL,
+                                                                &dev->set_layout));
+    if (st == RT_OK && !dev->pipeline_layout)
+        st = RT_VK_TRY(host, dev->fn.vkCreatePipelineLayout(dev->device, &linfo, NULL,
+                                                           &dev->pipeline_layout));
+    if (st == RT_OK && !dev->modules) {
+        dev->modules = rt_vk_alloc(host, rt_vk_spirv_count * sizeof dev->modules[0]);
+        if (!dev->modules) st = host->set_error(RT_ERR_OUT_OF_MEMORY, "%s: no memory", __func__);
+    }
+    /* Last: its presence says everything above exists. */
+    if (st == RT_OK)
+        st = RT_VK_TRY(host, dev->fn.vkCreatePipelineCache(dev->device, &cinfo, NULL,
+                                                          &dev->pipeline_cache));
+    return st;
+}
+
+static uint32_t vk_shader_find(const char *name) {
+    for (uint32_t i = 0; i < rt_vk_spirv_count; i++)
+        if (strcmp(rt_vk_spirv_table[i].name, name) == 0) return i;
+    return UINT32_MAX;
+}
+
+static VkPipeline vk_pipeline_find(const rt_vk_device_t *dev, uint32_t shader,
+                                   const uint32_t spec[RT_VK_N_SPEC]) {
+    for (uint32_t i = 0; i < dev->n_pipelines; i++) {
+        const rt_vk_pipeline_t *p = &dev->pipelines[i];
+        if (p->shader == shader && memcmp(p->spec, spec, sizeof p->spec) == 0) return p->pipeline;
+    }
+    return VK_NULL_HANDLE;
+}
+
+static rt_status_t vk_module_get(rt_vk_device_t *dev, uint32_t shader) {
+    if (dev->modules[shader]) return RT_OK;
+    const VkShaderModuleCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+        .codeSize = rt_vk_spirv_table[shader].size,
+        .pCode = rt_vk_spirv_table[shader].code,
+    };
+    return RT_VK_TRY(dev->host, dev->fn.vkCreateShaderModule(dev->device, &info, NULL,
+                                                            &dev->modules[shader]));
+}
+
+static rt_status_t vk_pipeline_create(rt_vk_device_t *dev, uint32_t shader,
+                                      const uint32_t spec[RT_VK_N_SPEC], VkPipeline *out) {
+    VkSpecializationMapEntry map[RT_VK_N_SPEC];
+    for (uint32_t i = 0; i < RT_VK_N_SPEC; i++)
+        map[i] = (VkSpecializationMapEntry){ .constantID = i, .offset = 4 * i, .size = 4 };
+    const VkSpecializationInfo sinfo = {
+        .mapEntryCount = RT_VK_N_SPEC,
+        .pMapEntries = map,
+        .dataSize = RT_VK_N_SPEC * 4,
+        .pData = spec,
+    };
+    const VkComputePipelineCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .stage = {
+            .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+            .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+            .module = dev->modules[shader],
+            .pName = "main",
+            .pSpecializationInfo = &sinfo,
+        },
+        .layout = dev->pipeline_layout,
+    };
+    return RT_VK_TRY(dev->host, dev->fn.vkCreateComputePipelines(dev->device, dev->pipeline_cache,
+                                                                1, &info, NULL, out));
+}
+
+static rt_status_t vk_pipeline_add(rt_vk_device_t *dev, uint32_t shader,
+                                   const uint32_t spec[RT_VK_N_SPEC], VkPipeline *out) {
+    if (!rt_vk_grow(dev->host, (void **)&dev->pipelines, &dev->cap_pipelines,
+                    dev->n_pipelines + 1, sizeof dev->pipelines[0]))
+        return dev->host->set_error(RT_ERR_OUT_OF_MEMORY, "%s: no memory", __func__);
+    rt_status_t st = vk_module_get(dev, shader);
+    if (st == RT_OK) st = vk_pipeline_create(dev, shader, spec, out);
+    if (st != RT_OK) return st;
+    rt_vk_pipeline_t *p = &dev->pipelines[dev->n_pipelines++];
+    p->shader = shader;
+    memcpy(p->spec, spec, sizeof p->spec);
+    p->pipeline = *out;
+    return RT_OK;
+}
+
+rt_status_t rt_vk_pipeline_get(rt_vk_device_t *dev, const char *name,
+                               const uint32_t spec[RT_VK_N_SPEC], VkPipeline *out_pipeline) {
+    *out_pipeline = VK_NULL_HANDLE;
+    const uint32_t shader = vk_shader_find(name);
+    if (shader == UINT32_MAX)
+        return dev->host->set_error(RT_ERR_INTERNAL, "%s: no shader named %s", __func__, name);
+    rt_vk_mutex_lock(&dev->pipe_lock);
+    rt_status_t st = dev->pipeline_cache ? RT_OK : vk_layouts_create(dev);
+    if (st == RT_OK) *out_pipeline = vk_pipeline_find(dev, shader, spec);
+    if (st == RT_OK && !*out_pipeline) st = vk_pipeline_add(dev, shader, spec, out_pipeline);
+    rt_vk_mutex_unlock(&dev->pipe_lock);
+    return st;
+}
+
+void rt_vk_pipelines_destroy(rt_vk_device_t *dev) {
+    const rt_vk_device_fns_t *fn = &dev->fn;
+    for (uint32_t i = 0; i < dev->n_pipelines; i++)
+        fn->vkDestroyPipeline(dev->device, dev->pipelines[i].pipeline, NULL);
+    rt_vk_free(dev->host, dev->pipelines, dev->cap_pipelines * sizeof dev->pipelines[0]);
+    dev->pipelines = NULL;
+    dev->n_pipelines = dev->cap_pipelines = 0;
+    for (uint32_t i = 0; dev->modules && i < rt_vk_spirv_count; i++)
+        if (dev->modules[i]) fn->vkDestroyShaderModule(dev->device, dev->modules[i], NULL);
+    rt_vk_free(dev->host, dev->modules, rt_vk_spirv_count * sizeof dev->modules[0]);
+    dev->modules = NULL;
+    if (dev->pipeline_cache) fn->vkDestroyPipelineCache(dev->device, dev->pipeline_cache, NULL);
+    if (dev->pipeline_layout) fn->vkDestroyPipelineLayout(dev->device, dev->pipeline_layout, NULL);
+    if (dev->set_layout) fn->vkDestroyDescriptorSetLayout(dev->device, dev->set_layout, NULL);
+    dev->pipeline_cache = VK_NULL_HANDLE;
+    dev->pipeline_layout = VK_NULL_HANDLE;
+    dev->set_layout = VK_NULL_HANDLE;
+}

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/* queue.c: rt queues of the Vulkan plugin. Each owns a command buffer that
+ * holds one whole graph, the fence that says when it is done, and the
+ * descriptor pool its dispatches draw from (sized for the largest graph so
+ * far, reset before each). graph_compute (ops.c) records and submits
+ * without waiting; synchronize waits on the fence. */
+#include "vk_impl.h"
+
+rt_status_t rt_vk_queue_create(void *device, const rt_queue_options_t *options, void **out_queue) {
+    (void)options; /* nothing to tune: threads are the driver's business */
+    rt_vk_device_t *dev = device;
+    *out_queue = NULL;
+    rt_vk_queue_t *q = rt_vk_alloc(dev->host, sizeof *q);
+    if (!q) return dev->host->set_error(RT_ERR_OUT_OF_MEMORY, "%s: no memory", __func__);
+    q->dev = dev;
+    const VkCommandPoolCreateInfo pinfo = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+        .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+        .queueFamilyIndex = dev->queue_family,
+    };
+    const VkFenceCreateInfo finfo = { .sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO };
+    rt_status_t st = RT_VK_TRY(dev->host, dev->fn.vkCreateCommandPool(dev->device, &pinfo, NULL, &q->pool));
+    const VkCommandBufferAllocateInfo cinfo = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+        .commandPool = q->pool,
+        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+        .commandBufferCount = 1,
+    };
+    if (st == RT_OK) st = RT_VK_TRY(dev->host, dev->fn.vkAllocateCommandBuffers(dev->device, &cinfo, &q->cmd));
+    if (st == RT_OK) st = RT_VK_TRY(dev->host, dev->fn.vkCreateFence(dev->device, &finfo, NULL, &q->fence));
+    if (st != RT_OK) {
+        rt_vk_queue_destroy(q);
+        return st;
+    }
+    *out_queue = q;
+    return RT_OK;
+}
+
+void rt_vk_queue_destroy(void *queue) {
+    rt_vk_queue_t *q = queue;
+    if (!q) return;
+    rt_vk_device_t *dev = q->dev;
+    if (q->pending) dev->fn.vkWaitForFences(dev->device, 1, &q->fence, VK_TRUE, UINT64_MAX);
+    if (q->desc_pool) dev->fn.vkDestroyDescriptorPool(dev->device, q->desc_pool, NULL);
+    if (q->fence) dev->fn.vkDestroyFence(dev->device, q->fence, NULL);
+    if (q->pool) dev->fn.vkDestroyCommandPool(dev->device, q->pool, NULL); /* frees cmd */
+    rt_vk_free(dev->host, q->reads.items, q->reads.cap * sizeof q->reads.items[0]);
+    rt_vk_free(dev->host, q->writes.items, q->writes.cap * sizeof q->writes.items[0]);
+    rt_vk_free(dev->host, q, sizeof *q);
+}
+
+rt_status_t rt_vk_queue_synchronize(void *queue) {
+    rt_vk_queue_t *q = queue;
+    if (!q->pending) return RT_OK;
+    rt_vk_device_t *dev = q->dev;
+    const VkResult r = dev->fn.vkWaitForFences(dev->device, 1, &q->fence, VK_TRUE, UINT64_MAX);
+    dev->fn.vkResetFences(dev->device, 1, &q->fence);
+    q->pending = false;
+    return RT_VK_TRY(dev->host, r);
+}
+
+/* A pool for at least n_sets sets of RT_VK_N_BIND storage buffers. */
+static rt_status_t vk_desc_pool_reserve(rt_vk_queue_t *q, uint32_t n_sets) {
+    rt_vk_device_t *dev = q->dev;
+    if (q->desc_pool && q->desc_cap >= n_sets)
+        return RT_VK_TRY(dev->host, dev->fn.vkResetDescriptorPool(dev->device, q->desc_pool, 0));
+    uint32_t cap = q->desc_cap ? q->desc_cap : 64;
+    while (cap < n_sets) cap *= 2;
+    if (q->desc_pool) dev->fn.vkDestroyDescriptorPool(dev->device, q->desc_pool, NULL);
+    q->desc_pool = VK_NULL_HANDLE;
+    q->desc_cap = 0;
+    const VkDescriptorPoolSize size = {
+        .type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+        .descriptorCount = cap * RT_VK_N_BIND,
+    };
+    const VkDescriptorPoolCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+        .maxSets = cap,
+        .poolSizeCount = 1,
+        .pPoolSizes = &size,
+    };
+    rt_status_t st = RT_VK_TRY(dev->host, dev->fn.vkCreateDescriptorPool(dev->device, &info, NULL, &q->desc_pool));
+    if (st == RT_OK) q->desc_cap = cap;
+    return st;
+}
+
+rt_status_t rt_vk_queue_begin(rt_vk_queue_t *q, uint32_t n_sets) {
+    rt_status_t st = rt_vk_queue_synchronize(q);
+    if (st == RT_OK) st = vk_desc_pool_reserve(q, n_sets);
+    const VkCommandBufferBeginInfo info = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+        .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+    };
+    if (st == RT_OK) st = RT_VK_TRY(q->dev->host, q->dev->fn.vkBeginCommandBuffer(q->cmd, &info));
+    q->reads.n = q->writes.n = 0;
+    return st;
+}

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: MIT
+// common.glsl: what every rt compute shader includes. The specialisation
+// constants every pipeline gets (workgroup size, op, the rt_type_t of each
+// binding, one extra), the four storage buffers (bindings 0-2 sources, 3 the
+// destination), each seen through 32-bit float, 16-bit and 32-bit int views
+// so one module serves every element type, typed loads and stores at byte
+// offsets, and the flat index of a thread across a 3-D dispatch.
+//
+// Addresses are bytes throughout: push constants carry ne[] in elements and
+// nb[] and offsets in bytes, so any strides work as on the CPU. The plugin
+// checks that every offset and stride is a multiple of the element's size.
+#extension GL_EXT_shader_16bit_storage : require
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint OP = 0;
+layout(constant_id = 2) const uint TYPE0 = 0;
+layout(constant_id = 3) const uint TYPE1 = 0;
+layout(constant_id = 4) const uint TYPE2 = 0;
+layout(constant_id = 5) const uint TYPE3 = 0;
+layout(constant_id = 6) const uint EXTRA = 0;
+
+// rt_type_t values (abi/rt_tensor.h).
+#define T_F32 0u
+#define T_F16 1u
+#define T_Q4_0 2u
+#define T_Q8_0 8u
+#define T_I32 26u
+#define T_BF16 30u
+
+// Bytes per block and elements per block of a type.
+uint type_bytes(uint t) {
+    return t == T_Q8_0 ? 34u : t == T_Q4_0 ? 18u : (t == T_F16 || t == T_BF16) ? 2u : 4u;
+}
+uint type_block(uint t) { return (t == T_Q8_0 || t == T_Q4_0) ? 32u : 1u; }
+
+// float -> bfloat16 bits, rounding to nearest even (quiet NaN kept).
+uint f32_to_bf16(float x) {
+    uint u = floatBitsToUint(x);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (u >> 16) | 0x40u;
+    return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+}
+
+// One binding: its typed views and accessors, named by the binding number.
+#define RT_BINDING(n, TYPE)                                                          \
+layout(binding = n) buffer Buf##n##F32 { float v[]; } b##n##_f32;                    \
+layout(binding = n) buffer Buf##n##F16 { float16_t v[]; } b##n##_f16;                \
+layout(binding = n) buffer Buf##n##U16 { uint16_t v[]; } b##n##_u16;                 \
+layout(binding = n) buffer Buf##n##I32 { int v[]; } b##n##_i32;                      \
+float load##n(uint off) {                                                            \
+    if (TYPE == T_F16) return float(b##n##_f16.v[off >> 1]);                         \
+    if (TYPE == T_BF16) return uintBitsToFloat(uint(b##n##_u16.v[off >> 1]) << 16);  \
+    return b##n##_f32.v[off >> 2];                                                   \
+}                                                                                    \
+void store##n(uint off, float x) {                                                   \
+    if (TYPE == T_F16) b##n##_f16.v[off >> 1] = float16_t(x);                        \
+    else if (TYPE == T_BF16) b##n##_u16.v[off >> 1] = uint16_t(f32_to_bf16(x));      \
+    else b##n##_f32.v[off >> 2] = x;                                                 \
+}                                                                                    \
+int loadi##n(uint off) { return b##n##_i32.v[off >> 2]; }                            \
+void storei##n(uint off, int x) { b##n##_i32.v[off >> 2] = x; }                      \
+void store16_##n(uint off, uint x) { b##n##_u16.v[off >> 1] = uint16_t(x); }         \
+uint byte##n(uint off) { return (uint(b##n##_u16.v[off >> 1]) >> ((off & 1u) * 8u)) & 0xffu; } \
+float half##n(uint off) { return unpackHalf2x16(uint(b##n##_u16.v[off >> 1])).x; }   \
+/* Element j (0..31) of the quantised block at off, without its scale. */            \
+float quant##n(uint off, uint j) {                                                   \
+    if (TYPE == T_Q8_0) { int q = int(byte##n(off + 2u + j)); return float(q - ((q & 0x80) << 1)); } \
+    uint b = byte##n(off + 2u + (j & 15u));                                          \
+    return float(int(j < 16u ? (b & 15u) : (b >> 4)) - 8);                           \
+}                                                                                    \
+/* Element k of a contiguous row of TYPE starting at off. */                         \
+float row##n(uint off, uint k) {                                                     \
+    if (TYPE == T_Q8_0 || TYPE == T_Q4_0) {                                          \
+        uint blk = off + (k >> 5) * type_bytes(TYPE);                                \
+        return half##n(blk) * quant##n(blk, k & 31u);                                \
+    }                                                                                \
+    return load##n(off + k * type_bytes(TYPE));                                      \
+}
+
+RT_BINDING(0, TYPE0)
+RT_BINDING(1, TYPE1)
+RT_BINDING(2, TYPE2)
+RT_BINDING(3, TYPE3)
+
+// Workgroups are laid out over x, then y, then z (the plugin splits large
+// counts across dimensions); this is the workgroup's index in that order.
+uint group_flat() {
+    return gl_WorkGroupID.x + gl_NumWorkGroups.x * (gl_WorkGroupID.y + gl_NumWorkGroups.y * gl_WorkGroupID.z);
+}
+uint thread_flat() { return group_flat() * gl_WorkGroupSize.x + gl_LocalInvocationID.x; }
+
+// Index i of a tensor with ne, dimension 0 fastest.
+uvec4 unravel(uint i, uvec4 ne) {
+    uvec4 r;
+    r.x = i % ne.x; i /= ne.x;
+    r.y = i % ne.y; i /= ne.y;
+    r.z = i % ne.z;
+    r.w = i / ne.z;
+    return r;
+}
+// Row r (over dims 1-3) of a tensor with ne, as a 4-index with i0 = 0.
+uvec4 unravel_row(uint r, uvec4 ne) { return unravel(r * ne.x, ne); }
+uint offset4(uvec4 i, uvec4 nb) { return i.x * nb.x + i.y * nb.y + i.z * nb.z + i.w * nb.w; }
+
+#define NEG_INF uintBitsToFloat(0xff800000u)

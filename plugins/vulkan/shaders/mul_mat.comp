@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: MIT
+// mul_mat.comp: MUL_MAT, c[m, n] = dot(row m of a, row n of b) for every
+// matrix (i2, i3) of b, a broadcast over b's dims 2 and 3. a is F32, F16,
+// BF16, Q8_0 or Q4_0 (dequantised here; rows contiguous), b is F32 with
+// nb[0] = 4, and dims 1-3 of a, b and c take any strides. One workgroup
+// computes one row m of a against EXTRA (<= 8) rows of b: its invocations
+// split K, each dequantises its share of the a row once and uses it for
+// every b row, then the partial sums are added across the workgroup.
+#version 450
+#include "common.glsl"
+
+#define NT_MAX 8u
+#define WG_MAX 128u
+
+layout(push_constant) uniform Push {
+    uvec4 offs;
+    uvec4 nb_a, nb_b, nb_d; // byte strides (nb_a.x and nb_b.x: element or block)
+    uvec4 ne_d;             // {M, N, b2, b3}
+    uint k;                 // K, elements per row
+    uint r2, r3;            // b2 / a2, b3 / a3
+    uint n_tiles;           // ceil(N / EXTRA)
+} pc;
+
+shared float red[NT_MAX * WG_MAX];
+
+const bool QUANT = TYPE0 == T_Q8_0 || TYPE0 == T_Q4_0;
+const uint QK = QUANT ? 32u : 1u;
+
+void main() {
+    uint g = group_flat();
+    const uint m = g % pc.ne_d.x; g /= pc.ne_d.x;
+    const uint tile = g % pc.n_tiles; g /= pc.n_tiles;
+    const uint i2 = g % pc.ne_d.z, i3 = g / pc.ne_d.z;
+    if (i3 >= pc.ne_d.w) return;
+    const uint t = gl_LocalInvocationID.x, wg = gl_WorkGroupSize.x;
+    const uint n0 = tile * EXTRA;
+    const uint a0 = pc.offs.x + m * pc.nb_a.y + (i2 / pc.r2) * pc.nb_a.z + (i3 / pc.r3) * pc.nb_a.w;
+    const uint b0 = pc.offs.y + i2 * pc.nb_b.z + i3 * pc.nb_b.w;
+    float acc[NT_MAX];
+    for (uint j = 0u; j < NT_MAX; j++) acc[j] = 0.0;
+    const uint bsize = type_bytes(TYPE0);
+    for (uint blk = t; blk < pc.k / QK; blk += wg) {
+        const uint off = a0 + blk * bsize;
+        const float d = QUANT ? half0(off) : 1.0;
+        for (uint e = 0u; e < QK; e++) {
+            const float av = QUANT ? d * quant0(off, e) : load0(off);
+            const uint kb = 4u * (blk * QK + e);
+            for (uint j = 0u; j < EXTRA; j++)
+                if (n0 + j < pc.ne_d.y) acc[j] += av * b1_f32.v[(b0 + (n0 + j) * pc.nb_b.y + kb) >> 2];
+        }
+    }
+    for (uint j = 0u; j < EXTRA; j++) red[j * wg + t] = acc[j];
+    barrier();
+    for (uint s = wg / 2u; s > 0u; s >>= 1) {
+        if (t < s)
+            for (uint j = 0u; j < EXTRA; j++) red[j * wg + t] += red[j * wg + t + s];
+        barrier();
+    }
+    if (t < EXTRA && n0 + t < pc.ne_d.y)
+        store3(pc.offs.w + m * pc.nb_d.x + (n0 + t) * pc.nb_d.y + i2 * pc.nb_d.z + i3 * pc.nb_d.w, red[t * wg]);
+}

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: MIT
+// unary.comp: one output element per invocation from the element of the
+// same logical index in the source: CONT and CPY between float types (the
+// shapes may differ, the counts match), SCALE, GELU, SILU and
+// DIAG_MASK_INF. Source and destination may be the same bytes.
+#version 450
+#include "common.glsl"
+
+#define OP_COPY 0u
+#define OP_SCALE 1u
+#define OP_GELU 2u
+#define OP_SILU 3u
+#define OP_DIAG_MASK_INF 4u
+
+layout(push_constant) uniform Push {
+    uvec4 offs;             // byte offset of each binding's tensor
+    uvec4 ne_a, nb_a;       // source: elements, byte strides
+    uvec4 ne_d, nb_d;       // destination
+    uint n;                 // elements
+    float f;                // SCALE: the factor
+    int i;                  // DIAG_MASK_INF: n_past
+} pc;
+
+float gelu(float x) {
+    const float c = 0.7978845608028654; // sqrt(2/pi)
+    const float u = clamp(c * (x + 0.044715 * x * x * x), -15.0, 15.0);
+    return 0.5 * x * (1.0 + tanh(u));
+}
+
+void main() {
+    const uint i = thread_flat();
+    if (i >= pc.n) return;
+    const uvec4 ia = unravel(i, pc.ne_a);
+    const uvec4 id = unravel(i, pc.ne_d);
+    const float x = load0(pc.offs.x + offset4(ia, pc.nb_a));
+    float y = x;
+    if (OP == OP_SCALE) y = x * pc.f;
+    else if (OP == OP_GELU) y = gelu(x);
+    else if (OP == OP_SILU) y = x / (1.0 + exp(-x));
+    else if (OP == OP_DIAG_MASK_INF && int(id.x) > pc.i + int(id.y)) y = NEG_INF;
+    store3(pc.offs.w + offset4(id, pc.nb_d), y);
+}

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/* mmap_posix.c: rt_mmap_file and rt_munmap (mmap.h) on POSIX systems. The
+ * descriptor is closed once the mapping exists; the mapping alone keeps
+ * the file's pages reachable. */
+#include "mmap.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static rt_status_t map_fd(int fd, const char *path, rt_mapping_t *out_map) {
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return rt_error(RT_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode)) return rt_error(RT_ERR_IO, "%s: not a regular file", path);
+    if (st.st_size == 0) return RT_OK; /* mmap refuses length 0 */
+    if ((uint64_t)st.st_size > SIZE_MAX)
+        return rt_error(RT_ERR_IO, "%s: %lld bytes do not fit in the address space", path,
+                        (long long)st.st_size);
+    void *addr = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (addr == MAP_FAILED)
+        return rt_error(RT_ERR_IO, "%s: cannot map %lld bytes: %s", path, (long long)st.st_size,
+                        strerror(errno));
+    out_map->addr = addr;
+    out_map->size = (size_t)st.st_size;
+    return RT_OK;
+}
+
+rt_status_t rt_mmap_file(const char *path, rt_mapping_t *out_map) {
+    out_map->addr = NULL;
+    out_map->size = 0;
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        const int err = errno;
+        return rt_error(err == ENOENT ? RT_ERR_NOT_FOUND : RT_ERR_IO, "%s: cannot open: %s", path,
+                        strerror(err));
+    }
+    const rt_status_t st = map_fd(fd, path, out_map);
+    close(fd);
+    return st;
+}
+
+void rt_munmap(rt_mapping_t *map) {
+    if (map->addr != NULL) munmap((void *)map->addr, map->size);
+    map->addr = NULL;
+    map->size = 0;
+}

@@ -1,0 +1,418 @@
+/* SPDX-License-Identifier: MIT */
+/* registry.c: rt_registry_t, the owner of every plugin and device. Builds
+ * the search path (RT_PLUGIN_PATH or options.plugin_path, then rt-plugins/
+ * next to librtcore, then the install directory; never a relative path),
+ * scans each directory for rt-plugin-NAME.so in name order, applies the
+ * RT_PLUGINS / RT_PLUGINS_DISABLE filters before anything is opened,
+ * records shadowed files, has plugin.c load the rest and wraps their
+ * devices in a stable order. Also keeps the lists of live buffers and
+ * queues so that destroying the registry releases them. */
+#include "registry_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef RT_PLUGIN_INSTALL_DIR
+#  define RT_PLUGIN_INSTALL_DIR "/usr/local/lib/rt-plugins"
+#endif
+
+#define MAX_DEVICES_PER_PLUGIN 256
+
+//===--- small containers ---===//
+
+/* Makes room for one more element in *arr (of elem bytes each). */
+static bool grow(const rt_allocator_t *a, void **arr, int32_t n, int32_t *cap, size_t elem) {
+    if (n < *cap) return true;
+    const int32_t new_cap = *cap > 0 ? *cap * 2 : 8;
+    void *p = a->realloc(a->user_data, *arr, (size_t)*cap * elem, (size_t)new_cap * elem);
+    if (p == NULL) return false;
+    *arr = p;
+    *cap = new_cap;
+    return true;
+}
+
+/* A growing string over the registry's allocator. */
+typedef struct strbuf {
+    const rt_allocator_t *a;
+    char *p;
+    size_t len, cap; /* bytes used (without the NUL), bytes allocated */
+    bool failed;
+} strbuf_t;
+
+static void sb_append(strbuf_t *sb, const char *s) {
+    const size_t n = strlen(s);
+    if (sb->failed) return;
+    if (sb->len + n + 1 > sb->cap) {
+        size_t cap = sb->cap > 0 ? sb->cap : 128;
+        while (cap < sb->len + n + 1) cap *= 2;
+        char *p = sb->a->realloc(sb->a->user_data, sb->p, sb->cap, cap);
+        if (p == NULL) {
+            sb->failed = true;
+            return;
+        }
+        sb->p = p;
+        sb->cap = cap;
+    }
+    memcpy(sb->p + sb->len, s, n + 1);
+    sb->len += n;
+}
+
+//===--- live buffers and queues ---===//
+
+void rt_registry_link(rt_registry_t *reg, rt_link_t *list, rt_link_t *node) {
+    rt_os_mutex_lock(reg->lock);
+    node->next = list;
+    node->prev = list->prev;
+    list->prev->next = node;
+    list->prev = node;
+    rt_os_mutex_unlock(reg->lock);
+}
+
+void rt_registry_unlink(rt_registry_t *reg, rt_link_t *node) {
+    rt_os_mutex_lock(reg->lock);
+    node->prev->next = node->next;
+    node->next->prev = node->prev;
+    node->prev = node->next = node;
+    rt_os_mutex_unlock(reg->lock);
+}
+
+//===--- lists in strings ---===//
+
+/* Copies the item of a sep-separated list that starts at p into buf (empty
+ * when it does not fit) and returns where the next one starts, or NULL
+ * after the last. */
+static const char *split_next(const char *p, char sep, char *buf, size_t size) {
+    const char *end = strchr(p, sep);
+    const size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
+    buf[0] = '\0';
+    if (n < size) {
+        memcpy(buf, p, n);
+        buf[n] = '\0';
+    }
+    return end != NULL ? end + 1 : NULL;
+}
+
+//===--- the search path ---===//
+
+/* Whether dir is already on the path, by name or by what it resolves to. */
+static bool path_has(const char *path, const char *dir) {
+    char want[4096], have[4096], real[4096];
+    const bool resolved = rt_os_realpath(dir, want, sizeof want);
+    for (const char *p = path; p != NULL && *p != '\0';) {
+        p = split_next(p, ':', have, sizeof have);
+        if (strcmp(have, dir) == 0) return true;
+        if (resolved && rt_os_realpath(have, real, sizeof real) && strcmp(real, want) == 0)
+            return true;
+    }
+    return false;
+}
+
+static void add_dir(strbuf_t *sb, const char *dir) {
+    if (dir[0] == '\0' || strchr(dir, ':') != NULL || path_has(sb->p, dir)) return;
+    if (sb->len > 0) sb_append(sb, ":");
+    sb_append(sb, dir);
+}
+
+/* The colon-separated entries of list that are absolute; relative ones are
+ * dropped with a warning, so the current directory is never searched. */
+static void add_dirs(strbuf_t *sb, const char *list, const char *origin) {
+    char dir[4096];
+    for (const char *p = list; p != NULL;) {
+        p = split_next(p, ':', dir, sizeof dir);
+        if (dir[0] == '/') add_dir(sb, dir);
+        else if (dir[0] != '\0')
+            rt_log(RT_LOG_WARN, "%s: ignoring relative directory \"%s\" (only absolute "
+                   "paths are searched)", origin, dir);
+    }
+}
+
+static rt_status_t build_search_path(rt_registry_t *reg, const char *plugin_path) {
+    strbuf_t sb = {.a = &reg->allocator};
+    char self[4096];
+    sb_append(&sb, "");
+    if (plugin_path != NULL) add_dirs(&sb, plugin_path, "rt_registry_options_t.plugin_path");
+    else add_dirs(&sb, rt_secure_getenv("RT_PLUGIN_PATH"), "RT_PLUGIN_PATH");
+    rt_dl_self_dir(self, sizeof self - sizeof "/rt-plugins");
+    if (self[0] != '\0') {
+        strcat(self, strcmp(self, "/") == 0 ? "rt-plugins" : "/rt-plugins");
+        add_dir(&sb, self);
+    }
+    add_dir(&sb, RT_PLUGIN_INSTALL_DIR);
+    if (sb.failed) {
+        sb.a->realloc(sb.a->user_data, sb.p, sb.cap, 0);
+        return rt_error(RT_ERR_OUT_OF_MEMORY, "rt_registry_create: no memory for the search path");
+    }
+    reg->search_path = sb.p;
+    reg->search_path_cap = sb.cap;
+    return RT_OK;
+}
+
+//===--- filters ---===//
+
+/* Whether name matches one of the comma-separated names or globs of list. */
+static bool list_matches(const char *list, const char *name) {
+    char pat[256];
+    for (const char *p = list; p != NULL;) {
+        p = split_next(p, ',', pat, sizeof pat);
+        char *b = pat, *e = pat + strlen(pat);
+        while (*b == ' ' || *b == '\t') b++;
+        while (e > b && (e[-1] == ' ' || e[-1] == '\t')) *--e = '\0';
+        if (*b != '\0' && rt_os_glob_match(b, name)) return true;
+    }
+    return false;
+}
+
+static bool filtered_out(const char *name) {
+    const char *keep = rt_secure_getenv("RT_PLUGINS");
+    const char *drop = rt_secure_getenv("RT_PLUGINS_DISABLE");
+    if (keep != NULL && *keep != '\0' && !list_matches(keep, name)) {
+        rt_log(RT_LOG_INFO, "plugin %s skipped: not in RT_PLUGINS=%s", name, keep);
+        return true;
+    }
+    if (drop != NULL && list_matches(drop, name)) {
+        rt_log(RT_LOG_INFO, "plugin %s skipped: RT_PLUGINS_DISABLE=%s", name, drop);
+        return true;
+    }
+    return false;
+}
+
+//===--- plugin records ---===//
+
+static rt_plugin_rec_t *new_record(rt_registry_t *reg) {
+    rt_plugin_rec_t *rec = rt_mem_calloc(&reg->allocator, sizeof *rec);
+    if (rec == NULL || !grow(&reg->allocator, (void **)&reg->plugins, reg->n_plugins,
+                             &reg->cap_plugins, sizeof reg->plugins[0])) {
+        rt_mem_free(&reg->allocator, rec, sizeof *rec);
+        return NULL;
+    }
+    reg->plugins[reg->n_plugins++] = rec;
+    return rec;
+}
+
+/* The record of an earlier scanned file with the same NAME, or NULL. */
+static const rt_plugin_rec_t *find_by_file_name(const rt_registry_t *reg, const char *name) {
+    char other[256];
+    for (int32_t i = 0; i < reg->n_plugins; i++)
+        if (rt_plugin_file_name(reg->plugins[i]->path, other, sizeof other) &&
+            strcmp(other, name) == 0)
+            return reg->plugins[i];
+    return NULL;
+}
+
+//===--- devices ---===//
+
+static int compare_devices(const void *pa, const void *pb) {
+    const rt_device_t *a = *(rt_device_t *const *)pa, *b = *(rt_device_t *const *)pb;
+    const int c = strcmp(a->plugin->desc.name, b->plugin->desc.name);
+    if (c != 0) return c;
+    return a->plugin_index < b->plugin_index ? -1 : a->plugin_index > b->plugin_index;
+}
+
+/* Stable order: plugin name, then the plugin's order (plugin names are
+ * unique among loaded plugins, so the key is too). */
+static void order_devices(rt_registry_t *reg) {
+    if (reg->n_devices > 1)
+        qsort(reg->devices, (size_t)reg->n_devices, sizeof reg->devices[0], compare_devices);
+    for (int32_t i = 0; i < reg->n_devices; i++) reg->devices[i]->index = i;
+    rt_device_find_duplicates(reg);
+}
+
+static rt_status_t add_device(rt_registry_t *reg, rt_device_t *dev) {
+    if (!grow(&reg->allocator, (void **)&reg->devices, reg->n_devices, &reg->cap_devices,
+              sizeof reg->devices[0])) {
+        rt_device_unwrap(dev);
+        return rt_error(RT_ERR_OUT_OF_MEMORY, "no memory for the device list");
+    }
+    reg->devices[reg->n_devices++] = dev;
+    return RT_OK;
+}
+
+/* A device that cannot be wrapped is skipped with a warning; the plugin and
+ * its other devices stay. */
+static rt_status_t wrap_devices(rt_registry_t *reg, rt_plugin_rec_t *rec) {
+    uint32_t n = rec->vtable.device_count(rec->handle);
+    if (n > MAX_DEVICES_PER_PLUGIN) {
+        rt_log(RT_LOG_WARN, "%s: reports %u devices; using the first %d", rec->path, n,
+               MAX_DEVICES_PER_PLUGIN);
+        n = MAX_DEVICES_PER_PLUGIN;
+    }
+    rt_status_t st = RT_OK;
+    for (uint32_t i = 0; i < n && st == RT_OK; i++) {
+        rt_device_t *dev = NULL;
+        if (rt_device_wrap(reg, rec, i, &dev) != RT_OK) {
+            rt_log(RT_LOG_WARN, "device %u of plugin %s skipped: %s", i, rec->desc.name,
+                   rt_last_error());
+            continue;
+        }
+        st = add_device(reg, dev);
+        if (st == RT_OK) rec->info.n_devices++;
+    }
+    order_devices(reg);
+    return st;
+}
+
+static rt_status_t load_path(rt_registry_t *reg, const char *path) {
+    rt_plugin_rec_t *rec = new_record(reg);
+    if (rec == NULL) return rt_error(RT_ERR_OUT_OF_MEMORY, "%s: no memory for its record", path);
+    rt_status_t st = rt_plugin_open(reg, rec, path);
+    if (st == RT_OK) st = wrap_devices(reg, rec);
+    return st;
+}
+
+//===--- scanning ---===//
+
+typedef struct scan {
+    const rt_allocator_t *a;
+    char **files;
+    int32_t n, cap;
+    bool failed;
+} scan_t;
+
+static void scan_add(void *ctx, const char *file) {
+    scan_t *s = ctx;
+    char name[256];
+    if (s->failed || !rt_plugin_file_name(file, name, sizeof name)) return;
+    char *copy = rt_mem_strdup(s->a, file);
+    if (copy == NULL || !grow(s->a, (void **)&s->files, s->n, &s->cap, sizeof s->files[0])) {
+        rt_mem_free_str(s->a, copy);
+        s->failed = true;
+        return;
+    }
+    s->files[s->n++] = copy;
+}
+
+static int compare_files(const void *pa, const void *pb) {
+    char a[256], b[256];
+    rt_plugin_file_name(*(char *const *)pa, a, sizeof a);
+    rt_plugin_file_name(*(char *const *)pb, b, sizeof b);
+    return strcmp(a, b);
+}
+
+static rt_status_t consider(rt_registry_t *reg, const char *dir, const char *file) {
+    char path[4096], name[256];
+    const int n = snprintf(path, sizeof path, "%s/%s", dir, file);
+    if (n < 0 || (size_t)n >= sizeof path) return RT_OK; /* longer than any real path */
+    rt_plugin_file_name(file, name, sizeof name);
+    if (filtered_out(name)) return RT_OK;
+    const rt_plugin_rec_t *first = find_by_file_name(reg, name);
+    if (first == NULL) {
+        const rt_status_t st = load_path(reg, path);
+        return st == RT_ERR_OUT_OF_MEMORY ? st : RT_OK; /* a refused plugin is recorded */
+    }
+    rt_plugin_rec_t *rec = new_record(reg);
+    if (rec == NULL) return rt_error(RT_ERR_OUT_OF_MEMORY, "%s: no memory for its record", path);
+    rt_plugin_skip(reg, rec, path, rt_error(RT_ERR_UNSUPPORTED, "%s: shadowed by %s (the first "
+                   "rt-plugin-%s.so on the search path wins)", path, first->path, name));
+    return RT_OK;
+}
+
+/* Plugins of one directory in NAME order; a missing directory is fine. */
+static rt_status_t scan_dir(rt_registry_t *reg, const char *dir) {
+    scan_t s = {.a = &reg->allocator};
+    rt_status_t st = RT_OK;
+    if (!rt_os_list_dir(dir, scan_add, &s))
+        rt_log(RT_LOG_DEBUG, "plugin directory %s: cannot be listed", dir);
+    if (s.failed) st = rt_error(RT_ERR_OUT_OF_MEMORY, "%s: no memory to list it", dir);
+    if (s.n > 1) qsort(s.files, (size_t)s.n, sizeof s.files[0], compare_files);
+    for (int32_t i = 0; i < s.n; i++) {
+        if (st == RT_OK) st = consider(reg, dir, s.files[i]);
+        rt_mem_free_str(s.a, s.files[i]);
+    }
+    rt_mem_free(s.a, s.files, (size_t)s.cap * sizeof s.files[0]);
+    return st;
+}
+
+static rt_status_t scan_all(rt_registry_t *reg) {
+    char dir[4096];
+    rt_status_t st = RT_OK;
+    for (const char *p = reg->search_path; p != NULL && *p != '\0' && st == RT_OK;) {
+        p = split_next(p, ':', dir, sizeof dir);
+        if (dir[0] != '\0') st = scan_dir(reg, dir);
+    }
+    return st;
+}
+
+//===--- rt_registry_t ---===//
+
+rt_status_t rt_registry_create(const rt_registry_options_t *options, rt_registry_t **out_registry) {
+    RT_ARMOR(out_registry != NULL);
+    *out_registry = NULL;
+    rt_registry_options_t opt = {0};
+    if (options != NULL)
+        rt_struct_copy(&opt, sizeof opt, options,
+                       options->struct_size != 0 ? options->struct_size : sizeof opt);
+    const rt_allocator_t *a = opt.allocator != NULL ? opt.allocator : rt_allocator_default();
+    rt_registry_t *reg = rt_mem_calloc(a, sizeof *reg);
+    if (reg == NULL) return rt_error(RT_ERR_OUT_OF_MEMORY, "rt_registry_create: no memory");
+    reg->allocator = *a;
+    reg->buffers.prev = reg->buffers.next = &reg->buffers;
+    reg->queues.prev = reg->queues.next = &reg->queues;
+    rt_plugin_host_init(&reg->host, &reg->allocator);
+    reg->lock = rt_os_mutex_create(&reg->allocator);
+    rt_status_t st = reg->lock != NULL ? RT_OK
+                     : rt_error(RT_ERR_OUT_OF_MEMORY, "rt_registry_create: no memory for a mutex");
+    if (st == RT_OK) st = build_search_path(reg, opt.plugin_path);
+    if (st == RT_OK && !opt.no_scan) st = scan_all(reg);
+    if (st != RT_OK) {
+        rt_registry_destroy(reg);
+        return st;
+    }
+    *out_registry = reg;
+    return RT_OK;
+}
+
+void rt_registry_destroy(rt_registry_t *reg) {
+    if (reg == NULL) return;
+    while (reg->queues.next != &reg->queues)
+        rt_queue_destroy(RT_CONTAINER_OF(reg->queues.next, rt_queue_t, link));
+    while (reg->buffers.next != &reg->buffers)
+        rt_buffer_free(RT_CONTAINER_OF(reg->buffers.next, rt_buffer_t, link));
+    for (int32_t i = 0; i < reg->n_devices; i++) rt_device_unwrap(reg->devices[i]);
+    rt_mem_free(&reg->allocator, reg->devices, (size_t)reg->cap_devices * sizeof reg->devices[0]);
+    for (int32_t i = reg->n_plugins - 1; i >= 0; i--) {
+        rt_plugin_close(reg, reg->plugins[i]);
+        rt_mem_free(&reg->allocator, reg->plugins[i], sizeof *reg->plugins[i]);
+    }
+    rt_mem_free(&reg->allocator, reg->plugins, (size_t)reg->cap_plugins * sizeof reg->plugins[0]);
+    rt_mem_free(&reg->allocator, reg->search_path, reg->search_path_cap);
+    rt_os_mutex_destroy(&reg->allocator, reg->lock);
+    const rt_allocator_t a = reg->allocator;
+    rt_mem_free(&a, reg, sizeof *reg);
+}
+
+rt_status_t rt_registry_load_plugin(rt_registry_t *reg, const char *path) {
+    RT_ARMOR(reg != NULL);
+    if (path == NULL || path[0] != '/')
+        return rt_error(RT_ERR_INVALID_ARGUMENT, "rt_registry_load_plugin: \"%s\" is not an "
+                        "absolute path", path != NULL ? path : "(null)");
+    return load_path(reg, path);
+}
+
+int32_t rt_registry_plugin_count(const rt_registry_t *reg) {
+    return reg != NULL ? reg->n_plugins : 0;
+}
+
+const rt_plugin_info_t *rt_registry_plugin(const rt_registry_t *reg, int32_t i) {
+    if (reg == NULL || i < 0 || i >= reg->n_plugins) return NULL;
+    return &reg->plugins[i]->info;
+}
+
+const char *rt_registry_search_path(const rt_registry_t *reg) {
+    return reg != NULL && reg->search_path != NULL ? reg->search_path : "";
+}
+
+int32_t rt_registry_device_count(const rt_registry_t *reg) {
+    return reg != NULL ? reg->n_devices : 0;
+}
+
+rt_device_t *rt_registry_device(const rt_registry_t *reg, int32_t i) {
+    if (reg == NULL || i < 0 || i >= reg->n_devices) return NULL;
+    return reg->devices[i];
+}
+
+rt_device_t *rt_registry_device_by_name(const rt_registry_t *reg, const char *name) {
+    for (int32_t i = 0; reg != NULL && name != NULL && i < reg->n_devices; i++)
+        if (strcmp(reg->devices[i]->name, name) == 0) return reg->devices[i];
+    return NULL;
+}

@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: MIT */
+/* entry.c: mockgpu's one exported symbol, its configuration from the
+ * environment, and the CPU plugin it delegates arithmetic to. */
+#define MOCKGPU_INTERNAL
+#include "mockgpu.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const rt_host_t *mockgpu_host;
+mockgpu_t mockgpu;
+
+static const mockgpu_ext_counters_t counters_ext = {
+    {sizeof counters_ext, MOCKGPU_EXT_COUNTERS, NULL},
+    mockgpu_get_counters,
+    mockgpu_reset_counters,
+};
+
+/* Splits s at commas into at most n items of size item_size. */
+static int split_list(const char *s, char (*items)[64], int n) {
+    int count = 0;
+    while (s != NULL && *s && count < n) {
+        const char *end = strchr(s, ',');
+        size_t len = end ? (size_t)(end - s) : strlen(s);
+        if (len >= 64) len = 63;
+        memcpy(items[count], s, len);
+        items[count++][len] = 0;
+        s = end ? end + 1 : NULL;
+    }
+    return count;
+}
+
+static uint64_t parse_size(const char *s) {
+    char *end;
+    double v = strtod(s, &end);
+    switch (*end) {
+    case 'k': case 'K': v *= 1024.0; break;
+    case 'm': case 'M': v *= 1024.0 * 1024.0; break;
+    case 'g': case 'G': v *= 1024.0 * 1024.0 * 1024.0; break;
+    default: break;
+    }
+    return v > 0 ? (uint64_t)v : 0;
+}
+
+static void configure_devices(void) {
+    const char *count = getenv("RT_MOCKGPU_COUNT");
+    int n = count ? atoi(count) : 2;
+    mockgpu.n_devices = (uint32_t)(n < 0 ? 0 : n > MOCKGPU_MAX_DEVICES ? MOCKGPU_MAX_DEVICES : n);
+    char mem[MOCKGPU_MAX_DEVICES][64], pci[MOCKGPU_MAX_DEVICES][64];
+    const int n_mem = split_list(getenv("RT_MOCKGPU_MEMORY"), mem, MOCKGPU_MAX_DEVICES);
+    const int n_pci = split_list(getenv("RT_MOCKGPU_PCI"), pci, MOCKGPU_MAX_DEVICES);
+    for (uint32_t i = 0; i < mockgpu.n_devices; i++) {
+        mockgpu_device_t *d = &mockgpu.devices[i];
+        memset(d, 0, sizeof *d);
+        d->index = i;
+        d->memory = n_mem ? parse_size(mem[(int)i < n_mem ? (int)i : n_mem - 1]) : (1ull << 30);
+        if ((int)i < n_pci) snprintf(d->pci, sizeof d->pci, "%.31s", pci[i]);
+    }
+}
+
+static rt_op_t op_by_name(const char *name) {
+    static const char *const names[] = {
+        "NONE", "VIEW", "RESHAPE", "PERMUTE", "TRANSPOSE", "CONT", "CPY", "GET_ROWS",
+        "ADD", "SUB", "MUL", "DIV", "SCALE", "NORM", "RMS_NORM", "MUL_MAT", "SOFT_MAX",
+        "DIAG_MASK_INF", "GELU", "SILU", "SWIGLU", "ROPE", "ARGMAX",
+    };
+    for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
+        if (strcmp(names[i], name) == 0) return i;
+    return -1;
+}
+
+static void configure_ops(void) {
+    const char *list = getenv("RT_MOCKGPU_OPS");
+    for (int i = 0; i < RT_OP_COUNT; i++) mockgpu.op_allowed[i] = list == NULL;
+    char items[RT_OP_COUNT][64];
+    const int n = split_list(list, items, RT_OP_COUNT);
+    for (int i = 0; i < n; i++) {
+        const rt_op_t op = op_by_name(items[i]);
+        if (op >= 0) mockgpu.op_allowed[op] = true;
+        else mockgpu_host->log(RT_LOG_WARN, "mockgpu: unknown op '%s' in RT_MOCKGPU_OPS", items[i]);
+    }
+    /* the view family computes nothing; every device runs it */
+    for (rt_op_t op = RT_OP_NONE; op <= RT_OP_TRANSPOSE; op++) mockgpu.op_allowed[op] = true;
+}
+
+static void cpu_plugin_path(char *buf, size_t size) {
+    const char *env = getenv("RT_MOCKGPU_CPU_PLUGIN");
+    if (env != NULL) {
+        snprintf(buf, size, "%s", env);
+        return;
+    }
+    Dl_info info;
+    buf[0] = 0;
+    if (dladdr((void *)cpu_plugin_path, &info) && info.dli_fname) {
+        const char *slash = strrchr(info.dli_fname, '/');
+        const int dir_len = slash ? (int)(slash - info.dli_fname) : 1;
+        snprintf(buf, size, "%.*s/../../../lib/rt-plugins/rt-plugin-cpu.so", dir_len,
+                 slash ? info.dli_fname : ".");
+    }
+}
+
+static rt_status_t load_cpu_plugin(void) {
+    char path[4096];
+    cpu_plugin_path(path, sizeof path);
+    mockgpu.cpu_dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (mockgpu.cpu_dl == NULL)
+        return mockgpu_host->set_error(RT_ERR_NOT_FOUND, "mockgpu: cannot load the CPU plugin %s: %s",
+                                       path, dlerror());
+    rt_plugin_query_fn query = (rt_plugin_query_fn)dlsym(mockgpu.cpu_dl, RT_PLUGIN_QUERY_SYMBOL);
+    mockgpu.cpu_plugin = query ? query(RT_ABI_VERSION, mockgpu_host) : NULL;
+    if (mockgpu.cpu_plugin == NULL)
+        return mockgpu_host->set_error(RT_ERR_INCOMPATIBLE, "mockgpu: %s declined", path);
+    const rt_plugin_vtable_t *vt = mockgpu.cpu_plugin->vtable;
+    rt_status_t st = vt->create(mockgpu_host, &mockgpu.cpu_handle);
+    if (st != RT_OK) return st;
+    if (vt->device_count(mockgpu.cpu_handle) < 1)
+        return mockgpu_host->set_error(RT_ERR_NOT_FOUND, "mockgpu: the CPU plugin has no device");
+    return vt->device_get(mockgpu.cpu_handle, 0, &mockgpu.cpu_device, &mockgpu.cpu_vt);
+}
+
+static void plugin_destroy(void *plugin) {
+    (void)plugin;
+    if (mockgpu.cpu_handle) mockgpu.cpu_plugin->vtable->destroy(mockgpu.cpu_handle);
+    /* the CPU plugin is not unload-safe; its object stays mapped */
+    memset(&mockgpu, 0, sizeof mockgpu);
+}
+
+static rt_status_t plugin_create(const rt_host_t *host, void **out_plugin) {
+    *out_plugin = NULL;
+    mockgpu_host = host;
+    configure_devices();
+    configure_ops();
+    rt_status_t st = load_cpu_plugin();
+    if (st != RT_OK) {
+        plugin_destroy(&mockgpu);
+        return st;
+    }
+    *out_plugin = &mockgpu;
+    return RT_OK;
+}
+
+static uint32_t plugin_device_count(void *plugin) {
+    return ((mockgpu_t *)plugin)->n_devices;
+}
+
+static rt_status_t plugin_device_get(void *plugin, uint32_t index, void **out_device,
+                                     const rt_device_vtable_t **out_vtable) {
+    mockgpu_t *m = plugin;
+    if (index >= m->n_devices)
+        return mockgpu_host->set_error(RT_ERR_INVALID_ARGUMENT, "mockgpu: no device %u", index);
+    *out_device = &m->devices[index];
+    *out_vtable = &mockgpu_device_vtable;
+    return RT_OK;
+}
+
+static const rt_plugin_vtable_t plugin_vtable = {
+    sizeof plugin_vtable, 0, plugin_destroy, plugin_create, plugin_device_count, plugin_device_get,
+};
+
+static const rt_plugin_t plugin = {
+    sizeof plugin,
+    RT_ABI_VERSION,
+    "mockgpu",
+    "discrete GPUs with private memory, for tests",
+    "1.0",
+    0,
+    &counters_ext.header,
+    &plugin_vtable,
+};
+
+RT_PLUGIN_EXPORT const rt_plugin_t *rt_plugin_query(uint32_t max_abi, const rt_host_t *host) {
+    if (RT_ABI_VERSION_GET_MAJOR(max_abi) != RT_ABI_VERSION_MAJOR) return NULL;
+    if (host != NULL) mockgpu_host = host; /* tests query with NULL to reach the counters */
+    return &plugin;
+}

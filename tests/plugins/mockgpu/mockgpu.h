@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/* mockgpu.h: a test plugin of N discrete "GPUs" whose memory is private.
+ *
+ * The memory is host memory behind the ABI, never flagged host: data moves
+ * only through set, get and copy, and every byte that does is counted. The
+ * arithmetic is delegated to the CPU plugin, which the mock loads and drives
+ * through the same ABI the core uses (as a host would), so the mock tests
+ * splits, copies and out-of-memory paths without kernels of its own.
+ *
+ * Configuration, read when the plugin is created:
+ *   RT_MOCKGPU_COUNT       devices (default 2)
+ *   RT_MOCKGPU_MEMORY      bytes per device, K/M/G suffixes (default 1G), or a
+ *                          comma-separated list, one per device
+ *   RT_MOCKGPU_OPS         comma-separated op names the devices support
+ *                          (default: every op the CPU plugin supports)
+ *   RT_MOCKGPU_PCI         comma-separated PCI bus ids, one per device
+ *   RT_MOCKGPU_CPU_PLUGIN  path of the CPU plugin (default: found through
+ *                          RT_PLUGIN_PATH's first entry holding it, then the
+ *                          build tree next to this file)
+ *
+ * Counters are published as a vendor extension record on rt_plugin_t.next
+ * (type MOCKGPU_EXT_COUNTERS), which the core skips as unknown; tests reach
+ * it by calling rt_plugin_query on the same loaded object. */
+#ifndef MOCKGPU_H
+#define MOCKGPU_H
+
+#include "../../../abi/rt_plugin.h"
+
+#define MOCKGPU_EXT_COUNTERS 0x6d6f636bu /* "mock" */
+#define MOCKGPU_MAX_DEVICES 8
+
+typedef struct mockgpu_counters {
+    uint64_t bytes_in;      /* host or other device -> this device */
+    uint64_t bytes_out;     /* this device -> host */
+    uint64_t bytes_d2d;     /* device -> device copies into this device */
+    uint64_t allocated;     /* bytes allocated now */
+    uint64_t n_graphs;      /* graph_compute calls */
+    uint64_t n_nodes;       /* nodes computed */
+} mockgpu_counters_t;
+
+typedef struct mockgpu_ext_counters {
+    rt_ext_header_t header; /* type = MOCKGPU_EXT_COUNTERS */
+    /* Copies device i's counters; false when i is out of range. */
+    bool (*get)(uint32_t device, mockgpu_counters_t *out);
+    void (*reset)(void);
+} mockgpu_ext_counters_t;
+
+#ifdef MOCKGPU_INTERNAL
+#include <stdatomic.h>
+
+typedef struct mockgpu_device {
+    uint32_t index;
+    uint64_t memory;            /* bytes */
+    _Atomic uint64_t allocated; /* bytes */
+    char pci[32];
+    rt_buffer_type_desc_t buft;
+    mockgpu_counters_t counters;
+} mockgpu_device_t;
+
+typedef struct mockgpu {
+    uint32_t n_devices;
+    mockgpu_device_t devices[MOCKGPU_MAX_DEVICES];
+    bool op_allowed[RT_OP_COUNT];
+    /* the CPU plugin we delegate to */
+    void *cpu_dl;
+    const rt_plugin_t *cpu_plugin;
+    void *cpu_handle;
+    void *cpu_device;
+    const rt_device_vtable_t *cpu_vt;
+} mockgpu_t;
+
+extern const rt_host_t *mockgpu_host;
+extern mockgpu_t mockgpu;
+extern const rt_device_vtable_t mockgpu_device_vtable;
+extern const rt_buffer_vtable_t mockgpu_buffer_vtable;
+
+rt_status_t mockgpu_buffer_alloc(void *ctx, size_t size, void *state);
+size_t mockgpu_buffer_state_size(void);
+bool mockgpu_get_counters(uint32_t device, mockgpu_counters_t *out);
+void mockgpu_reset_counters(void);
+#endif
+
+#endif /* MOCKGPU_H */

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/* rt-bench: measurements of the runtime, one subcommand per subject (each
+ * in its own bench_<name>.c, listed in the table below), and the timing
+ * helpers they share.
+ *
+ *   rt-bench SUBCOMMAND [options]     (rt-bench SUBCOMMAND --help) */
+#include "bench.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct bench_cmd {
+    const char *name;
+    const char *summary;
+    int (*main)(int argc, char **argv);
+} bench_cmd_t;
+
+static const bench_cmd_t commands[] = {
+    {"alloc", "graph allocator: peak, lower bound, reserve and alloc_graph time", bench_alloc_main},
+};
+
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+double bench_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double bench_median(double *v, size_t n) {
+    if (n == 0) return 0;
+    qsort(v, n, sizeof v[0], cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: rt-bench SUBCOMMAND [options]   (SUBCOMMAND --help for its options)\n");
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].main(argc - 1, argv + 1);
+    fprintf(stderr, "rt-bench: unknown subcommand '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,446 @@
+/* SPDX-License-Identifier: MIT */
+/* rt-devices: what rt finds on this machine. Lists every plugin file the
+ * registry considered (loaded, or why not), every device with its memory,
+ * buffer types, capabilities, PCI id, UUID and nearest NUMA node, and the
+ * machine's topology; --json prints the same as JSON (schema_version 1),
+ * --ops adds which ops and types each device supports. Uses the public API
+ * only. Exits 1 when no plugin loaded, naming where it looked. */
+#include "../abi/rt.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define JSON_SCHEMA_VERSION 1
+
+typedef struct opts {
+    bool json;
+    bool ops;
+} opts_t;
+
+/* The representative node of each op for each type, for --ops. */
+typedef struct op_table {
+    rt_context_t *ctx;
+    rt_tensor_t *node[RT_OP_COUNT][RT_TYPE_COUNT]; /* NULL: op or type absent */
+} op_table_t;
+
+//===--- small formatting helpers ---===//
+
+static const char *kind_name(rt_device_kind_t kind) {
+    static const char *const names[] = {"CPU", "GPU", "IGPU", "ACCELERATOR", "SOFTWARE"};
+    return kind < sizeof names / sizeof names[0] ? names[kind] : "?";
+}
+
+static const char *const cap_names[] = {"async", "events", "host-buffer", "buffer-from-host-ptr"};
+#define N_CAPS (int)(sizeof cap_names / sizeof cap_names[0])
+
+static const char *uuid_text(const rt_device_props_t *p, char buf[40]) {
+    if (p->has_uuid != 1) return NULL;
+    char *o = buf;
+    for (int i = 0; i < 16; i++) {
+        o += sprintf(o, "%02x", p->uuid[i]);
+        if (i == 3 || i == 5 || i == 7 || i == 9) *o++ = '-';
+    }
+    *o = '\0';
+    return buf;
+}
+
+static double mib(uint64_t bytes) { return (double)bytes / (1024.0 * 1024.0); }
+
+static void abi_text(uint32_t v, char buf[24]) {
+    snprintf(buf, 24, "%u.%u", RT_ABI_VERSION_GET_MAJOR(v), RT_ABI_VERSION_GET_MINOR(v));
+}
+
+static int32_t numa_of(const rt_topology_t *topo, const rt_device_props_t *p) {
+    return topo != NULL && p->pci_bus_id[0] != '\0'
+               ? rt_topology_numa_node_of_pci(topo, p->pci_bus_id) : -1;
+}
+
+//===--- JSON ---===//
+
+static void json_str(const char *s) {
+    putchar('"');
+    for (const unsigned char *c = (const unsigned char *)s; *c != '\0'; c++) {
+        if (*c == '"' || *c == '\\') printf("\\%c", *c);
+        else if (*c == '\n') fputs("\\n", stdout);
+        else if (*c == '\t') fputs("\\t", stdout);
+        else if (*c < 0x20 || *c == 0x7f) printf("\\u%04x", *c);
+        else putchar(*c);
+    }
+    putchar('"');
+}
+
+/* "key": "value" or "key": null; a leading comma unless first. */
+static void json_kv_str(const char *key, const char *value, bool first) {
+    printf("%s", first ? "" : ", ");
+    json_str(key);
+    fputs(": ", stdout);
+    if (value != NULL) json_str(value);
+    else fputs("null", stdout);
+}
+
+static void json_kv_u64(const char *key, uint64_t value) {
+    printf(", \"%s\": %" PRIu64, key, value);
+}
+
+//===--- plugins ---===//
+
+static void print_plugins_text(const rt_registry_t *reg) {
+    printf("plugins (search path: %s):\n", rt_registry_search_path(reg));
+    for (int32_t i = 0; i < rt_registry_plugin_count(reg); i++) {
+        const rt_plugin_info_t *p = rt_registry_plugin(reg, i);
+        char abi[24] = "?";
+        if (p->abi_version != 0) abi_text(p->abi_version, abi);
+        if (p->status == RT_OK)
+            printf("  %-12s ABI %-6s loaded, %u device(s)  %s\n", p->name, abi, p->n_devices,
+                   p->path);
+        else
+            printf("  %-12s ABI %-6s not loaded (%s): %s\n", p->name, abi,
+                   rt_status_name(p->status), p->message);
+    }
+    if (rt_registry_plugin_count(reg) == 0) printf("  (none found)\n");
+}
+
+static void print_plugins_json(const rt_registry_t *reg) {
+    fputs(", \"plugins\": [", stdout);
+    for (int32_t i = 0; i < rt_registry_plugin_count(reg); i++) {
+        const rt_plugin_info_t *p = rt_registry_plugin(reg, i);
+        char abi[24];
+        abi_text(p->abi_version, abi);
+        printf("%s{", i > 0 ? ", " : "");
+        json_kv_str("path", p->path, true);
+        json_kv_str("name", p->name, false);
+        json_kv_str("abi_version", p->abi_version != 0 ? abi : NULL, false);
+        printf(", \"loaded\": %s", p->status == RT_OK ? "true" : "false");
+        json_kv_str("status", rt_status_name(p->status), false);
+        json_kv_str("message", p->message, false);
+        json_kv_u64("n_devices", p->n_devices);
+        putchar('}');
+    }
+    putchar(']');
+}
+
+//===--- devices, text ---===//
+
+static void print_bufts_text(const rt_device_t *dev) {
+    for (int32_t i = 0; i < rt_device_buffer_type_count(dev); i++) {
+        const rt_buffer_type_t *b = rt_device_buffer_type(dev, i);
+        char max[32] = "unlimited";
+        if (rt_buffer_type_max_size(b) != SIZE_MAX)
+            snprintf(max, sizeof max, "%.1f MiB", mib(rt_buffer_type_max_size(b)));
+        printf("      buffer type %d: %s (alignment %zu, max size %s%s)\n", (int)i,
+               rt_buffer_type_name(b), rt_buffer_type_alignment(b), max,
+               rt_buffer_type_is_host(b) ? ", host" : "");
+    }
+}
+
+static void print_caps_text(uint64_t caps) {
+    printf("      capabilities:");
+    for (int i = 0; i < N_CAPS; i++)
+        if (caps & (1u << i)) printf(" %s", cap_names[i]);
+    printf("%s\n", caps == 0 ? " none" : "");
+}
+
+static void print_device_text(const rt_device_t *dev, int32_t i, const rt_topology_t *topo) {
+    rt_device_props_t p = {.struct_size = sizeof p};
+    char uuid[40];
+    rt_device_get_props(dev, &p);
+    printf("  [%d] %s  (plugin %s, %s) %s\n", (int)i, rt_device_name(dev),
+           rt_device_plugin_name(dev), kind_name(p.kind), p.name);
+    if (p.description[0] != '\0') printf("      %s\n", p.description);
+    printf("      memory: %.0f MiB total, %.0f MiB free\n", mib(p.memory_total), mib(p.memory_free));
+    print_bufts_text(dev);
+    print_caps_text(p.caps);
+    if (p.pci_bus_id[0] != '\0') printf("      PCI: %s\n", p.pci_bus_id);
+    if (uuid_text(&p, uuid) != NULL) printf("      UUID: %s\n", uuid);
+    if (numa_of(topo, &p) >= 0) printf("      NUMA node: %d\n", (int)numa_of(topo, &p));
+    if (rt_device_same_as(dev) != NULL)
+        printf("      same device as %s\n", rt_device_name(rt_device_same_as(dev)));
+}
+
+//===--- devices, JSON ---===//
+
+static void print_bufts_json(const rt_device_t *dev) {
+    fputs(", \"buffer_types\": [", stdout);
+    for (int32_t i = 0; i < rt_device_buffer_type_count(dev); i++) {
+        const rt_buffer_type_t *b = rt_device_buffer_type(dev, i);
+        printf("%s{", i > 0 ? ", " : "");
+        json_kv_str("name", rt_buffer_type_name(b), true);
+        json_kv_u64("alignment", rt_buffer_type_alignment(b));
+        if (rt_buffer_type_max_size(b) == SIZE_MAX) fputs(", \"max_size\": null", stdout);
+        else json_kv_u64("max_size", rt_buffer_type_max_size(b));
+        printf(", \"host\": %s}", rt_buffer_type_is_host(b) ? "true" : "false");
+    }
+    putchar(']');
+}
+
+static void print_caps_json(uint64_t caps) {
+    fputs(", \"capabilities\": [", stdout);
+    bool first = true;
+    for (int i = 0; i < N_CAPS; i++)
+        if (caps & (1u << i)) {
+            printf("%s\"%s\"", first ? "" : ", ", cap_names[i]);
+            first = false;
+        }
+    putchar(']');
+}
+
+static void print_device_json(const rt_device_t *dev, int32_t i, const rt_topology_t *topo) {
+    rt_device_props_t p = {.struct_size = sizeof p};
+    char uuid[40];
+    rt_device_get_props(dev, &p);
+    printf("{\"index\": %d", (int)i);
+    json_kv_str("name", rt_device_name(dev), false);
+    json_kv_str("plugin", rt_device_plugin_name(dev), false);
+    json_kv_str("kind", kind_name(p.kind), false);
+    json_kv_str("model", p.name, false);
+    json_kv_str("description", p.description, false);
+    json_kv_u64("memory_total", p.memory_total);
+    json_kv_u64("memory_free", p.memory_free);
+    print_bufts_json(dev);
+    print_caps_json(p.caps);
+    json_kv_str("pci_bus_id", p.pci_bus_id[0] != '\0' ? p.pci_bus_id : NULL, false);
+    json_kv_str("uuid", uuid_text(&p, uuid), false);
+    if (numa_of(topo, &p) >= 0) printf(", \"numa_node\": %d", (int)numa_of(topo, &p));
+    else fputs(", \"numa_node\": null", stdout);
+    json_kv_str("same_as", rt_device_same_as(dev) != NULL ? rt_device_name(rt_device_same_as(dev))
+                                                          : NULL, false);
+}
+
+//===--- --ops: one representative node per op and type ---===//
+
+static void set_f32_param(rt_tensor_t *t, int slot, float v) { memcpy(&t->op_params[slot], &v, 4); }
+
+/* A view-family node of a: same header, bytes shared. */
+static rt_tensor_t *view_node(rt_context_t *ctx, rt_tensor_t *a, rt_op_t op) {
+    rt_tensor_t *n = rt_new_tensor_2d(ctx, a->type, a->ne[0], a->ne[1]);
+    n->view_src = a;
+    if (op == RT_OP_PERMUTE || op == RT_OP_TRANSPOSE) {
+        n->ne[0] = a->ne[1], n->ne[1] = a->ne[0];
+        n->nb[0] = a->nb[1], n->nb[1] = a->nb[0];
+        const int32_t axes[4] = {1, 0, 2, 3};
+        memcpy(n->op_params, axes, sizeof axes);
+    }
+    return n;
+}
+
+/* The node and its extra sources for op on type; a is src[0] already. */
+static rt_tensor_t *shape_node(rt_context_t *ctx, rt_op_t op, rt_type_t type, rt_tensor_t *a) {
+    switch (op) {
+    case RT_OP_VIEW: case RT_OP_RESHAPE: case RT_OP_PERMUTE: case RT_OP_TRANSPOSE:
+        return view_node(ctx, a, op);
+    case RT_OP_GET_ROWS: {
+        rt_tensor_t *n = rt_new_tensor_2d(ctx, RT_TYPE_F32, a->ne[0], 2);
+        n->src[1] = rt_new_tensor_1d(ctx, RT_TYPE_I32, 2);
+        return n;
+    }
+    case RT_OP_MUL_MAT: {
+        rt_tensor_t *n = rt_new_tensor_2d(ctx, RT_TYPE_F32, a->ne[1], 4);
+        n->src[1] = rt_new_tensor_2d(ctx, RT_TYPE_F32, a->ne[0], 4);
+        return n;
+    }
+    case RT_OP_ROPE: {
+        rt_tensor_t *n = rt_new_tensor_2d(ctx, type, a->ne[0], a->ne[1]);
+        n->src[1] = rt_new_tensor_1d(ctx, RT_TYPE_I32, a->ne[2]); /* positions of a's tokens */
+        n->op_params[0] = (int32_t)a->ne[0];
+        set_f32_param(n, 2, 10000.0f);
+        set_f32_param(n, 3, 1.0f);
+        return n;
+    }
+    case RT_OP_ARGMAX:
+        return rt_new_tensor_1d(ctx, RT_TYPE_I32, a->ne[1]);
+    case RT_OP_ADD: case RT_OP_SUB: case RT_OP_MUL: case RT_OP_DIV: case RT_OP_SWIGLU: {
+        rt_tensor_t *n = rt_new_tensor_2d(ctx, type, a->ne[0], a->ne[1]);
+        n->src[1] = rt_new_tensor_2d(ctx, type, a->ne[0], a->ne[1]);
+        return n;
+    }
+    default: /* unary, same type and shape */
+        return rt_new_tensor_2d(ctx, type, a->ne[0], a->ne[1]);
+    }
+}
+
+/* CPY converts F32 into type: a is F32 and the node is a view of b. */
+static rt_tensor_t *cpy_node(rt_context_t *ctx, rt_type_t type) {
+    rt_tensor_t *a = rt_new_tensor_2d(ctx, RT_TYPE_F32, 64, 4);
+    rt_tensor_t *b = rt_new_tensor_2d(ctx, type, 64, 4);
+    rt_tensor_t *n = view_node(ctx, b, RT_OP_VIEW);
+    n->src[0] = a;
+    n->src[1] = b;
+    return n;
+}
+
+static rt_tensor_t *build_node(rt_context_t *ctx, rt_op_t op, rt_type_t type) {
+    rt_tensor_t *a = rt_new_tensor_2d(ctx, type, 64, 4); /* 64: whole quantised blocks */
+    rt_tensor_t *n = op == RT_OP_CPY ? cpy_node(ctx, type) : shape_node(ctx, op, type, a);
+    if (op != RT_OP_CPY) n->src[0] = a;
+    if (op == RT_OP_NORM || op == RT_OP_RMS_NORM) set_f32_param(n, 0, 1e-5f);
+    if (op == RT_OP_SCALE || op == RT_OP_SOFT_MAX) set_f32_param(n, 0, 1.0f);
+    n->op = op;
+    rt_format_name(n, "%s_%s", rt_op_name(op), rt_type_name(type));
+    return n;
+}
+
+static bool op_table_build(op_table_t *t) {
+    memset(t, 0, sizeof *t);
+    rt_context_params_t p = {.struct_size = sizeof p,
+                             .mem_size = rt_tensor_overhead() * 5 * RT_OP_COUNT * RT_TYPE_COUNT,
+                             .no_alloc = true};
+    if (rt_context_create(&p, &t->ctx) != RT_OK) return false;
+    for (rt_op_t op = 1; op < RT_OP_COUNT; op++)
+        for (rt_type_t type = 0; type < RT_TYPE_COUNT; type++)
+            if (rt_type_traits(type) != NULL) t->node[op][type] = build_node(t->ctx, op, type);
+    return true;
+}
+
+static void print_ops_text(const rt_device_t *dev, const op_table_t *t) {
+    printf("      ops (x: supported; CPY converts F32 into the type):\n      %-14s", "");
+    for (rt_type_t type = 0; type < RT_TYPE_COUNT; type++)
+        if (rt_type_traits(type) != NULL) printf(" %-5s", rt_type_name(type));
+    for (rt_op_t op = 1; op < RT_OP_COUNT; op++) {
+        printf("\n      %-14s", rt_op_name(op));
+        for (rt_type_t type = 0; type < RT_TYPE_COUNT; type++)
+            if (t->node[op][type] != NULL)
+                printf(" %-5s", rt_device_supports_op(dev, t->node[op][type]) ? "x" : ".");
+    }
+    putchar('\n');
+}
+
+static void print_ops_json(const rt_device_t *dev, const op_table_t *t) {
+    fputs(", \"ops\": {", stdout);
+    for (rt_op_t op = 1; op < RT_OP_COUNT; op++) {
+        printf("%s\"%s\": [", op > 1 ? ", " : "", rt_op_name(op));
+        bool first = true;
+        for (rt_type_t type = 0; type < RT_TYPE_COUNT; type++)
+            if (t->node[op][type] != NULL && rt_device_supports_op(dev, t->node[op][type])) {
+                printf("%s\"%s\"", first ? "" : ", ", rt_type_name(type));
+                first = false;
+            }
+        putchar(']');
+    }
+    putchar('}');
+}
+
+//===--- topology ---===//
+
+static void write_stdout(const char *text, size_t len, void *user_data) {
+    (void)user_data;
+    fwrite(text, 1, len, stdout);
+}
+
+static void print_topology_json(const rt_topology_t *topo) {
+    rt_topology_summary_t s = {.struct_size = sizeof s};
+    if (topo == NULL || rt_topology_get_summary(topo, &s) != RT_OK) {
+        fputs(", \"topology\": null", stdout);
+        return;
+    }
+    printf(", \"topology\": {\"available\": %s, \"packages\": %d, \"numa_nodes\": %d, "
+           "\"cores\": %d, \"pus\": %d", s.available ? "true" : "false", (int)s.n_packages,
+           (int)s.n_numa_nodes, (int)s.n_cores, (int)s.n_pus);
+    json_kv_u64("memory_total", s.memory_total);
+    json_kv_u64("l1d_size", s.l1d_size);
+    json_kv_u64("l2_size", s.l2_size);
+    json_kv_u64("l3_size", s.l3_size);
+    printf(", \"n_l3\": %d}", (int)s.n_l3);
+}
+
+//===--- main ---===//
+
+static void usage(FILE *f) {
+    fputs("usage: rt-devices [--json] [--ops] [--help]\n"
+          "Lists the plugins rt considered, their devices and the machine's topology.\n"
+          "  --json  the same as JSON (schema_version 1)\n"
+          "  --ops   which ops and types each device supports\n"
+          "Environment: RT_PLUGIN_PATH (extra plugin directories), RT_PLUGINS and\n"
+          "RT_PLUGINS_DISABLE (names or globs), HWLOC_XMLFILE (a recorded topology).\n", f);
+}
+
+static int parse_args(int argc, char **argv, opts_t *o) {
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) o->json = true;
+        else if (strcmp(argv[i], "--ops") == 0) o->ops = true;
+        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return 0;
+        else {
+            fprintf(stderr, "rt-devices: unknown option %s\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    return -1;
+}
+
+static int32_t loaded_plugins(const rt_registry_t *reg) {
+    int32_t n = 0;
+    for (int32_t i = 0; i < rt_registry_plugin_count(reg); i++)
+        n += rt_registry_plugin(reg, i)->status == RT_OK;
+    return n;
+}
+
+static void report_none(const rt_registry_t *reg) {
+    const char *keep = getenv("RT_PLUGINS"), *drop = getenv("RT_PLUGINS_DISABLE");
+    fprintf(stderr, "rt-devices: no plugin loaded; looked in %s\n", rt_registry_search_path(reg));
+    if (keep != NULL && *keep != '\0') fprintf(stderr, "  RT_PLUGINS=%s keeps only those\n", keep);
+    if (drop != NULL && *drop != '\0') fprintf(stderr, "  RT_PLUGINS_DISABLE=%s drops those\n", drop);
+}
+
+static void print_text(const rt_registry_t *reg, const rt_topology_t *topo, const op_table_t *ops) {
+    printf("rt %s (ABI %u.%u)\n", rt_version_string(), RT_ABI_VERSION_GET_MAJOR(rt_abi_version()),
+           RT_ABI_VERSION_GET_MINOR(rt_abi_version()));
+    print_plugins_text(reg);
+    printf("devices:\n");
+    for (int32_t i = 0; i < rt_registry_device_count(reg); i++) {
+        print_device_text(rt_registry_device(reg, i), i, topo);
+        if (ops != NULL) print_ops_text(rt_registry_device(reg, i), ops);
+    }
+    if (rt_registry_device_count(reg) == 0) printf("  (none)\n");
+    printf("topology:\n  ");
+    if (topo != NULL) rt_topology_write_text(topo, write_stdout, NULL);
+    else printf("unknown\n");
+}
+
+static void print_json(const rt_registry_t *reg, const rt_topology_t *topo, const op_table_t *ops) {
+    char abi[24];
+    abi_text(rt_abi_version(), abi);
+    printf("{\"schema_version\": %d", JSON_SCHEMA_VERSION);
+    json_kv_str("rt_version", rt_version_string(), false);
+    json_kv_str("abi_version", abi, false);
+    json_kv_str("search_path", rt_registry_search_path(reg), false);
+    print_plugins_json(reg);
+    fputs(", \"devices\": [", stdout);
+    for (int32_t i = 0; i < rt_registry_device_count(reg); i++) {
+        fputs(i > 0 ? ", " : "", stdout);
+        print_device_json(rt_registry_device(reg, i), i, topo);
+        if (ops != NULL) print_ops_json(rt_registry_device(reg, i), ops);
+        putchar('}');
+    }
+    putchar(']');
+    print_topology_json(topo);
+    fputs("}\n", stdout);
+}
+
+int main(int argc, char **argv) {
+    opts_t o = {0};
+    const int rc = parse_args(argc, argv, &o);
+    if (rc >= 0) {
+        if (rc == 0) usage(stdout);
+        return rc;
+    }
+    rt_registry_t *reg = NULL;
+    rt_topology_t *topo = NULL;
+    static op_table_t ops;
+    if (rt_registry_create(NULL, &reg) != RT_OK) {
+        fprintf(stderr, "rt-devices: %s\n", rt_last_error());
+        return 1;
+    }
+    if (rt_topology_create(NULL, &topo) != RT_OK)
+        fprintf(stderr, "rt-devices: topology unknown: %s\n", rt_last_error());
+    const bool have_ops = o.ops && op_table_build(&ops);
+    if (o.json) print_json(reg, topo, have_ops ? &ops : NULL);
+    else print_text(reg, topo, have_ops ? &ops : NULL);
+    const int32_t n_loaded = loaded_plugins(reg);
+    if (n_loaded == 0) report_none(reg);
+    rt_context_destroy(ops.ctx);
+    rt_topology_destroy(topo);
+    rt_registry_destroy(reg);
+    return n_loaded > 0 ? 0 : 1;
+}
