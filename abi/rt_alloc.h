@@ -35,19 +35,25 @@
  *
  * In-place reuse: a node whose op is one of ADD, SUB, MUL, DIV, SCALE, GELU,
  * SILU, SWIGLU, NORM, RMS_NORM, SOFT_MAX, DIAG_MASK_INF, ROPE may take over
- * the block of a source (or of the base of a source view at offset 0) when
- * the node is that source's last reader, both have the same type, ne and nb,
- * and the source is none of: a leaf, a view of a leaf, an INPUT, an OUTPUT
- * (or a view of one), a tensor with a view still alive. These ops compute
- * each output element (or row) from the same element (or row) of their
- * input. CONT and CPY are left out: a copy over itself is memcpy with equal
- * pointers, which C leaves undefined, and never useful.
+ * the block of a source (any source of ADD, SUB, MUL, DIV, SWIGLU; src[0]
+ * of the others, whose other sources are masks and positions), or of the
+ * base of such a source when it is a view at offset 0, when: the node is
+ * that source's last reader (and, through a view, the base's), both have
+ * the same type, ne and nb, both lie in the same buffer, and the source is
+ * none of: a leaf, a view of a leaf, an INPUT, an OUTPUT (or a view of
+ * one), a tensor with another view still to be read. These ops compute each
+ * output element (or row) from the same element (or row) of their input, so
+ * a plugin must let them run with dst equal to that input. CONT and CPY are
+ * left out: a copy over itself is memcpy with equal pointers, which C
+ * leaves undefined, and never useful.
  *
  * Lifetimes: leafs the gallocr places and INPUT nodes are live from node 0,
  * before anything runs, so nothing overwrites them before they are read.
  * A node is live from its own index. A block is free after the last node
- * that reads the tensor or a view of it; OUTPUT tensors and tensors nobody
- * reads stay live to the end of the graph.
+ * that reads the tensor or a view of it. OUTPUT tensors, tensors nobody
+ * reads and leafs without the INPUT flag (constants the application sets
+ * once) stay live to the end of the graph; INPUT leafs are written again
+ * before every run, so their bytes are reused after their last reader.
  *
  * Thread-safety: a gallocr is used by one thread at a time. Different
  * gallocrs are independent.
@@ -78,7 +84,7 @@ typedef struct rt_tallocr {
 
 RT_STATIC_ASSERT(sizeof(rt_tallocr_t) == 72, "rt_tallocr_t 1.0 size");
 
-/* Starts handing out buffer's bytes at its first aligned address. Returns
+/* Starts handing out buffer's bytes at its base (which the plugin aligns). Returns
  * RT_ERR_INVALID_ARGUMENT when talloc or buffer is NULL. */
 RT_API rt_status_t rt_tallocr_init(rt_tallocr_t *talloc, rt_buffer_t *buffer);
 /* Places t at the next aligned offset: its alloc size rounded up to the
@@ -140,7 +146,8 @@ RT_API int32_t rt_gallocr_n_buffers(const rt_gallocr_t *galloc);
 RT_API size_t rt_gallocr_get_buffer_size(const rt_gallocr_t *galloc, int32_t buffer_id);
 /* The buffer itself (borrowed; replaced when a reserve grows it), or NULL. */
 RT_API rt_buffer_t *rt_gallocr_get_buffer(const rt_gallocr_t *galloc, int32_t buffer_id);
-/* The plan's peak for buffer_id: bytes the last reserve needed. */
+/* The plan's peak for buffer_id: bytes the last reserve needed (also when
+ * allocating them failed; 0 before any plan). */
 RT_API size_t rt_gallocr_get_peak(const rt_gallocr_t *galloc, int32_t buffer_id);
 /* The largest total of block bytes in buffer_id live at one node of the
  * last plan: no placement of the same lifetimes needs fewer bytes, so
@@ -181,7 +188,8 @@ typedef struct rt_gallocr_plan_entry {
 
 RT_STATIC_ASSERT(sizeof(rt_gallocr_plan_entry_t) == 120, "rt_gallocr_plan_entry_t 1.0 size");
 
-/* n_leafs + n_nodes of the graph last reserved; 0 before any reserve. */
+/* n_leafs + n_nodes of the graph last planned (by a reserve, even one whose
+ * buffer allocation failed); 0 before any plan. */
 RT_API int32_t rt_gallocr_plan_count(const rt_gallocr_t *galloc);
 /* Fills *out_entry (whose struct_size the caller sets). RT_ERR_INVALID_ARGUMENT
  * for an index out of range. */

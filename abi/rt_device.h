@@ -46,13 +46,26 @@ typedef struct rt_device_props {
 
 RT_STATIC_ASSERT(sizeof(rt_device_props_t) == 344, "rt_device_props_t 1.0 size");
 
-/* How a queue should run. Zero means "the plugin's default" everywhere. */
+/* How the core picks cpu_ids for a queue of a CPU device when the caller
+ * gives none (rt_topology_place_threads in rt.h has the details). */
+typedef int32_t rt_cpu_placement_t;
+enum {
+    RT_CPU_PLACEMENT_DEFAULT = 0, /* RT_CPU_PLACEMENT=compact|spread|none, else compact */
+    RT_CPU_PLACEMENT_COMPACT = 1, /* fill one NUMA node (a PU per core, then SMT siblings) first */
+    RT_CPU_PLACEMENT_SPREAD = 2,  /* alternate NUMA nodes, a PU per core first */
+    RT_CPU_PLACEMENT_NONE = 3,    /* do not pin */
+    RT_CPU_PLACEMENT_COUNT
+};
+
+/* How a queue should run. Zero means "the default" everywhere: for a CPU
+ * device with no cpu_ids the core pins the workers by cpu_placement, on
+ * the machine's topology; otherwise the plugin decides. */
 typedef struct rt_queue_options {
     uint32_t struct_size;
     int32_t n_threads;           /* worker threads for CPU-like devices */
     const int32_t *cpu_ids;      /* OS processor ids to pin workers to, or NULL */
     int32_t n_cpu_ids;
-    int32_t reserved;
+    rt_cpu_placement_t cpu_placement; /* when cpu_ids is NULL; plugins may ignore it */
     const rt_ext_header_t *next; /* extension records, or NULL */
 } rt_queue_options_t;
 

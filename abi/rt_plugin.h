@@ -234,7 +234,13 @@ typedef struct rt_device_vtable {
     void (*queue_destroy)(void *queue);
     /* required: runs nodes in order on the queue. May return before the work
      * is done when the device is asynchronous; synchronize waits. Every
-     * node's data is allocated and every source's data is ready. */
+     * node's data is allocated and every source's data is ready. The graph
+     * allocator lets ADD, SUB, MUL, DIV, SCALE, GELU, SILU, SWIGLU, NORM,
+     * RMS_NORM, SOFT_MAX, DIAG_MASK_INF and ROPE write over a source of the
+     * same type and layout: their kernels must be correct with dst's data
+     * equal to that source's. The plugin reads the node headers (op, src,
+     * ne, nb, op_params, data) before graph_compute returns and never
+     * afterwards; only the bytes they point at may be used later. */
     rt_status_t (*graph_compute)(void *queue, rt_tensor_t *const *nodes, int32_t n_nodes);
     /* required: waits for everything submitted to the queue. */
     rt_status_t (*synchronize)(void *queue);
@@ -250,7 +256,8 @@ RT_STATIC_ASSERT(offsetof(rt_device_vtable_t, next) == 88, "rt_device_vtable_t 1
 /* Extension record types. Append-only. */
 enum {
     RT_EXT_DEVICE_ASYNC = 1,   /* rt_device_ext_async_t on rt_device_vtable_t.next */
-    RT_EXT_DEVICE_HOST_PTR = 2 /* rt_device_ext_host_ptr_t on rt_device_vtable_t.next */
+    RT_EXT_DEVICE_HOST_PTR = 2, /* rt_device_ext_host_ptr_t on rt_device_vtable_t.next */
+    RT_EXT_QUEUE_PLACEMENT = 3  /* rt_queue_ext_placement_t on rt_queue_options_t.next */
 };
 
 /* Asynchronous transfers and events (RT_DEVICE_CAP_ASYNC / _EVENTS). */
@@ -283,6 +290,24 @@ typedef struct rt_device_ext_host_ptr {
      * caller's; the buffer's destroy must not free it. */
     rt_status_t (*buffer_from_host_ptr)(void *device, void *ptr, size_t size, void *state);
 } rt_device_ext_host_ptr_t;
+
+//===--- queue extensions ---===//
+
+/* Where a queue's host-side work belongs, from the machine's topology. The
+ * core puts this record first on the rt_queue_options_t.next chain that
+ * queue_create receives, when it knows the NUMA node nearest the device
+ * (from its pci_bus_id); applications never build it. A plugin that
+ * allocates host staging memory or runs helper threads for the queue binds
+ * them there (mbind, numa_alloc_onnode, hwloc_set_area_membind). Valid
+ * during queue_create only: copy what you keep. */
+typedef struct rt_queue_ext_placement {
+    rt_ext_header_t header;      /* type = RT_EXT_QUEUE_PLACEMENT */
+    int32_t numa_node;           /* OS number of the nearest NUMA node (as mbind counts) */
+    int32_t n_node_cpu_ids;      /* entries of node_cpu_ids */
+    const int32_t *node_cpu_ids; /* OS processor ids of that node this process may use */
+} rt_queue_ext_placement_t;
+
+RT_STATIC_ASSERT(sizeof(rt_queue_ext_placement_t) == 32, "rt_queue_ext_placement_t 1.0 size");
 
 #ifdef __cplusplus
 }

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* error.c: the library's last-error message, one per thread, and its
- * clock. A message is one line: callers print it as it is. */
+/* error.c: the library's last-error message, one per thread, and the
+ * small helpers every file uses: the clock and the copy of option
+ * structs. A message is one line: callers print it as it is. */
 #include "internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 static _Thread_local char last_error[512];
@@ -30,4 +32,13 @@ double rtm_time_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void rtm_params_copy(void *dst, size_t dst_size, const void *src) {
+    memset(dst, 0, dst_size);
+    if (src == NULL) return;
+    uint32_t size;
+    memcpy(&size, src, sizeof size);
+    memcpy(dst, src, size == 0 || size > dst_size ? dst_size : size);
+    memcpy(dst, &(uint32_t){(uint32_t)dst_size}, sizeof size);
 }

@@ -18,6 +18,11 @@ RTM_INTERNAL rt_status_t rtm_error(rt_status_t status, const char *fmt, ...) RT_
  * status unchanged. */
 RTM_INTERNAL rt_status_t rtm_error_core(rt_status_t status, const char *what);
 
+/* Copies the caller's option struct into the library's zeroed one, only
+ * the bytes inside its struct_size (0 reads as the whole 1.0 struct), so
+ * an older caller's shorter struct leaves newer fields at their default. */
+RTM_INTERNAL void rtm_params_copy(void *dst, size_t dst_size, const void *src);
+
 /* Wall-clock seconds from an arbitrary start, for load and decode times. */
 RTM_INTERNAL double rtm_time_seconds(void);
 

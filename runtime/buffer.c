@@ -2,8 +2,8 @@
 /* buffer.c: buffer types and buffers, and placing tensors in them. A buffer
  * is one allocation from the registry's allocator: the rt_buffer_t followed
  * by the plugin's buffer_state_size bytes of state, which the buffer type's
- * alloc fills. Also the seed's tensor_alloc / view_init / alloc_ctx_tensors
- * (main-backend) and the bounds-checked set/get/memset/copy of tensor bytes,
+ * alloc fills. Also the seed's tensor_alloc / view_init (rt_alloc_ctx_tensors
+ * is tallocr.c's) and the bounds-checked set/get/memset/copy of tensor bytes,
  * through the buffer's plugin or, for tensors in context memory, directly. */
 #include "registry_impl.h"
 
@@ -132,11 +132,16 @@ rt_status_t rt_device_buffer_from_host_ptr(rt_device_t *dev, void *ptr, size_t s
     return rt_buffer_create(buft, size, fill_host_ptr, &req, out_buf);
 }
 
+/* A buffer split by rt_alloc_ctx_tensors is a chain of parts: freeing the
+ * first frees them all. */
 void rt_buffer_free(rt_buffer_t *buf) {
-    if (buf == NULL) return;
-    rt_registry_unlink(buf->buft->device->registry, &buf->link);
-    buf->buft->buffer_vtable.destroy(buf->state);
-    rt_mem_free(buf->allocator, buf, buf->alloc_size);
+    while (buf != NULL) {
+        rt_buffer_t *next = buf->next_part;
+        rt_registry_unlink(buf->buft->device->registry, &buf->link);
+        buf->buft->buffer_vtable.destroy(buf->state);
+        rt_mem_free(buf->allocator, buf, buf->alloc_size);
+        buf = next;
+    }
 }
 
 void *rt_buffer_base(const rt_buffer_t *buf) { return buf != NULL ? buf->base : NULL; }
@@ -149,7 +154,10 @@ rt_buffer_type_t *rt_buffer_get_type(const rt_buffer_t *buf) {
 
 rt_status_t rt_buffer_clear(rt_buffer_t *buf, uint8_t value) {
     RT_ARMOR(buf != NULL);
-    return buf->buft->buffer_vtable.clear(buf->state, value);
+    rt_status_t st = RT_OK;
+    for (; buf != NULL && st == RT_OK; buf = buf->next_part)
+        st = buf->buft->buffer_vtable.clear(buf->state, value);
+    return st;
 }
 
 void *rt_buffer_state(const rt_buffer_t *buf) { return buf != NULL ? buf->state : NULL; }
@@ -218,75 +226,6 @@ rt_status_t rt_view_init(rt_tensor_t *t) {
     t->buffer = src->buffer;
     t->data = (char *)src->data + t->view_offs;
     return init_tensor(t->buffer, t);
-}
-
-//===--- every tensor of a context in one buffer ---===//
-
-static bool needs_data(const rt_tensor_t *t) { return t->data == NULL && t->view_src == NULL; }
-
-/* Bytes every tensor without data takes in buft, each rounded up to the
- * alignment; false on overflow. */
-static bool ctx_size(const rt_context_t *ctx, const rt_buffer_type_t *buft, size_t *out_size) {
-    const size_t align = buft->desc.alignment;
-    size_t total = 0;
-    for (rt_tensor_t *t = rt_context_first_tensor(ctx); t != NULL; t = rt_context_next_tensor(ctx, t)) {
-        if (!needs_data(t)) continue;
-        const size_t n = rt_buffer_type_alloc_size(buft, t);
-        if (n > SIZE_MAX - align || rt_align_up(n, align) > SIZE_MAX - total) return false;
-        total += rt_align_up(n, align);
-    }
-    *out_size = total;
-    return true;
-}
-
-static rt_status_t place_all(const rt_context_t *ctx, rt_buffer_t *buf) {
-    const size_t align = buf->buft->desc.alignment;
-    size_t offs = 0;
-    rt_status_t st = RT_OK;
-    for (rt_tensor_t *t = rt_context_first_tensor(ctx); t != NULL && st == RT_OK;
-         t = rt_context_next_tensor(ctx, t)) {
-        if (!needs_data(t)) continue;
-        const size_t n = rt_buffer_type_alloc_size(buf->buft, t);
-        st = rt_tensor_alloc(buf, t, (char *)buf->base + offs);
-        offs += rt_align_up(n, align);
-    }
-    for (rt_tensor_t *t = rt_context_first_tensor(ctx); t != NULL && st == RT_OK;
-         t = rt_context_next_tensor(ctx, t))
-        if (t->view_src != NULL && t->data == NULL && t->view_src->data != NULL) st = rt_view_init(t);
-    return st;
-}
-
-static void unplace_all(const rt_context_t *ctx, const rt_buffer_t *buf) {
-    for (rt_tensor_t *t = rt_context_first_tensor(ctx); t != NULL; t = rt_context_next_tensor(ctx, t))
-        if (t->buffer == buf) {
-            t->buffer = NULL;
-            t->data = NULL;
-        }
-}
-
-rt_status_t rt_alloc_ctx_tensors(rt_context_t *ctx, rt_buffer_type_t *buft, rt_buffer_t **out_buf) {
-    RT_ARMOR(ctx != NULL && buft != NULL && out_buf != NULL);
-    *out_buf = NULL;
-    size_t total = 0;
-    if (!ctx_size(ctx, buft, &total))
-        return rt_error(RT_ERR_INVALID_ARGUMENT, "rt_alloc_ctx_tensors: the tensors' sizes "
-                        "overflow size_t");
-    if (total > rt_buffer_type_max_size(buft))
-        /* TODO(memory issue): split into several buffers, as ggml does. */
-        return rt_error(RT_ERR_UNSUPPORTED, "rt_alloc_ctx_tensors: the context's tensors need %zu "
-                        "bytes, more than buffer type %s allows in one buffer (%zu); splitting "
-                        "into several buffers is not implemented yet", total, buft->desc.name,
-                        buft->desc.max_size);
-    rt_buffer_t *buf = NULL;
-    rt_status_t st = rt_buffer_alloc(buft, total, &buf);
-    if (st == RT_OK) st = place_all(ctx, buf);
-    if (st != RT_OK && buf != NULL) {
-        unplace_all(ctx, buf);
-        rt_buffer_free(buf);
-        return st;
-    }
-    *out_buf = buf;
-    return st;
 }
 
 //===--- tensor bytes ---===//

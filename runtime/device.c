@@ -4,9 +4,11 @@
  * sizes, power-of-two alignment), normalises them and the async and
  * host_ptr extensions into zero-filled copies, reads the properties once
  * and names the device after its plugin ("cpu0"). Also recognises one piece
- * of hardware reported by two plugins (equal PCI bus id or UUID), and
- * answers the public device and buffer-type queries. */
+ * of hardware reported by two plugins (equal PCI bus id or UUID), places
+ * the device in the machine's topology (its NUMA node, from the PCI bus
+ * id), and answers the public device and buffer-type queries. */
 #include "registry_impl.h"
+#include "topo.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -289,11 +291,38 @@ rt_status_t rt_device_get_props(const rt_device_t *dev, rt_device_props_t *props
     const uint32_t size = props->struct_size != 0 ? props->struct_size : PROPS_SIZE_1_0;
     rt_struct_copy(props, size, &dev->props, sizeof dev->props);
     props->struct_size = size;
+    /* Free memory changes as buffers come and go (placement decides by
+     * it): ask the plugin again, keeping the rest as read at load. */
+    rt_device_props_t now = {.struct_size = sizeof now};
+    if (dev->vtable.get_props(dev->handle, &now) == RT_OK &&
+        RT_STRUCT_HAS(props, rt_device_props_t, memory_free))
+        props->memory_free = now.memory_free;
     return RT_OK;
 }
 
 rt_device_t *rt_device_same_as(const rt_device_t *dev) {
     return dev != NULL ? dev->same_as : NULL;
+}
+
+//===--- the device's place in the machine ---===//
+
+/* Looked up on every call rather than stored at load: the shared topology
+ * follows HWLOC_XMLFILE, which tests change between registries. */
+int32_t rt_device_numa_node(const rt_device_t *dev) {
+    if (dev == NULL || dev->props.pci_bus_id[0] == '\0') return -1;
+    return rt_topology_numa_node_of_pci(rt_topology_get_shared(), dev->props.pci_bus_id);
+}
+
+rt_status_t rt_device_numa_cpus(const rt_device_t *dev, int32_t max_ids, int32_t *out_cpu_ids,
+                                int32_t *out_n_ids) {
+    RT_ARMOR(dev != NULL && out_n_ids != NULL);
+    *out_n_ids = 0;
+    const int32_t node = rt_device_numa_node(dev);
+    if (node < 0)
+        return rt_error(RT_ERR_NOT_FOUND, "%s: NUMA node unknown (PCI bus id \"%s\")", dev->name,
+                        dev->props.pci_bus_id);
+    return rt_topology_numa_node_cpus(rt_topology_get_shared(), node, max_ids, out_cpu_ids,
+                                      out_n_ids);
 }
 
 int32_t rt_device_buffer_type_count(const rt_device_t *dev) {

@@ -2,8 +2,8 @@
 /* dl_posix.c: the operating-system services the plugin registry needs, for
  * POSIX systems: dlopen and friends, where the core library itself lives,
  * the environment as a setuid process may read it, directory listing, path
- * canonicalisation, glob matching and a mutex. Nothing above this file
- * includes an OS header for these. */
+ * canonicalisation, who may write a plugin file, glob matching and a mutex.
+ * Nothing above this file includes an OS header for these. */
 #include "registry_impl.h"
 
 #include <dirent.h>
@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 //===--- dynamic loading ---===//
@@ -79,6 +80,51 @@ bool rt_os_realpath(const char *path, char *buf, size_t size) {
     if (n + 1 > size) return false;
     memcpy(buf, resolved, n + 1);
     return true;
+}
+
+/* Why a user other than root and the current one can change the file or
+ * directory st describes (into why), or false when none can. World-writable
+ * is refused with or without the sticky bit: in a directory, the sticky bit
+ * still lets anyone add a plugin file. Group-writable is the owner's choice
+ * when the owner is root or the current user (umask 002 with per-user
+ * groups); otherwise the owner is absent from the decision. */
+static bool mode_lets_others_write(const struct stat *st, const char *what, const char *path,
+                                   char *why, size_t size) {
+    const mode_t mode = st->st_mode & 07777;
+    const bool own = st->st_uid == 0 || st->st_uid == geteuid();
+    if ((mode & S_IWOTH) != 0)
+        snprintf(why, size, "%s %s is writable by every user (mode %04o)", what, path,
+                 (unsigned)mode);
+    else if ((mode & S_IWGRP) != 0 && !own)
+        snprintf(why, size, "%s %s is writable by group %u and owned by uid %u, neither root "
+                 "nor the current user (mode %04o)", what, path, (unsigned)st->st_gid,
+                 (unsigned)st->st_uid, (unsigned)mode);
+    else
+        return false;
+    return true;
+}
+
+static bool dir_lets_others_write(const char *file, char *why, size_t size) {
+    char dir[4096];
+    struct stat st;
+    const char *slash = strrchr(file, '/');
+    const size_t n = slash == NULL ? 1 : slash == file ? 1 : (size_t)(slash - file);
+    if (n + 1 > sizeof dir) return false;
+    memcpy(dir, slash == NULL ? "." : file, n);
+    dir[n] = '\0';
+    return stat(dir, &st) == 0 && mode_lets_others_write(&st, "directory", dir, why, size);
+}
+
+bool rt_os_writable_by_others(const char *path, char *why, size_t size) {
+    char real[4096];
+    struct stat st;
+    if (size > 0) why[0] = '\0';
+    /* The directory as named (a symlink in it can be swapped), then the
+     * file and the directory it really lives in. */
+    if (dir_lets_others_write(path, why, size)) return true;
+    if (stat(path, &st) != 0 || realpath(path, real) == NULL) return false; /* dlopen says why */
+    if (mode_lets_others_write(&st, "file", real, why, size)) return true;
+    return dir_lets_others_write(real, why, size);
 }
 
 bool rt_os_glob_match(const char *pattern, const char *name) {

@@ -245,7 +245,8 @@ static void entry_init(rt_gallocr_t *ga, int32_t p, rt_tensor_t *t, int32_t inde
     ti->t = t;
     ti->ours = buffer_id >= 0 && needs_place(ga, t);
     ti->buffer_id = ti->ours ? buffer_id : -1;
-    ti->keep = (t->flags & RT_TENSOR_FLAG_OUTPUT) != 0;
+    /* A leaf without INPUT is a constant the application sets once. */
+    ti->keep = (t->flags & RT_TENSOR_FLAG_OUTPUT) || (leaf && !(t->flags & RT_TENSOR_FLAG_INPUT));
 }
 
 /* Indexes every tensor, links views to their base and counts readers. */
@@ -473,7 +474,7 @@ rt_status_t rt_gallocr_reserve_n(rt_gallocr_t *ga, rt_graph_t *g, const int32_t 
     RT_ARMOR(ga != NULL && g != NULL);
     rt_status_t st = check_ids(ga, g, node_ids, leaf_ids);
     if (st != RT_OK) return st;
-    ga->reserved = false;
+    ga->reserved = ga->planned = false;
     st = ensure_capacity(ga, g);
     if (st != RT_OK) return st;
     ga->n_leafs = g->n_leafs;
@@ -481,6 +482,7 @@ rt_status_t rt_gallocr_reserve_n(rt_gallocr_t *ga, rt_graph_t *g, const int32_t 
     st = plan_setup(ga, g, node_ids, leaf_ids);
     if (st != RT_OK) return st;
     plan_run(ga, g);
+    ga->planned = true;
     forget_placements(ga, g);
     for (int32_t b = 0; st == RT_OK && b < ga->n_buffers; b++) st = alloc_buffer(ga, b);
     ga->explicit_leaf_ids = false;
@@ -588,17 +590,17 @@ rt_buffer_t *rt_gallocr_get_buffer(const rt_gallocr_t *ga, int32_t b) {
 }
 
 size_t rt_gallocr_get_peak(const rt_gallocr_t *ga, int32_t b) {
-    return valid_id(ga, b) && ga->reserved ? ga->dyns[b].peak : 0;
+    return valid_id(ga, b) && ga->planned ? ga->dyns[b].peak : 0;
 }
 
 size_t rt_gallocr_get_lower_bound(const rt_gallocr_t *ga, int32_t b) {
-    return valid_id(ga, b) && ga->reserved ? ga->dyns[b].max_live : 0;
+    return valid_id(ga, b) && ga->planned ? ga->dyns[b].max_live : 0;
 }
 
 uint64_t rt_gallocr_get_n_allocs(const rt_gallocr_t *ga) { return ga != NULL ? ga->n_allocs : 0; }
 
 int32_t rt_gallocr_plan_count(const rt_gallocr_t *ga) {
-    return ga != NULL && ga->reserved ? ga->n_leafs + ga->n_nodes : 0;
+    return ga != NULL && ga->planned ? ga->n_leafs + ga->n_nodes : 0;
 }
 
 rt_status_t rt_gallocr_plan_get(const rt_gallocr_t *ga, int32_t i,

@@ -38,7 +38,8 @@ struct rt_gallocr {
     rt_ga_dyn_t *dyns;               /* n_buffers */
     uint32_t flags;                  /* RT_GALLOCR_FLAG_* */
     uint64_t n_allocs;               /* rt_buffer_alloc calls that succeeded */
-    bool reserved;                   /* a plan is in place */
+    bool planned;                    /* the last reserve made a plan (plan, peaks) */
+    bool reserved;                   /* ... and allocated its buffers: alloc_graph may use it */
     bool explicit_leaf_ids;          /* last reserve left some leaf to the caller */
     rt_gallocr_plan_entry_t *plan;   /* n_leafs + n_nodes entries of cap_plan */
     int32_t n_leafs, n_nodes;

@@ -23,7 +23,7 @@ static void emit(rt_write_fn write, void *ud, const char *fmt, ...) {
 }
 
 static int32_t n_entries(const rt_gallocr_t *ga) {
-    return ga->reserved ? ga->n_leafs + ga->n_nodes : 0;
+    return rt_gallocr_plan_count(ga);
 }
 
 //===--- text ---===//
@@ -54,8 +54,8 @@ static void text_entry(const rt_gallocr_t *ga, int32_t p, rt_write_fn write, voi
 void rt_gallocr_write_plan_text(const rt_gallocr_t *ga, rt_write_fn write, void *ud) {
     if (ga == NULL || write == NULL) return;
     emit(write, ud, "gallocr plan: %d buffers, %d leafs, %d nodes%s\n", (int)ga->n_buffers,
-         (int)(ga->reserved ? ga->n_leafs : 0), (int)(ga->reserved ? ga->n_nodes : 0),
-         ga->reserved ? "" : " (nothing reserved)");
+         (int)(ga->planned ? ga->n_leafs : 0), (int)(ga->planned ? ga->n_nodes : 0),
+         ga->planned ? "" : " (nothing planned)");
     for (int32_t b = 0; b < ga->n_buffers; b++)
         emit(write, ud, "buffer %d %s: peak %zu bytes, lower bound %zu, allocated %zu\n",
              (int)b, rt_buffer_type_name(ga->bufts[b]), rt_gallocr_get_peak(ga, b),
@@ -85,8 +85,18 @@ static void xml_escape(const char *s, char *out, size_t size) {
     out[n] = 0;
 }
 
-/* A hue per op, spread around the circle so neighbouring ops differ. */
-static int op_hue(rt_op_t op) { return (int)((unsigned)op * 137u % 360u); }
+/* A colour per op: Tableau's 20 and four darker ones, so that every op
+ * code of 1.0 has its own. */
+static const char *op_colour(rt_op_t op) {
+    static const char *const palette[] = {
+        "#7f7f7f", "#aec7e8", "#1f77b4", "#ffbb78", "#c7c7c7", "#e377c2", "#f7b6d2",
+        "#17becf", "#ff7f0e", "#98df8a", "#bcbd22", "#dbdb8d", "#2ca02c", "#9467bd",
+        "#c5b0d5", "#d62728", "#8c564b", "#c49c94", "#ff9896", "#9edae5", "#393b79",
+        "#637939", "#8c6d31", "#843c39",
+    };
+    const size_t n = sizeof palette / sizeof palette[0];
+    return palette[op >= 0 ? (size_t)op % n : 0];
+}
 
 typedef struct svg_panel {
     int32_t buffer_id;
@@ -106,8 +116,8 @@ static void svg_block(const rt_gallocr_t *ga, const svg_panel_t *pn, int32_t p, 
     double h = (double)e->size * pn->y_scale;
     if (h < 0.5) h = 0.5; /* keep tiny blocks visible */
     emit(write, ud, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
-         "fill=\"hsl(%d,65%%,60%%)\" stroke=\"#333\" stroke-width=\"0.3\"><title>%s (%s %s): "
-         "%zu bytes at %zu, nodes %d..%d%s</title></rect>\n", x, y, w, h, op_hue(e->op), name,
+         "fill=\"%s\" stroke=\"#333\" stroke-width=\"0.3\"><title>%s (%s %s): "
+         "%zu bytes at %zu, nodes %d..%d%s</title></rect>\n", x, y, w, h, op_colour(e->op), name,
          rt_op_name(e->op), rt_type_name(e->type), e->size, e->offset, (int)e->first,
          (int)e->last, (e->flags & RT_GALLOCR_PLAN_INPLACE) ? ", in place" : "");
 }
@@ -158,9 +168,9 @@ static void svg_legend(const rt_gallocr_t *ga, double y, rt_write_fn write, void
         if (!seen[op]) continue;
         const int x = SVG_LEFT + (k % 8) * 135;
         const double yy = y + (k / 8) * 18;
-        emit(write, ud, "<rect x=\"%d\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"hsl(%d,65%%,"
-             "60%%)\"/><text x=\"%d\" y=\"%.1f\" font-size=\"11\">%s</text>\n", x, yy,
-             op_hue(op), x + 16, yy + 10, rt_op_name(op));
+        emit(write, ud, "<rect x=\"%d\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>"
+             "<text x=\"%d\" y=\"%.1f\" font-size=\"11\">%s</text>\n", x, yy, op_colour(op),
+             x + 16, yy + 10, op == RT_OP_NONE ? "leaf" : rt_op_name(op));
         k++;
     }
 }

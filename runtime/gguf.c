@@ -44,11 +44,21 @@ typedef struct gguf_tensor {
     uint64_t size;           /* bytes */
 } gguf_tensor_t;
 
-/* Open addressing over names: a slot holds index + 1, 0 when empty.
- * cap is a power of two at least twice the entries, or 0. */
+/* index_build reads the name as the first field of either entry. */
+_Static_assert(offsetof(gguf_kv_t, key) == 0, "the key leads a kv entry");
+_Static_assert(offsetof(gguf_tensor_t, name) == 0, "the name leads a tensor entry");
+
+/* Names sorted (by strcmp, then index) for lookups and duplicate checks:
+ * O(n log n) whatever the names, which a hash table cannot promise
+ * against a file crafted to collide. */
+typedef struct name_entry {
+    const char *name;
+    int64_t i;               /* index of the kv or tensor */
+} name_entry_t;
+
 typedef struct name_index {
-    int64_t *slots;
-    size_t cap;
+    name_entry_t *entries;   /* n, sorted */
+    int64_t n;
 } name_index_t;
 
 struct rt_gguf {
@@ -297,7 +307,8 @@ static rt_status_t read_array(reader_t *r, arena_t *a, gguf_kv_t *kv) {
     if (st == RT_OK) st = read_u64(r, &kv->n, "array length");
     if (st != RT_OK) return st;
     kv->arr_type = (rt_gguf_type_t)et;
-    const size_t min = et == RT_GGUF_TYPE_STRING ? RT_GGUF_STRING_LEN_BYTES : rt_gguf_value_size(kv->arr_type);
+    const size_t min =
+        et == RT_GGUF_TYPE_STRING ? RT_GGUF_STRING_LEN_BYTES : rt_gguf_value_size(kv->arr_type);
     if (kv->n > left(r) / min)
         return rfail(r, n_pos, "array length",
                      "%" PRIu64 " elements of at least %zu bytes, but the file has %zu left", kv->n,
@@ -463,62 +474,57 @@ static rt_status_t walk(rt_gguf_t *g, const char *file, arena_t *a, bool fill) {
 
 //===--- name indexes ---===//
 
-static uint64_t hash_name(const char *s) {
-    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
-    return h;
+static int entry_cmp(const void *pa, const void *pb) {
+    const name_entry_t *a = pa, *b = pb;
+    const int c = strcmp(a->name, b->name);
+    return c != 0 ? c : (a->i > b->i) - (a->i < b->i);
 }
 
-typedef const char *(*name_at_fn)(const rt_gguf_t *g, int64_t i);
-
-static const char *kv_name_at(const rt_gguf_t *g, int64_t i) { return g->kvs[i].key; }
-static const char *tensor_name_at(const rt_gguf_t *g, int64_t i) { return g->tensors[i].name; }
-
-/* The slot holding |name|, or the empty slot where it would go. */
-static int64_t *index_slot(const name_index_t *ix, const rt_gguf_t *g, name_at_fn name_at,
-                           const char *name) {
-    size_t h = (size_t)hash_name(name) & (ix->cap - 1);
-    while (ix->slots[h] != 0 && strcmp(name_at(g, ix->slots[h] - 1), name) != 0)
-        h = (h + 1) & (ix->cap - 1);
-    return &ix->slots[h];
+static int64_t index_find(const name_index_t *ix, const char *name) {
+    if (name == NULL) return -1;
+    int64_t lo = 0, hi = ix->n; /* the first entry not below name is in [lo, hi] */
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (strcmp(ix->entries[mid].name, name) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < ix->n && strcmp(ix->entries[lo].name, name) == 0 ? ix->entries[lo].i : -1;
 }
 
-static int64_t index_find(const name_index_t *ix, const rt_gguf_t *g, name_at_fn name_at,
-                          const char *name) {
-    if (ix->cap == 0 || name == NULL) return -1;
-    return *index_slot(ix, g, name_at, name) - 1;
-}
-
-/* Indexes names 0..n-1. A repeated name stops it: *out_dup is then the
- * later index and *out_first the earlier, else both are -1. */
-static rt_status_t index_build(rt_gguf_t *g, name_index_t *ix, int64_t n, name_at_fn name_at,
-                               int64_t *out_first, int64_t *out_dup) {
+/* Indexes the n names at names[k * stride] (the first field of each kv or
+ * tensor entry). *out_dup is the first entry, in file order, whose name
+ * an earlier one (*out_first) already has; both -1 when names are unique. */
+static rt_status_t index_build(rt_gguf_t *g, name_index_t *ix, const void *names, size_t stride,
+                               int64_t n, int64_t *out_first, int64_t *out_dup) {
     *out_first = *out_dup = -1;
     if (n == 0) return RT_OK;
-    size_t cap = 1;
-    while (cap < (uint64_t)n * 2) cap *= 2; /* n is bounded by the file size */
-    ix->slots = rt_mem_calloc(&g->allocator, cap * sizeof ix->slots[0]);
-    if (ix->slots == NULL) return rt_error(RT_ERR_OUT_OF_MEMORY, "gguf: name index of %zu slots", cap);
-    ix->cap = cap;
-    for (int64_t i = 0; i < n; i++) {
-        int64_t *slot = index_slot(ix, g, name_at, name_at(g, i));
-        if (*slot != 0) {
-            *out_first = *slot - 1;
-            *out_dup = i;
-            return RT_OK;
+    ix->entries = rt_mem_alloc(&g->allocator, (size_t)n * sizeof ix->entries[0]); /* n <= size */
+    if (ix->entries == NULL)
+        return rt_error(RT_ERR_OUT_OF_MEMORY, "gguf: name index of %" PRId64 " entries", n);
+    ix->n = n;
+    for (int64_t k = 0; k < n; k++) {
+        const char *const *name = (const void *)((const char *)names + (size_t)k * stride);
+        ix->entries[k] = (name_entry_t){*name, k};
+    }
+    qsort(ix->entries, (size_t)n, sizeof ix->entries[0], entry_cmp);
+    for (int64_t k = 1; k < n; k++) {
+        const name_entry_t *a = &ix->entries[k - 1], *b = &ix->entries[k];
+        if (strcmp(a->name, b->name) == 0 && (*out_dup < 0 || b->i < *out_dup)) {
+            *out_first = a->i;
+            *out_dup = b->i;
         }
-        *slot = i + 1;
     }
     return RT_OK;
 }
 
 static rt_status_t index_all(rt_gguf_t *g, const char *file) {
     int64_t first, dup;
-    rt_status_t st = index_build(g, &g->keys, g->n_kv, kv_name_at, &first, &dup);
+    rt_status_t st = index_build(g, &g->keys, g->kvs, sizeof g->kvs[0], g->n_kv, &first, &dup);
     if (st == RT_OK && dup >= 0)
         return gfail(file, g->kvs[dup].pos, "key", "kv %" PRId64 " '%s' repeats kv %" PRId64, dup,
                      g->kvs[dup].key, first);
-    if (st == RT_OK) st = index_build(g, &g->names, g->n_tensors, tensor_name_at, &first, &dup);
+    if (st == RT_OK)
+        st = index_build(g, &g->names, g->tensors, sizeof g->tensors[0], g->n_tensors, &first, &dup);
     if (st == RT_OK && dup >= 0)
         return gfail(file, g->tensors[dup].pos, "tensor name",
                      "tensor %" PRId64 " '%s' repeats tensor %" PRId64, dup, g->tensors[dup].name,
@@ -530,7 +536,7 @@ static rt_status_t index_all(rt_gguf_t *g, const char *file) {
 
 static rt_status_t check_alignment(rt_gguf_t *g, const char *file) {
     g->alignment = RT_GGUF_DEFAULT_ALIGNMENT;
-    const int64_t i = index_find(&g->keys, g, kv_name_at, RT_GGUF_KEY_ALIGNMENT);
+    const int64_t i = index_find(&g->keys, RT_GGUF_KEY_ALIGNMENT);
     if (i >= 0) {
         const gguf_kv_t *kv = &g->kvs[i];
         if (kv->type != RT_GGUF_TYPE_UINT32)
@@ -601,7 +607,8 @@ static rt_status_t check_tensors(rt_gguf_t *g, const char *file) {
     if (st != RT_OK || g->n_tensors < 2) return st;
     const size_t bytes = (size_t)g->n_tensors * sizeof(span_t); /* bounded by the file size */
     span_t *spans = rt_mem_alloc(&g->allocator, bytes);
-    if (spans == NULL) return rt_error(RT_ERR_OUT_OF_MEMORY, "%s: %zu bytes to sort tensors", file, bytes);
+    if (spans == NULL)
+        return rt_error(RT_ERR_OUT_OF_MEMORY, "%s: %zu bytes to sort tensors", file, bytes);
     st = check_overlap(g, spans, file);
     rt_mem_free(&g->allocator, spans, bytes);
     return st;
@@ -685,8 +692,8 @@ rt_status_t rt_gguf_open(const char *path, const rt_gguf_options_t *options, rt_
 void rt_gguf_destroy(rt_gguf_t *g) {
     if (g == NULL) return;
     const rt_allocator_t a = g->allocator;
-    rt_mem_free(&a, g->keys.slots, g->keys.cap * sizeof g->keys.slots[0]);
-    rt_mem_free(&a, g->names.slots, g->names.cap * sizeof g->names.slots[0]);
+    rt_mem_free(&a, g->keys.entries, (size_t)g->keys.n * sizeof g->keys.entries[0]);
+    rt_mem_free(&a, g->names.entries, (size_t)g->names.n * sizeof g->names.entries[0]);
     rt_mem_free(&a, g->arena, g->arena_size);
     rt_mem_free(&a, g->kvs, (size_t)g->n_kv * sizeof g->kvs[0]);
     rt_mem_free(&a, g->tensors, (size_t)g->n_tensors * sizeof g->tensors[0]);
@@ -707,7 +714,7 @@ uint64_t rt_gguf_file_size(const rt_gguf_t *g) { return g->size; }
 int64_t rt_gguf_n_kv(const rt_gguf_t *g) { return g->n_kv; }
 
 int64_t rt_gguf_find_key(const rt_gguf_t *g, const char *key) {
-    return index_find(&g->keys, g, kv_name_at, key);
+    return index_find(&g->keys, key);
 }
 
 static const gguf_kv_t *kv_at(const rt_gguf_t *g, int64_t kv) {
@@ -833,7 +840,7 @@ rt_status_t rt_gguf_get_array_str(const rt_gguf_t *g, const char *key, uint64_t 
 int64_t rt_gguf_n_tensors(const rt_gguf_t *g) { return g->n_tensors; }
 
 int64_t rt_gguf_find_tensor(const rt_gguf_t *g, const char *name) {
-    return index_find(&g->names, g, tensor_name_at, name);
+    return index_find(&g->names, name);
 }
 
 const void *rt_gguf_tensor_data(const rt_gguf_t *g, int64_t i) {

@@ -139,7 +139,8 @@ static void put_file(const rt_gguf_writer_t *w, sink_t *s) {
 //===--- create, destroy ---===//
 
 rt_status_t rt_gguf_writer_create(const rt_gguf_options_t *options, rt_gguf_writer_t **out_writer) {
-    if (out_writer == NULL) return rt_error(RT_ERR_INVALID_ARGUMENT, "%s: out_writer is NULL", __func__);
+    if (out_writer == NULL)
+        return rt_error(RT_ERR_INVALID_ARGUMENT, "%s: out_writer is NULL", __func__);
     *out_writer = NULL;
     const rt_allocator_t *a = NULL;
     if (options != NULL && RT_STRUCT_HAS(options, rt_gguf_options_t, allocator)) a = options->allocator;
@@ -344,8 +345,8 @@ rt_status_t rt_gguf_writer_add_tensor(rt_gguf_writer_t *w, const char *name, rt_
     if (st == RT_OK && (!rt_gguf_align(size, MAX_ALIGNMENT, &padded) ||
                         !rt_gguf_add(w->data_bound, padded, &bound) || bound > INT64_MAX ||
                         (data != NULL && size > SIZE_MAX)))
-        st = rt_error(RT_ERR_INVALID_ARGUMENT, "gguf writer: tensor '%s': the file would pass 2^63 bytes",
-                      name);
+        st = rt_error(RT_ERR_INVALID_ARGUMENT,
+                      "gguf writer: tensor '%s': the file would pass 2^63 bytes", name);
     if (st == RT_OK)
         st = grow(w, (void **)&w->tensors, w->n_tensors, &w->cap_tensors, sizeof w->tensors[0]);
     if (st != RT_OK) return st;
@@ -376,7 +377,8 @@ rt_status_t rt_gguf_writer_write_mem(const rt_gguf_writer_t *w, void *dst, size_
 }
 
 rt_status_t rt_gguf_writer_write_file(const rt_gguf_writer_t *w, const char *path) {
-    if (w == NULL || path == NULL) return rt_error(RT_ERR_INVALID_ARGUMENT, "%s: NULL argument", __func__);
+    if (w == NULL || path == NULL)
+        return rt_error(RT_ERR_INVALID_ARGUMENT, "%s: NULL argument", __func__);
     FILE *f = fopen(path, "wb");
     if (f == NULL) return rt_error(RT_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
     sink_t s = {.file = f};

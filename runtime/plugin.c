@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* plugin.c: turning one plugin file into a loaded plugin record. Opens the
- * shared object, finds its entry point, negotiates the ABI version,
- * validates the tables the plugin returns and copies them into the
- * zero-filled structs of registry_impl.h (the one place where struct_size
- * rules are applied), then starts the plugin. Every refusal is recorded in
- * the record with a message naming the file; nothing here aborts. Also owns
- * the host table handed to plugins and the helpers device.c shares for
- * normalising plugin structs and walking extension chains. */
+/* plugin.c: turning one plugin file into a loaded plugin record. Refuses a
+ * file that other users can write, opens the shared object, finds its entry
+ * point, negotiates the ABI version, validates the tables the plugin
+ * returns and copies them into the zero-filled structs of registry_impl.h
+ * (the one place where struct_size rules are applied), then starts the
+ * plugin. Every refusal is recorded in the record with a message naming
+ * the file; nothing here aborts. Also owns the host table handed to plugins
+ * and the helpers device.c shares for normalising plugin structs and
+ * walking extension chains. */
 #include "registry_impl.h"
 
 #include <stdio.h>
@@ -223,6 +224,14 @@ static rt_status_t init_record(rt_registry_t *reg, rt_plugin_rec_t *rec, const c
     return RT_OK;
 }
 
+/* A file someone else could have changed is never opened: dlopen runs its
+ * constructors with this process's rights. */
+static rt_status_t check_writers(const rt_plugin_rec_t *rec) {
+    char why[1024];
+    if (!rt_os_writable_by_others(rec->path, why, sizeof why)) return RT_OK;
+    return rt_error(RT_ERR_UNSUPPORTED, "%s: refused: %s", rec->path, why);
+}
+
 static rt_status_t query(rt_registry_t *reg, rt_plugin_rec_t *rec, const rt_plugin_t **out) {
     char err[512];
     rec->dl = rt_dl_open(rec->path, err, sizeof err);
@@ -260,6 +269,7 @@ static rt_status_t create(rt_registry_t *reg, rt_plugin_rec_t *rec) {
 rt_status_t rt_plugin_open(rt_registry_t *reg, rt_plugin_rec_t *rec, const char *path) {
     const rt_plugin_t *plugin = NULL;
     rt_status_t st = init_record(reg, rec, path);
+    if (st == RT_OK) st = check_writers(rec);
     if (st == RT_OK) st = query(reg, rec, &plugin);
     if (st == RT_OK) st = rt_plugin_adopt(reg, rec, plugin);
     const bool started = st == RT_OK; /* create runs: the plugin may have side effects */

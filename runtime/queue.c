@@ -1,17 +1,130 @@
 /* SPDX-License-Identifier: MIT */
 /* queue.c: rt_queue_t, an execution queue of one device. Creating one
  * normalises the options (NULL or an older, smaller struct reads as zeros)
- * before the plugin sees them. Submitting a graph first checks what the
- * plugin is promised: every node and every source has data, in a buffer
- * the device supports (or in context memory, which only a device whose
- * default buffer type is host memory can read). View-family nodes are
- * passed on too; plugins treat them as no-ops. */
+ * and places the queue in the machine before the plugin sees them: a CPU
+ * device given no cpu_ids gets the ones its cpu_placement picks on this
+ * machine's topology, and a device whose NUMA node is known gets an
+ * RT_EXT_QUEUE_PLACEMENT record naming it. Submitting a graph first checks
+ * what the plugin is promised: every node and every source has data, in a
+ * buffer the device supports (or in context memory, which only a device
+ * whose default buffer type is host memory can read). View-family nodes
+ * are passed on too; plugins treat them as no-ops. */
 #include "registry_impl.h"
+#include "topo.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #define QUEUE_OPTIONS_SIZE_1_0 sizeof(rt_queue_options_t) /* pinned in rt_device.h */
+
+//===--- placement: where the queue's host-side work runs ---===//
+
+/* What rt_queue_create adds to the options; lives until queue_create
+ * returns (plugins copy what they keep). */
+typedef struct queue_place {
+    const rt_allocator_t *a;
+    int32_t *cpu_ids;               /* n_cpu_ids entries */
+    int32_t n_cpu_ids;
+    int32_t *node_cpus;             /* n_node_cpus entries */
+    int32_t n_node_cpus;
+    rt_queue_ext_placement_t ext;   /* chained first on options.next when used */
+} queue_place_t;
+
+static void place_release(queue_place_t *pl) {
+    rt_mem_free(pl->a, pl->cpu_ids, (size_t)pl->n_cpu_ids * sizeof pl->cpu_ids[0]);
+    rt_mem_free(pl->a, pl->node_cpus, (size_t)pl->n_node_cpus * sizeof pl->node_cpus[0]);
+}
+
+/* Only the topology of this machine may be pinned to: a recorded one's ids
+ * name other processors. */
+static bool can_pin(const rt_topology_t *topo) {
+    rt_topology_summary_t s = {.struct_size = sizeof s};
+    return topo != NULL && rt_topology_get_summary(topo, &s) == RT_OK && s.available &&
+           s.is_this_system;
+}
+
+/* One cycle of the placement is enough: the plugin pins worker i to
+ * cpu_ids[i % n_cpu_ids], and more threads than PUs wrap the same way. */
+static rt_status_t pin_workers(const rt_device_t *dev, const rt_topology_t *topo,
+                               rt_queue_options_t *opt, queue_place_t *pl) {
+    if (dev->props.kind != RT_DEVICE_KIND_CPU || (opt->cpu_ids != NULL && opt->n_cpu_ids > 0) ||
+        !can_pin(topo))
+        return RT_OK;
+    const rt_cpu_placement_t placement = opt->cpu_placement != RT_CPU_PLACEMENT_DEFAULT
+                                         ? opt->cpu_placement : rt_topology_default_placement();
+    int32_t n_usable = 0, n = 0;
+    rt_status_t st = rt_topology_place_threads(topo, placement, 0, 0, NULL, &n_usable);
+    if (st != RT_OK || n_usable == 0) return st; /* NONE */
+    n = opt->n_threads > 0 && opt->n_threads < n_usable ? opt->n_threads : n_usable;
+    pl->cpu_ids = rt_mem_alloc(pl->a, (size_t)n * sizeof pl->cpu_ids[0]);
+    if (pl->cpu_ids == NULL)
+        return rt_error(RT_ERR_OUT_OF_MEMORY, "%s: no memory for %d cpu ids", dev->name, (int)n);
+    pl->n_cpu_ids = n;
+    st = rt_topology_place_threads(topo, placement, n, n, pl->cpu_ids, &n);
+    if (st != RT_OK) return st;
+    opt->cpu_ids = pl->cpu_ids;
+    opt->n_cpu_ids = pl->n_cpu_ids;
+    rt_log(RT_LOG_DEBUG, "%s: queue workers pinned %s, first to cpu %d of %d ids", dev->name,
+           rt_cpu_placement_name(placement), (int)pl->cpu_ids[0], (int)pl->n_cpu_ids);
+    return RT_OK;
+}
+
+/* The record is best effort: an unknown node simply means none. */
+static rt_status_t chain_numa(const rt_device_t *dev, const rt_topology_t *topo,
+                              rt_queue_options_t *opt, queue_place_t *pl) {
+    const int32_t node = rt_device_numa_node(dev);
+    int32_t n = 0;
+    if (node < 0 || rt_topology_numa_node_cpus(topo, node, 0, NULL, &n) != RT_OK) return RT_OK;
+    if (n > 0) {
+        pl->node_cpus = rt_mem_alloc(pl->a, (size_t)n * sizeof pl->node_cpus[0]);
+        if (pl->node_cpus == NULL)
+            return rt_error(RT_ERR_OUT_OF_MEMORY, "%s: no memory for %d cpu ids", dev->name, (int)n);
+        pl->n_node_cpus = n;
+        rt_topology_numa_node_cpus(topo, node, n, pl->node_cpus, &n);
+    }
+    pl->ext = (rt_queue_ext_placement_t){
+        .header = {sizeof pl->ext, RT_EXT_QUEUE_PLACEMENT, opt->next},
+        .numa_node = rt_topology_numa_os_index(topo, node),
+        .n_node_cpu_ids = pl->n_node_cpus,
+        .node_cpu_ids = pl->node_cpus,
+    };
+    opt->next = &pl->ext.header;
+    return RT_OK;
+}
+
+static rt_status_t place_queue(const rt_device_t *dev, rt_queue_options_t *opt,
+                               queue_place_t *pl) {
+    if (opt->cpu_placement < 0 || opt->cpu_placement >= RT_CPU_PLACEMENT_COUNT)
+        return rt_error(RT_ERR_INVALID_ARGUMENT, "%s: cpu_placement %d is not an "
+                        "RT_CPU_PLACEMENT_* value", dev->name, (int)opt->cpu_placement);
+    const rt_topology_t *topo = rt_topology_get_shared();
+    if (topo == NULL) return RT_OK;
+    rt_status_t st = pin_workers(dev, topo, opt, pl);
+    if (st == RT_OK) st = chain_numa(dev, topo, opt, pl);
+    return st;
+}
+
+//===--- rt_queue_t ---===//
+
+static rt_status_t create_queue(rt_device_t *dev, const rt_queue_options_t *opt,
+                                rt_queue_t **out_queue) {
+    rt_registry_t *reg = dev->registry;
+    rt_queue_t *q = rt_mem_calloc(&reg->allocator, sizeof *q);
+    if (q == NULL) return rt_error(RT_ERR_OUT_OF_MEMORY, "%s: no memory for a queue", dev->name);
+    rt_error_snapshot_t snap;
+    char what[128];
+    rt_error_snapshot(&snap);
+    const rt_status_t st = dev->vtable.queue_create(dev->handle, opt, &q->handle);
+    if (st != RT_OK) {
+        rt_mem_free(&reg->allocator, q, sizeof *q);
+        snprintf(what, sizeof what, "%s: queue_create failed", dev->name);
+        return rt_plugin_failed(st, &snap, what);
+    }
+    q->device = dev;
+    rt_registry_link(reg, &reg->queues, &q->link);
+    *out_queue = q;
+    return RT_OK;
+}
 
 rt_status_t rt_queue_create(rt_device_t *dev, const rt_queue_options_t *options,
                             rt_queue_t **out_queue) {
@@ -22,22 +135,11 @@ rt_status_t rt_queue_create(rt_device_t *dev, const rt_queue_options_t *options,
         rt_struct_copy(&opt, sizeof opt, options,
                        options->struct_size != 0 ? options->struct_size : QUEUE_OPTIONS_SIZE_1_0);
     opt.struct_size = sizeof opt;
-    rt_registry_t *reg = dev->registry;
-    rt_queue_t *q = rt_mem_calloc(&reg->allocator, sizeof *q);
-    if (q == NULL) return rt_error(RT_ERR_OUT_OF_MEMORY, "%s: no memory for a queue", dev->name);
-    rt_error_snapshot_t snap;
-    char what[128];
-    rt_error_snapshot(&snap);
-    const rt_status_t st = dev->vtable.queue_create(dev->handle, &opt, &q->handle);
-    if (st != RT_OK) {
-        rt_mem_free(&reg->allocator, q, sizeof *q);
-        snprintf(what, sizeof what, "%s: queue_create failed", dev->name);
-        return rt_plugin_failed(st, &snap, what);
-    }
-    q->device = dev;
-    rt_registry_link(reg, &reg->queues, &q->link);
-    *out_queue = q;
-    return RT_OK;
+    queue_place_t pl = {.a = &dev->registry->allocator};
+    rt_status_t st = place_queue(dev, &opt, &pl);
+    if (st == RT_OK) st = create_queue(dev, &opt, out_queue);
+    place_release(&pl);
+    return st;
 }
 
 void rt_queue_destroy(rt_queue_t *q) {

@@ -108,22 +108,25 @@ static bool path_has(const char *path, const char *dir) {
     return false;
 }
 
-static void add_dir(strbuf_t *sb, const char *dir) {
+/* Only absolute directories join the path, whatever their origin (a
+ * relative --prefix included), so the current directory is never searched;
+ * a relative one is dropped with a warning. */
+static void add_dir(strbuf_t *sb, const char *dir, const char *origin) {
     if (dir[0] == '\0' || strchr(dir, ':') != NULL || path_has(sb->p, dir)) return;
+    if (dir[0] != '/') {
+        rt_log(RT_LOG_WARN, "%s: ignoring relative directory \"%s\" (only absolute paths "
+               "are searched)", origin, dir);
+        return;
+    }
     if (sb->len > 0) sb_append(sb, ":");
     sb_append(sb, dir);
 }
 
-/* The colon-separated entries of list that are absolute; relative ones are
- * dropped with a warning, so the current directory is never searched. */
 static void add_dirs(strbuf_t *sb, const char *list, const char *origin) {
     char dir[4096];
     for (const char *p = list; p != NULL;) {
         p = split_next(p, ':', dir, sizeof dir);
-        if (dir[0] == '/') add_dir(sb, dir);
-        else if (dir[0] != '\0')
-            rt_log(RT_LOG_WARN, "%s: ignoring relative directory \"%s\" (only absolute "
-                   "paths are searched)", origin, dir);
+        add_dir(sb, dir, origin);
     }
 }
 
@@ -136,9 +139,9 @@ static rt_status_t build_search_path(rt_registry_t *reg, const char *plugin_path
     rt_dl_self_dir(self, sizeof self - sizeof "/rt-plugins");
     if (self[0] != '\0') {
         strcat(self, strcmp(self, "/") == 0 ? "rt-plugins" : "/rt-plugins");
-        add_dir(&sb, self);
+        add_dir(&sb, self, "the core library's directory");
     }
-    add_dir(&sb, RT_PLUGIN_INSTALL_DIR);
+    add_dir(&sb, RT_PLUGIN_INSTALL_DIR, "the install directory");
     if (sb.failed) {
         sb.a->realloc(sb.a->user_data, sb.p, sb.cap, 0);
         return rt_error(RT_ERR_OUT_OF_MEMORY, "rt_registry_create: no memory for the search path");
@@ -202,18 +205,46 @@ static const rt_plugin_rec_t *find_by_file_name(const rt_registry_t *reg, const 
 
 //===--- devices ---===//
 
-static int compare_devices(const void *pa, const void *pb) {
+/* Plugin name, then the plugin's order: unique among loaded plugins, so
+ * every order below ends with it and is total. */
+static int compare_by_plugin(const void *pa, const void *pb) {
     const rt_device_t *a = *(rt_device_t *const *)pa, *b = *(rt_device_t *const *)pb;
     const int c = strcmp(a->plugin->desc.name, b->plugin->desc.name);
     if (c != 0) return c;
     return a->plugin_index < b->plugin_index ? -1 : a->plugin_index > b->plugin_index;
 }
 
-/* Stable order: plugin name, then the plugin's order (plugin names are
- * unique among loaded plugins, so the key is too). */
+/* Index 0 is every tool's default device, so the fastest kind comes first;
+ * the CPU is last, as in the scheduler's device lists. A kind newer than
+ * this core goes just before the CPU. */
+static int kind_rank(rt_device_kind_t kind) {
+    switch (kind) {
+    case RT_DEVICE_KIND_GPU: return 0;
+    case RT_DEVICE_KIND_IGPU: return 1;
+    case RT_DEVICE_KIND_ACCELERATOR: return 2;
+    case RT_DEVICE_KIND_SOFTWARE: return 3;
+    case RT_DEVICE_KIND_CPU: return 5;
+    default: return 4;
+    }
+}
+
+static int compare_by_kind(const void *pa, const void *pb) {
+    const rt_device_t *a = *(rt_device_t *const *)pa, *b = *(rt_device_t *const *)pb;
+    const int ra = kind_rank(a->props.kind), rb = kind_rank(b->props.kind);
+    if (ra != rb) return ra < rb ? -1 : 1;
+    if (a->props.memory_free != b->props.memory_free)
+        return a->props.memory_free > b->props.memory_free ? -1 : 1;
+    return compare_by_plugin(pa, pb);
+}
+
+/* By kind and free memory (rt.h), or RT_DEVICE_ORDER=plugin for plugin
+ * order. */
 static void order_devices(rt_registry_t *reg) {
+    const char *order = rt_secure_getenv("RT_DEVICE_ORDER");
+    const bool by_plugin = order != NULL && strcmp(order, "plugin") == 0;
     if (reg->n_devices > 1)
-        qsort(reg->devices, (size_t)reg->n_devices, sizeof reg->devices[0], compare_devices);
+        qsort(reg->devices, (size_t)reg->n_devices, sizeof reg->devices[0],
+              by_plugin ? compare_by_plugin : compare_by_kind);
     for (int32_t i = 0; i < reg->n_devices; i++) reg->devices[i]->index = i;
     rt_device_find_duplicates(reg);
 }
@@ -229,7 +260,8 @@ static rt_status_t add_device(rt_registry_t *reg, rt_device_t *dev) {
 }
 
 /* A device that cannot be wrapped is skipped with a warning; the plugin and
- * its other devices stay. */
+ * its other devices stay. Running out of memory is not the device's fault:
+ * it fails the whole load, as it does everywhere else. */
 static rt_status_t wrap_devices(rt_registry_t *reg, rt_plugin_rec_t *rec) {
     uint32_t n = rec->vtable.device_count(rec->handle);
     if (n > MAX_DEVICES_PER_PLUGIN) {
@@ -240,12 +272,14 @@ static rt_status_t wrap_devices(rt_registry_t *reg, rt_plugin_rec_t *rec) {
     rt_status_t st = RT_OK;
     for (uint32_t i = 0; i < n && st == RT_OK; i++) {
         rt_device_t *dev = NULL;
-        if (rt_device_wrap(reg, rec, i, &dev) != RT_OK) {
+        st = rt_device_wrap(reg, rec, i, &dev);
+        if (st != RT_OK && st != RT_ERR_OUT_OF_MEMORY) {
             rt_log(RT_LOG_WARN, "device %u of plugin %s skipped: %s", i, rec->desc.name,
                    rt_last_error());
+            st = RT_OK;
             continue;
         }
-        st = add_device(reg, dev);
+        if (st == RT_OK) st = add_device(reg, dev);
         if (st == RT_OK) rec->info.n_devices++;
     }
     order_devices(reg);

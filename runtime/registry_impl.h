@@ -93,6 +93,8 @@ struct rt_buffer {
     size_t alloc_size;              /* of this struct plus state */
     void *state;                    /* points just past the struct */
     rt_link_t link;                 /* in registry->buffers */
+    struct rt_buffer *next_part;    /* rt_alloc_ctx_tensors split over several buffers:
+                                       the next one, freed with this one; else NULL */
 };
 
 struct rt_queue {
@@ -179,6 +181,11 @@ RT_INTERNAL bool rt_os_list_dir(const char *dir, void (*fn)(void *ctx, const cha
 /* The canonical absolute path of path into buf; false when it does not
  * resolve. */
 RT_INTERNAL bool rt_os_realpath(const char *path, char *buf, size_t size);
+/* True, with the reason in why, when a user other than root and the
+ * current one can change the plugin file at path: it or its directory
+ * (as named, and as resolved) is world-writable, or group-writable and
+ * owned by someone else. False when the file does not exist. */
+RT_INTERNAL bool rt_os_writable_by_others(const char *path, char *why, size_t size);
 /* Shell-style glob match of name against pattern (fnmatch). */
 RT_INTERNAL bool rt_os_glob_match(const char *pattern, const char *name);
 /* A mutex in memory from a; NULL on failure. Destroy accepts NULL. */

@@ -6,7 +6,6 @@
  * passes live in sched_assign.c and sched_split.c, running the splits in
  * sched_compute.c; the layout is in sched_impl.h. */
 #include "sched_impl.h"
-#include "gallocr_impl.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -140,19 +139,13 @@ void rt_sched_destroy(rt_sched_t *s) {
 
 //===--- out of memory ---===//
 
-/* The peak the last plan wanted for device d's buffer. rt_gallocr_get_peak
- * answers 0 after a failed reserve, which is when it is needed, so this
- * reads the plan itself. TODO(sched): use rt_gallocr_get_peak once it
- * reports a failed reserve's peak. */
-static size_t planned_peak(const rt_gallocr_t *ga, int32_t d) { return ga->dyns[d].peak; }
-
 /* The gallocr stops at the first buffer it cannot allocate: the first
  * whose plan outgrew what it holds. */
 static rt_status_t report_oom(rt_sched_t *s) {
     char why[512];
     snprintf(why, sizeof why, "%s", rt_last_error());
     for (int32_t d = 0; d < s->n_devices; d++) {
-        const size_t peak = planned_peak(s->galloc, d);
+        const size_t peak = rt_gallocr_get_peak(s->galloc, d);
         if (peak == 0 || peak <= rt_gallocr_get_buffer_size(s->galloc, d)) continue;
         s->oom_device = s->devices[d];
         s->oom_bytes = peak;

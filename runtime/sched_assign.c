@@ -39,24 +39,28 @@ static bool runs(const rt_sched_t *s, int32_t d, const rt_tensor_t *t) {
            rt_device_supports_op(s->devices[d], t);
 }
 
-static const rt_buffer_t *bytes_buffer(const rt_tensor_t *t) {
-    return t->view_src != NULL ? t->view_src->buffer : t->buffer;
-}
-
 static bool is_compute_buffer(const rt_sched_t *s, const rt_buffer_t *buf) {
     for (int32_t d = 0; d < s->n_devices; d++)
         if (buf == rt_gallocr_get_buffer(s->galloc, d)) return true;
     return false;
 }
 
+/* The buffer of t's bytes when someone else placed them, or NULL. Bytes in
+ * the scheduler's compute buffers count as unplaced: the next alloc_graph
+ * places them anew, so a graph split again is split as the first time. */
+static const rt_buffer_t *placed_buffer(const rt_sched_t *s, const rt_tensor_t *t) {
+    const rt_buffer_t *buf = t->view_src != NULL ? t->view_src->buffer : t->buffer;
+    return buf != NULL && !is_compute_buffer(s, buf) ? buf : NULL;
+}
+
 bool rt_sched_is_weight(const rt_sched_t *s, const rt_tensor_t *t) {
     const rt_tensor_t *base = t->view_src != NULL ? t->view_src : t;
-    return base->op == RT_OP_NONE && base->buffer != NULL &&
-           !(base->flags & RT_TENSOR_FLAG_INPUT) && !is_compute_buffer(s, base->buffer);
+    return base->op == RT_OP_NONE && !(base->flags & RT_TENSOR_FLAG_INPUT) &&
+           placed_buffer(s, base) != NULL;
 }
 
 bool rt_sched_buffer_supported(const rt_sched_t *s, const rt_tensor_t *t, int32_t d) {
-    const rt_buffer_t *buf = bytes_buffer(t);
+    const rt_buffer_t *buf = placed_buffer(s, t);
     const rt_buffer_type_t *buft = NULL;
     if (buf != NULL) {
         buft = rt_buffer_get_type(buf);
@@ -73,7 +77,7 @@ bool rt_sched_buffer_supported(const rt_sched_t *s, const rt_tensor_t *t, int32_
 /* The highest-priority device that can use t's buffer and run op, or -1. */
 static int32_t device_from_buffer(const rt_sched_t *s, const rt_tensor_t *t,
                                   const rt_tensor_t *op) {
-    const rt_buffer_t *buf = bytes_buffer(t);
+    const rt_buffer_t *buf = placed_buffer(s, t);
     if (buf == NULL) return -1;
     for (int32_t d = 0; d < s->n_devices; d++)
         if (rt_device_supports_buft(s->devices[d], rt_buffer_get_type(buf)) && runs(s, d, op))
@@ -81,12 +85,15 @@ static int32_t device_from_buffer(const rt_sched_t *s, const rt_tensor_t *t,
     return -1;
 }
 
-static rt_status_t unplaceable(const rt_tensor_t *t) {
+static rt_status_t unplaceable(const rt_sched_t *s, const rt_tensor_t *t) {
     char a[160];
-    return rt_error(RT_ERR_UNSUPPORTED, "rt_sched: %s (%s) lives in buffer type %s, and no device "
-                    "of the scheduler that can use it runs %s", rt_tensor_describe(t, a, sizeof a),
-                    rt_op_name(t->op), rt_buffer_type_name(rt_buffer_get_type(bytes_buffer(t))),
-                    rt_op_name(t->op));
+    const char *buft = rt_buffer_type_name(rt_buffer_get_type(placed_buffer(s, t)));
+    if (t->op == RT_OP_NONE)
+        return rt_error(RT_ERR_UNSUPPORTED, "rt_sched: %s lives in buffer type %s, which none of "
+                        "the scheduler's devices can use", rt_tensor_describe(t, a, sizeof a), buft);
+    return rt_error(RT_ERR_UNSUPPORTED, "rt_sched: %s lives in buffer type %s, and no device of "
+                    "the scheduler that can use it runs %s", rt_tensor_describe(t, a, sizeof a),
+                    buft, rt_op_name(t->op));
 }
 
 /* Pass 1 for one tensor: its own buffer, its base's, INPUT (and data in
@@ -95,9 +102,9 @@ static rt_status_t unplaceable(const rt_tensor_t *t) {
 static rt_status_t device_from_cur(const rt_sched_t *s, const rt_tensor_t *t, int32_t *out) {
     *out = device_from_buffer(s, t, t);
     if (*out >= 0) return RT_OK;
-    if (bytes_buffer(t) != NULL) return unplaceable(t);
+    if (placed_buffer(s, t) != NULL) return unplaceable(s, t);
     const rt_tensor_t *base = t->view_src != NULL ? t->view_src : t;
-    if ((t->flags & RT_TENSOR_FLAG_INPUT) || base->data != NULL) {
+    if ((t->flags & RT_TENSOR_FLAG_INPUT) || (base->buffer == NULL && base->data != NULL)) {
         *out = s->n_devices - 1;
         return RT_OK;
     }
@@ -207,7 +214,8 @@ static rt_status_t supported_device(const rt_sched_t *s, const rt_tensor_t *node
     const int32_t start = *d < 0 ? 0 : *d;
     for (int32_t k = 0; k < s->n_devices; k++) {
         const int32_t b = (start + k) % s->n_devices;
-        if (runs(s, b, node) && (bytes_buffer(node) == NULL || rt_sched_buffer_supported(s, node, b))) {
+        if (runs(s, b, node) &&
+            (placed_buffer(s, node) == NULL || rt_sched_buffer_supported(s, node, b))) {
             *d = b;
             return RT_OK;
         }

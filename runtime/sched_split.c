@@ -115,7 +115,8 @@ static int32_t first_device(const rt_sched_t *s, const rt_graph_t *g) {
 }
 
 static rt_status_t cut(rt_sched_t *s, rt_graph_t *g) {
-    s->splits.n = s->inputs.n = s->graph_inputs.n = s->redirects.n = 0;
+    rt_sched_restore_sources(s);
+    s->splits.n = s->inputs.n = s->graph_inputs.n = 0;
     if (g->n_nodes == 0) return RT_OK;
     int32_t cur = first_device(s, g);
     rt_status_t st = open_split(s, cur, 0);
@@ -166,7 +167,8 @@ static rt_status_t remake_context(rt_sched_t *s, size_t bytes) {
 static rt_tensor_t *dup_layout(rt_sched_t *s, const rt_tensor_t *src, int32_t device, int32_t c) {
     rt_tensor_t *t = rt_new_tensor(s->ctx, src->type, RT_MAX_DIMS, src->ne);
     memcpy(t->nb, src->nb, sizeof t->nb);
-    rt_format_name(t, "%s#%s#%d", rt_device_name(s->devices[device]), src->name, (int)c);
+    rt_format_name(t, "%s#%s#%d", rt_device_name(s->devices[device]),
+                   src->name[0] ? src->name : rt_op_name(src->op), (int)c);
     if (s->n_copies > 1) t->flags |= RT_TENSOR_FLAG_INPUT | RT_TENSOR_FLAG_OUTPUT;
     return t;
 }
@@ -274,5 +276,6 @@ rt_status_t rt_sched_split_graph(rt_sched_t *s, rt_graph_t *g) {
     rt_status_t st = cut(s, g);
     if (st == RT_OK) st = build_sgraph(s, g);
     if (st == RT_OK) st = collect_split_nodes(s, g);
+    if (st != RT_OK) s->splits.n = s->inputs.n = 0; /* no half-made splits in the statistics */
     return st;
 }

@@ -3,8 +3,10 @@
  * hwloc (topo_none.c otherwise). Loads this machine or a recorded XML
  * topology (an explicit path, or HWLOC_XMLFILE, which hwloc itself reads),
  * keeps the important I/O devices so that PCI devices can be placed, and
- * answers the summary, "which NUMA node is nearest this PCI device" and a
- * human description. */
+ * notes which PUs threads may use. Answers the summary, "which NUMA node is
+ * nearest this PCI device", the PUs of a node, where n threads would be
+ * pinned under each placement policy, and a human description. */
+#include "topo.h"
 #include "registry_impl.h"
 
 #include <hwloc.h>
@@ -12,8 +14,13 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Invariant: usable is never empty once loaded; every id it holds is a PU
+ * of topo. */
 struct rt_topology {
     hwloc_topology_t topo;
+    hwloc_bitmap_t usable;  /* PUs threads may use: the allowed ones, and on this
+                               machine only those the calling thread was bound to */
+    bool this_system;       /* not a recorded file: ids may be pinned to */
 };
 
 //===--- lifetime ---===//
@@ -29,6 +36,23 @@ static rt_status_t load(hwloc_topology_t topo, const char *xml_path) {
     return RT_OK;
 }
 
+/* On this machine a taskset or cgroup binding narrows what the CPU plugin
+ * may use (it counts its default threads the same way); a recorded file's
+ * binding means nothing here. */
+static rt_status_t find_usable(rt_topology_t *t) {
+    t->this_system = hwloc_topology_is_thissystem(t->topo) != 0;
+    t->usable = hwloc_bitmap_dup(hwloc_topology_get_allowed_cpuset(t->topo));
+    if (t->usable == NULL) return rt_error(RT_ERR_OUT_OF_MEMORY, "hwloc: no memory for a cpuset");
+    hwloc_bitmap_t bound = t->this_system ? hwloc_bitmap_alloc() : NULL;
+    if (bound != NULL && hwloc_get_cpubind(t->topo, bound, HWLOC_CPUBIND_THREAD) == 0 &&
+        hwloc_bitmap_intersects(bound, t->usable))
+        hwloc_bitmap_and(t->usable, t->usable, bound);
+    hwloc_bitmap_free(bound);
+    if (hwloc_bitmap_iszero(t->usable))
+        return rt_error(RT_ERR_FORMAT, "hwloc: the topology has no usable processor");
+    return RT_OK;
+}
+
 rt_status_t rt_topology_create(const char *xml_path, rt_topology_t **out_topo) {
     RT_ARMOR(out_topo != NULL);
     *out_topo = NULL;
@@ -38,7 +62,8 @@ rt_status_t rt_topology_create(const char *xml_path, rt_topology_t **out_topo) {
         rt_mem_free(NULL, t, sizeof *t);
         return rt_error(RT_ERR_OUT_OF_MEMORY, "hwloc_topology_init failed");
     }
-    const rt_status_t st = load(t->topo, xml_path);
+    rt_status_t st = load(t->topo, xml_path);
+    if (st == RT_OK) st = find_usable(t);
     if (st != RT_OK) {
         rt_topology_destroy(t);
         return st;
@@ -49,6 +74,7 @@ rt_status_t rt_topology_create(const char *xml_path, rt_topology_t **out_topo) {
 
 void rt_topology_destroy(rt_topology_t *topo) {
     if (topo == NULL) return;
+    hwloc_bitmap_free(topo->usable);
     hwloc_topology_destroy(topo->topo);
     rt_mem_free(NULL, topo, sizeof *topo);
 }
@@ -80,13 +106,14 @@ rt_status_t rt_topology_get_summary(const rt_topology_t *topo, rt_topology_summa
     s.l2_size = cache_size(topo, HWLOC_OBJ_L2CACHE);
     s.l3_size = cache_size(topo, HWLOC_OBJ_L3CACHE);
     s.n_l3 = count(topo, HWLOC_OBJ_L3CACHE);
+    s.is_this_system = topo->this_system;
     const uint32_t size = out_summary->struct_size != 0 ? out_summary->struct_size : sizeof s;
     rt_struct_copy(out_summary, size, &s, sizeof s);
     out_summary->struct_size = size;
     return RT_OK;
 }
 
-//===--- PCI devices ---===//
+//===--- PCI devices and NUMA nodes ---===//
 
 int32_t rt_topology_numa_node_of_pci(const rt_topology_t *topo, const char *pci_bus_id) {
     unsigned id[4];
@@ -100,6 +127,167 @@ int32_t rt_topology_numa_node_of_pci(const rt_topology_t *topo, const char *pci_
          n = hwloc_get_next_obj_by_type(topo->topo, HWLOC_OBJ_NUMANODE, n))
         if (hwloc_bitmap_isset(anc->nodeset, n->os_index)) return (int32_t)n->logical_index;
     return -1;
+}
+
+int32_t rt_topology_numa_os_index(const rt_topology_t *topo, int32_t node) {
+    hwloc_obj_t n = topo != NULL && node >= 0
+                    ? hwloc_get_obj_by_type(topo->topo, HWLOC_OBJ_NUMANODE, (unsigned)node) : NULL;
+    return n != NULL ? (int32_t)n->os_index : -1;
+}
+
+/* Writes the ids of set, ascending, as far as max allows; returns how many. */
+static int32_t write_ids(hwloc_const_bitmap_t set, int32_t max, int32_t *out) {
+    int32_t n = 0;
+    for (int pu = hwloc_bitmap_first(set); pu >= 0; pu = hwloc_bitmap_next(set, pu), n++)
+        if (n < max) out[n] = pu;
+    return n;
+}
+
+rt_status_t rt_topology_numa_node_cpus(const rt_topology_t *topo, int32_t node, int32_t max_ids,
+                                       int32_t *out_cpu_ids, int32_t *out_n_ids) {
+    RT_ARMOR(topo != NULL && out_n_ids != NULL && (max_ids <= 0 || out_cpu_ids != NULL));
+    *out_n_ids = 0;
+    hwloc_obj_t n = node >= 0 ? hwloc_get_obj_by_type(topo->topo, HWLOC_OBJ_NUMANODE,
+                                                      (unsigned)node) : NULL;
+    if (n == NULL || n->cpuset == NULL)
+        return rt_error(RT_ERR_NOT_FOUND, "rt_topology_numa_node_cpus: no NUMA node %d", (int)node);
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    if (set == NULL) return rt_error(RT_ERR_OUT_OF_MEMORY, "hwloc: no memory for a cpuset");
+    hwloc_bitmap_and(set, n->cpuset, topo->usable);
+    *out_n_ids = write_ids(set, max_ids, out_cpu_ids);
+    hwloc_bitmap_free(set);
+    return RT_OK;
+}
+
+//===--- thread placement ---===//
+
+/* Every usable PU once, in the order placement hands them out. */
+typedef struct pu_order {
+    int32_t *ids;      /* n entries */
+    int32_t n;
+    int32_t *node_len; /* PUs each node of the order contributed, n_nodes entries */
+    int32_t n_nodes;
+    size_t ids_size, node_len_size; /* bytes allocated */
+} pu_order_t;
+
+/* Appends the PUs of set: the first PU of every core, then the second of
+ * every core, and so on (SMT siblings last); PUs in no core after those.
+ * Empties set. */
+static void append_by_core(const rt_topology_t *t, hwloc_bitmap_t set, hwloc_bitmap_t scratch,
+                           pu_order_t *o) {
+    for (bool more = true; more;) {
+        more = false;
+        for (hwloc_obj_t c = hwloc_get_next_obj_by_type(t->topo, HWLOC_OBJ_CORE, NULL); c != NULL;
+             c = hwloc_get_next_obj_by_type(t->topo, HWLOC_OBJ_CORE, c)) {
+            hwloc_bitmap_and(scratch, c->cpuset, set);
+            const int pu = hwloc_bitmap_first(scratch);
+            if (pu < 0) continue;
+            o->ids[o->n++] = pu;
+            hwloc_bitmap_clr(set, (unsigned)pu);
+            more = true;
+        }
+    }
+    for (int pu = hwloc_bitmap_first(set); pu >= 0; pu = hwloc_bitmap_next(set, pu))
+        o->ids[o->n++] = pu;
+    hwloc_bitmap_zero(set);
+}
+
+/* The logical index of the NUMA node holding the first usable PU. */
+static int first_node(const rt_topology_t *t) {
+    hwloc_obj_t pu = hwloc_get_pu_obj_by_os_index(t->topo, (unsigned)hwloc_bitmap_first(t->usable));
+    for (hwloc_obj_t n = hwloc_get_next_obj_by_type(t->topo, HWLOC_OBJ_NUMANODE, NULL); n != NULL;
+         n = hwloc_get_next_obj_by_type(t->topo, HWLOC_OBJ_NUMANODE, n))
+        if (pu != NULL && n->cpuset != NULL && hwloc_bitmap_isset(n->cpuset, pu->os_index))
+            return (int)n->logical_index;
+    return 0;
+}
+
+/* Node by node from the first PU's node on, wrapping around; a PU shared
+ * by two nodes (memory-only nodes share their CPUs' cpuset) goes to the
+ * first. Left and scratch are working sets. */
+static void order_compact(const rt_topology_t *t, hwloc_bitmap_t left, hwloc_bitmap_t set,
+                          hwloc_bitmap_t scratch, pu_order_t *o) {
+    const int n_numa = hwloc_get_nbobjs_by_type(t->topo, HWLOC_OBJ_NUMANODE);
+    const int start = first_node(t);
+    hwloc_bitmap_copy(left, t->usable);
+    for (int k = 0; k < n_numa; k++) {
+        hwloc_obj_t node = hwloc_get_obj_by_type(t->topo, HWLOC_OBJ_NUMANODE,
+                                                 (unsigned)((start + k) % n_numa));
+        if (node == NULL || node->cpuset == NULL) continue;
+        hwloc_bitmap_and(set, node->cpuset, left);
+        if (hwloc_bitmap_iszero(set)) continue;
+        hwloc_bitmap_andnot(left, left, set);
+        const int32_t before = o->n;
+        append_by_core(t, set, scratch, o);
+        o->node_len[o->n_nodes++] = o->n - before;
+    }
+    if (!hwloc_bitmap_iszero(left)) { /* PUs under no NUMA node: one more "node" */
+        const int32_t before = o->n;
+        append_by_core(t, left, scratch, o);
+        o->node_len[o->n_nodes++] = o->n - before;
+    }
+}
+
+/* One PU of each node in turn, each node's PUs in compact order. */
+static void interleave(const pu_order_t *compact, int32_t *out) {
+    int32_t n = 0;
+    for (int32_t round = 0; n < compact->n; round++)
+        for (int32_t k = 0, start = 0; k < compact->n_nodes; start += compact->node_len[k++])
+            if (round < compact->node_len[k]) out[n++] = compact->ids[start + round];
+}
+
+static rt_status_t build_order(const rt_topology_t *t, rt_cpu_placement_t placement,
+                               pu_order_t *o) {
+    const int32_t n_pus = (int32_t)hwloc_bitmap_weight(t->usable);
+    const int n_numa = hwloc_get_nbobjs_by_type(t->topo, HWLOC_OBJ_NUMANODE);
+    o->ids_size = (size_t)n_pus * sizeof o->ids[0];
+    o->node_len_size = ((size_t)n_numa + 1) * sizeof o->node_len[0];
+    o->ids = rt_mem_alloc(NULL, o->ids_size);
+    o->node_len = rt_mem_alloc(NULL, o->node_len_size);
+    int32_t *spread = rt_mem_alloc(NULL, o->ids_size);
+    hwloc_bitmap_t left = hwloc_bitmap_alloc(), set = hwloc_bitmap_alloc();
+    hwloc_bitmap_t scratch = hwloc_bitmap_alloc();
+    rt_status_t st = RT_OK;
+    if (o->ids == NULL || o->node_len == NULL || spread == NULL || left == NULL || set == NULL ||
+        scratch == NULL)
+        st = rt_error(RT_ERR_OUT_OF_MEMORY, "rt_topology_place_threads: no memory for %d PUs",
+                      (int)n_pus);
+    if (st == RT_OK) order_compact(t, left, set, scratch, o);
+    if (st == RT_OK && placement == RT_CPU_PLACEMENT_SPREAD) {
+        interleave(o, spread);
+        memcpy(o->ids, spread, (size_t)o->n * sizeof o->ids[0]);
+    }
+    rt_mem_free(NULL, spread, o->ids_size);
+    hwloc_bitmap_free(left);
+    hwloc_bitmap_free(set);
+    hwloc_bitmap_free(scratch);
+    return st;
+}
+
+static void free_order(pu_order_t *o) {
+    rt_mem_free(NULL, o->ids, o->ids_size);
+    rt_mem_free(NULL, o->node_len, o->node_len_size);
+}
+
+rt_status_t rt_topology_place_threads(const rt_topology_t *topo, rt_cpu_placement_t placement,
+                                      int32_t n_threads, int32_t max_ids, int32_t *out_cpu_ids,
+                                      int32_t *out_n_ids) {
+    RT_ARMOR(topo != NULL && out_n_ids != NULL && (max_ids <= 0 || out_cpu_ids != NULL));
+    *out_n_ids = 0;
+    if (placement < 0 || placement >= RT_CPU_PLACEMENT_COUNT || n_threads < 0)
+        return rt_error(RT_ERR_INVALID_ARGUMENT, "rt_topology_place_threads: placement %d, "
+                        "n_threads %d", (int)placement, (int)n_threads);
+    if (placement == RT_CPU_PLACEMENT_DEFAULT) placement = rt_topology_default_placement();
+    if (placement == RT_CPU_PLACEMENT_NONE) return RT_OK;
+    pu_order_t o = {0};
+    const rt_status_t st = build_order(topo, placement, &o);
+    if (st == RT_OK) {
+        const int32_t n = n_threads > 0 ? n_threads : o.n;
+        for (int32_t i = 0; i < n && i < max_ids; i++) out_cpu_ids[i] = o.ids[i % o.n];
+        *out_n_ids = n;
+    }
+    free_order(&o);
+    return st;
 }
 
 //===--- text ---===//
@@ -132,8 +320,9 @@ static void write_numa(const rt_topology_t *topo, rt_write_fn write, void *user_
 void rt_topology_write_text(const rt_topology_t *topo, rt_write_fn write, void *user_data) {
     rt_topology_summary_t s = {.struct_size = sizeof s};
     if (topo == NULL || write == NULL || rt_topology_get_summary(topo, &s) != RT_OK) return;
-    emit(write, user_data, "%d package(s), %d NUMA node(s), %d core(s), %d PU(s), %.1f GiB\n",
-         s.n_packages, s.n_numa_nodes, s.n_cores, s.n_pus, gib(s.memory_total));
+    emit(write, user_data, "%d package(s), %d NUMA node(s), %d core(s), %d PU(s), %.1f GiB%s\n",
+         s.n_packages, s.n_numa_nodes, s.n_cores, s.n_pus, gib(s.memory_total),
+         s.is_this_system ? "" : " (a recorded topology, not this machine)");
     write_numa(topo, write, user_data);
     emit(write, user_data, "  caches: L1d %" PRIu64 " KiB, L2 %" PRIu64 " KiB, L3 %" PRIu64
          " KiB x %d\n", s.l1d_size / 1024, s.l2_size / 1024, s.l3_size / 1024, s.n_l3);

@@ -2,8 +2,10 @@
 /* topo_none.c: rt_topology_t without hwloc (./configure --without-hwloc or
  * no hwloc found). What the OS tells through sysconf: processors, memory
  * and, on glibc, cache sizes; no packages, NUMA nodes or PCI placement, so
- * `available` is false and every PCI device's NUMA node is unknown. A
- * recorded XML topology cannot be read. */
+ * `available` is false, every PCI device's NUMA node is unknown and no
+ * thread placement is decided (threads are not pinned). A recorded XML
+ * topology cannot be read. */
+#include "topo.h"
 #include "registry_impl.h"
 
 #include <inttypes.h>
@@ -24,6 +26,7 @@ static void probe(rt_topology_summary_t *s) {
     s->available = false;
     s->n_packages = 1;
     s->n_numa_nodes = 1;
+    s->is_this_system = true;
     s->n_pus = (int32_t)conf(_SC_NPROCESSORS_ONLN);
     s->n_cores = s->n_pus; /* SMT siblings cannot be told apart without hwloc */
     s->memory_total = conf(_SC_PHYS_PAGES) * conf(_SC_PAGESIZE);
@@ -63,6 +66,33 @@ int32_t rt_topology_numa_node_of_pci(const rt_topology_t *topo, const char *pci_
     (void)topo;
     (void)pci_bus_id;
     return -1;
+}
+
+int32_t rt_topology_numa_os_index(const rt_topology_t *topo, int32_t node) {
+    (void)topo;
+    (void)node;
+    return -1;
+}
+
+rt_status_t rt_topology_numa_node_cpus(const rt_topology_t *topo, int32_t node, int32_t max_ids,
+                                       int32_t *out_cpu_ids, int32_t *out_n_ids) {
+    (void)max_ids;
+    (void)out_cpu_ids;
+    RT_ARMOR(topo != NULL && out_n_ids != NULL);
+    *out_n_ids = 0;
+    return rt_error(RT_ERR_UNSUPPORTED, "rt_topology_numa_node_cpus(%d): rt was built without "
+                    "hwloc", (int)node);
+}
+
+rt_status_t rt_topology_place_threads(const rt_topology_t *topo, rt_cpu_placement_t placement,
+                                      int32_t n_threads, int32_t max_ids, int32_t *out_cpu_ids,
+                                      int32_t *out_n_ids) {
+    (void)max_ids;
+    (void)out_cpu_ids;
+    RT_ARMOR(topo != NULL && out_n_ids != NULL);
+    *out_n_ids = 0;
+    return rt_error(RT_ERR_UNSUPPORTED, "rt_topology_place_threads(%s, %d): rt was built without "
+                    "hwloc", rt_cpu_placement_name(placement), (int)n_threads);
 }
 
 void rt_topology_write_text(const rt_topology_t *topo, rt_write_fn write, void *user_data) {

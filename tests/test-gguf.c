@@ -3,8 +3,9 @@
  * every value type and every tensor type, one malformed file per rule the
  * reader enforces (each must fail with RT_ERR_FORMAT and name the field),
  * the real files in shared/models, allocation failure at every step, and
- * the inputs the fuzzer found. Malformed files are built byte by byte here,
- * since the writer refuses to produce them. */
+ * the fuzzer's corpus (tests run from the repository root). Malformed
+ * files are built byte by byte here, since the writer refuses to produce
+ * them. */
 #include "testutil.h"
 
 #include <stdio.h>
@@ -140,7 +141,8 @@ static const struct array_case {
     {"a.u8", RT_GGUF_TYPE_UINT8, u8s, N(u8s), 1},     {"a.i8", RT_GGUF_TYPE_INT8, i8s, N(i8s), 1},
     {"a.u16", RT_GGUF_TYPE_UINT16, u16s, N(u16s), 2}, {"a.i16", RT_GGUF_TYPE_INT16, i16s, N(i16s), 2},
     {"a.u32", RT_GGUF_TYPE_UINT32, u32s, N(u32s), 4}, {"a.i32", RT_GGUF_TYPE_INT32, i32s, N(i32s), 4},
-    {"a.f32", RT_GGUF_TYPE_FLOAT32, f32s, N(f32s), 4}, {"a.bool", RT_GGUF_TYPE_BOOL, bools, N(bools), 1},
+    {"a.f32", RT_GGUF_TYPE_FLOAT32, f32s, N(f32s), 4},
+    {"a.bool", RT_GGUF_TYPE_BOOL, bools, N(bools), 1},
     {"a.str", RT_GGUF_TYPE_STRING, strs, N(strs), 0}, {"a.u64", RT_GGUF_TYPE_UINT64, u64s, N(u64s), 8},
     {"a.i64", RT_GGUF_TYPE_INT64, i64s, N(i64s), 8},  {"a.f64", RT_GGUF_TYPE_FLOAT64, f64s, N(f64s), 8},
     {"a.empty", RT_GGUF_TYPE_INT32, NULL, 0, 4},      {"a.nostr", RT_GGUF_TYPE_STRING, NULL, 0, 0},
@@ -248,10 +250,13 @@ static void test_values_round_trip(void **state) {
     assert_null(s);
     const void *data;
     uint64_t n;
-    assert_int_equal(rt_gguf_get_array(g, "a.u32", RT_GGUF_TYPE_INT32, &data, &n), RT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(rt_gguf_get_array(g, "a.u32", RT_GGUF_TYPE_INT32, &data, &n),
+                     RT_ERR_INVALID_ARGUMENT);
     assert_int_equal(rt_gguf_get_array_str(g, "a.str", N(strs), &s), RT_ERR_INVALID_ARGUMENT);
     assert_int_equal(rt_gguf_get_array_str(g, "a.u8", 0, &s), RT_ERR_INVALID_ARGUMENT);
     assert_int_equal(rt_gguf_find_key(g, "s.u"), -1);
+    assert_string_equal(rt_gguf_type_name(RT_GGUF_TYPE_ARRAY), "arr");
+    assert_string_equal(rt_gguf_type_name(RT_GGUF_TYPE_COUNT), "?");
     rt_gguf_destroy(g);
     free(file);
     /* gguf-1.4: setting a key again replaces its value in place */
@@ -262,6 +267,35 @@ static void test_values_round_trip(void **state) {
     assert_int_equal(rt_gguf_get_str(g, "s.u8", &s), RT_OK);
     assert_string_equal(s, "now a string");
     assert_int_equal(rt_gguf_find_key(g, "s.u8"), 0);
+    rt_gguf_destroy(g);
+    free(file);
+    rt_gguf_writer_destroy(w);
+}
+
+/* gguf-1.5: many keys, each found by name */
+static void test_many_keys(void **state) {
+    (void)state;
+    enum { n_keys = 3000 };
+    rt_gguf_writer_t *w;
+    assert_int_equal(rt_gguf_writer_create(NULL, &w), RT_OK);
+    char key[32];
+    for (int i = n_keys - 1; i >= 0; i--) {
+        snprintf(key, sizeof key, "k.%d", i * 7919 % n_keys);
+        assert_int_equal(rt_gguf_writer_set_i32(w, key, i), RT_OK);
+    }
+    size_t size;
+    uint8_t *file = write_mem(w, &size);
+    rt_gguf_t *g = parse_ok(file, size);
+    assert_int_equal(rt_gguf_n_kv(g), n_keys);
+    for (int64_t i = 0; i < n_keys; i++) {
+        int32_t v;
+        assert_int_equal(rt_gguf_find_key(g, rt_gguf_kv_key(g, i)), i);
+        assert_int_equal(rt_gguf_get_i32(g, rt_gguf_kv_key(g, i), &v), RT_OK);
+        assert_int_equal(v, n_keys - 1 - i);
+    }
+    assert_int_equal(rt_gguf_find_key(g, "k."), -1);
+    assert_int_equal(rt_gguf_find_key(g, "k.9999"), -1);
+    assert_int_equal(rt_gguf_find_key(g, ""), -1);
     rt_gguf_destroy(g);
     free(file);
     rt_gguf_writer_destroy(w);
@@ -321,7 +355,8 @@ static void round_trip_tensors(uint32_t align) {
     for (size_t i = 0; i < N(tensors); i++) {
         const struct tensor_case *c = &tensors[i];
         data[i] = random_bytes(tensor_bytes(c));
-        assert_int_equal(rt_gguf_writer_add_tensor(w, c->name, c->type, c->n_dims, c->ne, data[i]), RT_OK);
+        assert_int_equal(rt_gguf_writer_add_tensor(w, c->name, c->type, c->n_dims, c->ne, data[i]),
+                         RT_OK);
     }
     size_t size;
     uint8_t *file = write_mem(w, &size);
@@ -820,28 +855,29 @@ static void test_writer_errors(void **state) {
     const int64_t ne[] = {32, 2};
     const uint8_t bad_bools[] = {0, 2};
     const char *null_strs[] = {"a", NULL};
-    assert_int_equal(rt_gguf_writer_set_u32(w, RT_GGUF_KEY_ALIGNMENT, 24), RT_ERR_INVALID_ARGUMENT);
-    assert_int_equal(rt_gguf_writer_set_u64(w, RT_GGUF_KEY_ALIGNMENT, 64), RT_ERR_INVALID_ARGUMENT);
-    assert_int_equal(rt_gguf_writer_set_str(w, NULL, "x"), RT_ERR_INVALID_ARGUMENT);
-    assert_int_equal(rt_gguf_writer_set_str(w, "k", NULL), RT_ERR_INVALID_ARGUMENT);
-    assert_int_equal(rt_gguf_writer_set_array(w, "k", RT_GGUF_TYPE_ARRAY, ne, 1), RT_ERR_INVALID_ARGUMENT);
-    assert_int_equal(rt_gguf_writer_set_array(w, "k", 13, ne, 1), RT_ERR_INVALID_ARGUMENT);
-    assert_int_equal(rt_gguf_writer_set_array(w, "k", RT_GGUF_TYPE_BOOL, bad_bools, 2), RT_ERR_INVALID_ARGUMENT);
-    assert_int_equal(rt_gguf_writer_set_array(w, "k", RT_GGUF_TYPE_STRING, null_strs, 2), RT_ERR_INVALID_ARGUMENT);
-    assert_int_equal(rt_gguf_writer_set_array(w, "k", RT_GGUF_TYPE_UINT8, NULL, 3), RT_ERR_INVALID_ARGUMENT);
+#define REFUSED(call) assert_int_equal((call), RT_ERR_INVALID_ARGUMENT)
+    REFUSED(rt_gguf_writer_set_u32(w, RT_GGUF_KEY_ALIGNMENT, 24));
+    REFUSED(rt_gguf_writer_set_u64(w, RT_GGUF_KEY_ALIGNMENT, 64));
+    REFUSED(rt_gguf_writer_set_str(w, NULL, "x"));
+    REFUSED(rt_gguf_writer_set_str(w, "k", NULL));
+    REFUSED(rt_gguf_writer_set_array(w, "k", RT_GGUF_TYPE_ARRAY, ne, 1));
+    REFUSED(rt_gguf_writer_set_array(w, "k", 13, ne, 1));
+    REFUSED(rt_gguf_writer_set_array(w, "k", RT_GGUF_TYPE_BOOL, bad_bools, 2));
+    REFUSED(rt_gguf_writer_set_array(w, "k", RT_GGUF_TYPE_STRING, null_strs, 2));
+    REFUSED(rt_gguf_writer_set_array(w, "k", RT_GGUF_TYPE_UINT8, NULL, 3));
     assert_int_equal(rt_gguf_writer_add_tensor(w, "t", RT_TYPE_Q8_0, 2, ne, NULL), RT_OK);
-    assert_int_equal(rt_gguf_writer_add_tensor(w, "t", RT_TYPE_Q8_0, 2, ne, NULL), RT_ERR_INVALID_ARGUMENT);
-    assert_int_equal(rt_gguf_writer_add_tensor(w, "u", RT_TYPE_Q8_0, 1, (int64_t[]){31}, NULL), RT_ERR_INVALID_ARGUMENT);
-    assert_int_equal(rt_gguf_writer_add_tensor(w, "u", 3, 1, ne, NULL), RT_ERR_INVALID_ARGUMENT);
-    assert_int_equal(rt_gguf_writer_add_tensor(w, "u", RT_TYPE_F32, 0, ne, NULL), RT_ERR_INVALID_ARGUMENT);
-    assert_int_equal(rt_gguf_writer_add_tensor(w, "u", RT_TYPE_F32, 5, ne, NULL), RT_ERR_INVALID_ARGUMENT);
-    assert_int_equal(rt_gguf_writer_add_tensor(w, "u", RT_TYPE_F32, 1, (int64_t[]){-1}, NULL), RT_ERR_INVALID_ARGUMENT);
-    assert_int_equal(rt_gguf_writer_add_tensor(w, "u", RT_TYPE_F32, 2, (int64_t[]){INT64_MAX, 2}, NULL),
-                     RT_ERR_INVALID_ARGUMENT);
+    REFUSED(rt_gguf_writer_add_tensor(w, "t", RT_TYPE_Q8_0, 2, ne, NULL));
+    REFUSED(rt_gguf_writer_add_tensor(w, "u", RT_TYPE_Q8_0, 1, (int64_t[]){31}, NULL));
+    REFUSED(rt_gguf_writer_add_tensor(w, "u", 3, 1, ne, NULL));
+    REFUSED(rt_gguf_writer_add_tensor(w, "u", RT_TYPE_F32, 0, ne, NULL));
+    REFUSED(rt_gguf_writer_add_tensor(w, "u", RT_TYPE_F32, 5, ne, NULL));
+    REFUSED(rt_gguf_writer_add_tensor(w, "u", RT_TYPE_F32, 1, (int64_t[]){-1}, NULL));
+    REFUSED(rt_gguf_writer_add_tensor(w, "u", RT_TYPE_F32, 2, (int64_t[]){INT64_MAX, 2}, NULL));
     char long_name[RT_MAX_NAME + 1];
     memset(long_name, 'n', RT_MAX_NAME);
     long_name[RT_MAX_NAME] = 0;
-    assert_int_equal(rt_gguf_writer_add_tensor(w, long_name, RT_TYPE_F32, 1, ne, NULL), RT_ERR_INVALID_ARGUMENT);
+    REFUSED(rt_gguf_writer_add_tensor(w, long_name, RT_TYPE_F32, 1, ne, NULL));
+#undef REFUSED
     long_name[RT_MAX_NAME - 1] = 0;
     assert_int_equal(rt_gguf_writer_add_tensor(w, long_name, RT_TYPE_F32, 1, ne, NULL), RT_OK);
     uint8_t small[16];
@@ -859,18 +895,48 @@ static void test_writer_errors(void **state) {
     rt_gguf_destroy(NULL);
 }
 
-//===--- gguf-8: inputs found by tests/fuzz/fuzz-gguf ---===//
+//===--- gguf-8: the fuzzer's corpus ---===//
 
-/* gguf-8.1: each must be refused (or read) without a sanitizer report. */
-static void test_fuzz_regressions(void **state) {
+/* The seeds in tests/fuzz/corpus/gguf and every input the fuzzer ever
+ * crashed on (add those here with the status they must give). */
+static const struct corpus_case {
+    const char *file;
+    rt_status_t status;
+    const char *needle; /* in the message, for refused files */
+} corpus[] = {
+    {"empty.gguf", RT_OK, NULL},
+    {"scalars.gguf", RT_OK, NULL},
+    {"arrays.gguf", RT_OK, NULL},
+    {"tensors.gguf", RT_OK, NULL},
+    {"align64.gguf", RT_OK, NULL},
+    {"v2.gguf", RT_OK, NULL},
+    {"truncated.gguf", RT_ERR_FORMAT, "tensor 5 name length"},
+    {"dupkey.gguf", RT_ERR_FORMAT, "repeats kv 0"},
+    {"nested.gguf", RT_ERR_FORMAT, "arrays of arrays"},
+    {"misaligned.gguf", RT_ERR_FORMAT, "not a multiple of the alignment"},
+};
+
+/* gguf-8.1: each gives its status, without a sanitizer report */
+static void test_fuzz_corpus(void **state) {
     (void)state;
-    assert_string_equal(rt_gguf_type_name(RT_GGUF_TYPE_ARRAY), "arr");
-    assert_string_equal(rt_gguf_type_name(13), "?");
+    for (size_t i = 0; i < N(corpus); i++) {
+        char path[256];
+        snprintf(path, sizeof path, "tests/fuzz/corpus/gguf/%s", corpus[i].file);
+        rt_gguf_t *g = NULL;
+        const rt_status_t st = rt_gguf_open(path, NULL, &g);
+        if (st != corpus[i].status)
+            fail_msg("gguf-8.1 %s: %s (%s), want %s", path, rt_status_name(st), rt_last_error(),
+                     rt_status_name(corpus[i].status));
+        if (corpus[i].needle != NULL && strstr(rt_last_error(), corpus[i].needle) == NULL)
+            fail_msg("gguf-8.1 %s: \"%s\" lacks \"%s\"", path, rt_last_error(), corpus[i].needle);
+        rt_gguf_destroy(g);
+    }
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_values_round_trip),   cmocka_unit_test(test_tensors_round_trip),
+        cmocka_unit_test(test_values_round_trip),   cmocka_unit_test(test_many_keys),
+        cmocka_unit_test(test_tensors_round_trip),
         cmocka_unit_test(test_tensor_info_struct_size), cmocka_unit_test(test_versions),
         cmocka_unit_test(test_truncated),           cmocka_unit_test(test_bad_header),
         cmocka_unit_test(test_bad_kv),              cmocka_unit_test(test_bad_alignment),
@@ -879,7 +945,7 @@ int main(void) {
         cmocka_unit_test(test_model_vocabs),        cmocka_unit_test(test_oom_parse),
         cmocka_unit_test(test_oom_write),           cmocka_unit_test(test_changed_under_us),
         cmocka_unit_test(test_open_errors),
-        cmocka_unit_test(test_writer_errors),       cmocka_unit_test(test_fuzz_regressions),
+        cmocka_unit_test(test_writer_errors),       cmocka_unit_test(test_fuzz_corpus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,8 +22,9 @@ typedef struct alloc_args {
 static void usage(FILE *f) {
     fprintf(f, "usage: rt-bench alloc [options]\n%s"
             "  --runs N       timed runs per figure, the median is shown (default 7)\n"
-            "  --device NAME  device whose buffer type 0 is planned (default cpu0)\n",
-            tool_graph_usage);
+            "  --device NAME  device whose buffer type 0 is planned (default cpu0)\n"
+            "defaults: --graph llama --n-layer 32 --n-embd 4096 --n-vocab 32000 --n-batch 512 "
+            "--n-ctx 4096\n", tool_graph_usage);
 }
 
 /* 0: run; 1: help shown; 2: usage error. */

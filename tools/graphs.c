@@ -21,7 +21,7 @@ const char tool_graph_usage[] =
     "  --n-embd N     embedding width\n"
     "  --n-head N     attention heads (default n_embd/128)\n"
     "  --n-ff N       feed-forward width (default 8/3 n_embd, rounded up to 256)\n"
-    "  --n-vocab N    vocabulary (default 32000)\n"
+    "  --n-vocab N    vocabulary\n"
     "  --n-batch N    tokens per step; the worst case has n_past = n_ctx - n_batch\n"
     "  --n-ctx N      KV cache length\n";
 

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* rt-devices: what rt finds on this machine. Lists every plugin file the
  * registry considered (loaded, or why not), every device with its memory,
- * buffer types, capabilities, PCI id, UUID and nearest NUMA node, and the
- * machine's topology; --json prints the same as JSON (schema_version 1),
- * --ops adds which ops and types each device supports. Uses the public API
- * only. Exits 1 when no plugin loaded, naming where it looked. */
+ * buffer types, capabilities, PCI id, UUID and nearest NUMA node (and
+ * why), the default device order (and why), where a CPU queue's threads
+ * would be pinned, and the machine's topology; --json prints the same as
+ * JSON (schema_version 1), --ops adds which ops and types each device
+ * supports. HWLOC_XMLFILE explains a recorded machine instead. Uses the
+ * public API only. Exits 1 when no plugin loaded, naming where it looked. */
 #include "../abi/rt.h"
 
 #include <inttypes.h>
@@ -52,9 +54,113 @@ static void abi_text(uint32_t v, char buf[24]) {
     snprintf(buf, 24, "%u.%u", RT_ABI_VERSION_GET_MAJOR(v), RT_ABI_VERSION_GET_MINOR(v));
 }
 
-static int32_t numa_of(const rt_topology_t *topo, const rt_device_props_t *p) {
-    return topo != NULL && p->pci_bus_id[0] != '\0'
-               ? rt_topology_numa_node_of_pci(topo, p->pci_bus_id) : -1;
+static double gib(uint64_t bytes) { return (double)bytes / (1024.0 * 1024.0 * 1024.0); }
+
+/* "0-7,16-23": runs of consecutive ids joined, ",..." when buf is full. */
+static const char *ids_text(const int32_t *ids, int32_t n, char *buf, size_t size) {
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int32_t i = 0; i < n; i++) {
+        int32_t j = i;
+        while (j + 1 < n && ids[j + 1] == ids[j] + 1) j++;
+        char item[32];
+        if (j > i) snprintf(item, sizeof item, "%s%d-%d", i > 0 ? "," : "", (int)ids[i], (int)ids[j]);
+        else snprintf(item, sizeof item, "%s%d", i > 0 ? "," : "", (int)ids[i]);
+        if (len + strlen(item) + sizeof ",..." > size) {
+            strcpy(buf + len, ",...");
+            break;
+        }
+        strcpy(buf + len, item);
+        len += strlen(item);
+        i = j;
+    }
+    return buf;
+}
+
+//===--- placement: NUMA nodes, the device order, CPU threads ---===//
+
+static bool topo_available(const rt_topology_t *topo) {
+    rt_topology_summary_t s = {.struct_size = sizeof s};
+    return topo != NULL && rt_topology_get_summary(topo, &s) == RT_OK && s.available;
+}
+
+/* The device's NUMA node (-1 unknown) and, into buf, why. */
+static int32_t numa_reason(const rt_device_t *dev, const rt_device_props_t *p, bool have_topo,
+                           char *buf, size_t size) {
+    const int32_t node = rt_device_numa_node(dev);
+    if (p->pci_bus_id[0] == '\0') snprintf(buf, size, "no PCI bus id");
+    else if (!have_topo) snprintf(buf, size, "no hwloc topology to find PCI %s in", p->pci_bus_id);
+    else if (node < 0) snprintf(buf, size, "PCI %s is not in the topology", p->pci_bus_id);
+    else snprintf(buf, size, "PCI %s is attached under it", p->pci_bus_id);
+    return node;
+}
+
+/* The PU ids of the device's NUMA node (malloc'd), NULL when unknown. */
+static int32_t *numa_cpus(const rt_device_t *dev, int32_t *out_n) {
+    int32_t n = 0;
+    *out_n = 0;
+    if (rt_device_numa_cpus(dev, 0, NULL, &n) != RT_OK || n <= 0) return NULL;
+    int32_t *ids = malloc((size_t)n * sizeof ids[0]);
+    if (ids == NULL || rt_device_numa_cpus(dev, n, ids, &n) != RT_OK) {
+        free(ids);
+        return NULL;
+    }
+    *out_n = n;
+    return ids;
+}
+
+static const char *kind_phrase(rt_device_kind_t kind) {
+    switch (kind) {
+    case RT_DEVICE_KIND_GPU: return "discrete GPU";
+    case RT_DEVICE_KIND_IGPU: return "integrated GPU";
+    case RT_DEVICE_KIND_ACCELERATOR: return "accelerator";
+    case RT_DEVICE_KIND_SOFTWARE: return "software device";
+    case RT_DEVICE_KIND_CPU: return "CPU, always last";
+    default: return "device of a newer kind, before the CPU";
+    }
+}
+
+/* Why the default order puts the device where it is. */
+static const char *order_reason(const rt_device_props_t *p, char *buf, size_t size) {
+    if (p->memory_free > 0)
+        snprintf(buf, size, "%s, %.1f GiB free", kind_phrase(p->kind), gib(p->memory_free));
+    else snprintf(buf, size, "%s, free memory unknown", kind_phrase(p->kind));
+    return buf;
+}
+
+static bool plugin_order(void) {
+    const char *o = getenv("RT_DEVICE_ORDER");
+    return o != NULL && strcmp(o, "plugin") == 0;
+}
+
+/* Where the workers of a CPU queue created with default options go. */
+typedef struct thread_plan {
+    rt_cpu_placement_t placement; /* resolved: never DEFAULT */
+    bool from_env;                /* RT_CPU_PLACEMENT chose it */
+    bool applied;                 /* this machine's topology: queues really pin so */
+    int32_t *ids;                 /* n entries, malloc'd; NULL when not pinned */
+    int32_t n;
+} thread_plan_t;
+
+static void thread_plan_init(thread_plan_t *tp, const rt_topology_t *topo) {
+    const char *env = getenv("RT_CPU_PLACEMENT");
+    rt_topology_summary_t s = {.struct_size = sizeof s};
+    memset(tp, 0, sizeof *tp);
+    tp->placement = rt_topology_default_placement();
+    tp->from_env = env != NULL && *env != '\0';
+    int32_t n = 0;
+    if (!topo_available(topo) || rt_topology_get_summary(topo, &s) != RT_OK ||
+        rt_topology_place_threads(topo, tp->placement, 0, 0, NULL, &n) != RT_OK || n <= 0)
+        return;
+    tp->ids = malloc((size_t)n * sizeof tp->ids[0]);
+    if (tp->ids == NULL ||
+        rt_topology_place_threads(topo, tp->placement, n, n, tp->ids, &tp->n) != RT_OK) {
+        free(tp->ids);
+        tp->ids = NULL;
+        tp->n = 0;
+        return;
+    }
+    tp->applied = s.is_this_system;
 }
 
 //===--- JSON ---===//
@@ -142,6 +248,21 @@ static void print_caps_text(uint64_t caps) {
     printf("%s\n", caps == 0 ? " none" : "");
 }
 
+static void print_numa_text(const rt_device_t *dev, const rt_device_props_t *p,
+                            const rt_topology_t *topo) {
+    char why[160], ids[256];
+    int32_t n = 0;
+    const int32_t node = numa_reason(dev, p, topo_available(topo), why, sizeof why);
+    if (node < 0) {
+        if (p->pci_bus_id[0] != '\0') printf("      NUMA node: unknown (%s)\n", why);
+        return;
+    }
+    int32_t *cpus = numa_cpus(dev, &n);
+    printf("      NUMA node: %d (%s; its PUs %s)\n", (int)node, why,
+           cpus != NULL ? ids_text(cpus, n, ids, sizeof ids) : "unknown");
+    free(cpus);
+}
+
 static void print_device_text(const rt_device_t *dev, int32_t i, const rt_topology_t *topo) {
     rt_device_props_t p = {.struct_size = sizeof p};
     char uuid[40];
@@ -154,7 +275,7 @@ static void print_device_text(const rt_device_t *dev, int32_t i, const rt_topolo
     print_caps_text(p.caps);
     if (p.pci_bus_id[0] != '\0') printf("      PCI: %s\n", p.pci_bus_id);
     if (uuid_text(&p, uuid) != NULL) printf("      UUID: %s\n", uuid);
-    if (numa_of(topo, &p) >= 0) printf("      NUMA node: %d\n", (int)numa_of(topo, &p));
+    print_numa_text(dev, &p, topo);
     if (rt_device_same_as(dev) != NULL)
         printf("      same device as %s\n", rt_device_name(rt_device_same_as(dev)));
 }
@@ -186,9 +307,33 @@ static void print_caps_json(uint64_t caps) {
     putchar(']');
 }
 
+static void json_ids(const char *key, const int32_t *ids, int32_t n) {
+    printf(", \"%s\": ", key);
+    if (ids == NULL) {
+        fputs("null", stdout);
+        return;
+    }
+    putchar('[');
+    for (int32_t i = 0; i < n; i++) printf("%s%d", i > 0 ? ", " : "", (int)ids[i]);
+    putchar(']');
+}
+
+static void print_numa_json(const rt_device_t *dev, const rt_device_props_t *p,
+                            const rt_topology_t *topo) {
+    char why[160];
+    int32_t n = 0;
+    const int32_t node = numa_reason(dev, p, topo_available(topo), why, sizeof why);
+    if (node >= 0) printf(", \"numa_node\": %d", (int)node);
+    else fputs(", \"numa_node\": null", stdout);
+    json_kv_str("numa_reason", why, false);
+    int32_t *cpus = node >= 0 ? numa_cpus(dev, &n) : NULL;
+    json_ids("numa_cpus", cpus, n);
+    free(cpus);
+}
+
 static void print_device_json(const rt_device_t *dev, int32_t i, const rt_topology_t *topo) {
     rt_device_props_t p = {.struct_size = sizeof p};
-    char uuid[40];
+    char uuid[40], why[96];
     rt_device_get_props(dev, &p);
     printf("{\"index\": %d", (int)i);
     json_kv_str("name", rt_device_name(dev), false);
@@ -202,8 +347,8 @@ static void print_device_json(const rt_device_t *dev, int32_t i, const rt_topolo
     print_caps_json(p.caps);
     json_kv_str("pci_bus_id", p.pci_bus_id[0] != '\0' ? p.pci_bus_id : NULL, false);
     json_kv_str("uuid", uuid_text(&p, uuid), false);
-    if (numa_of(topo, &p) >= 0) printf(", \"numa_node\": %d", (int)numa_of(topo, &p));
-    else fputs(", \"numa_node\": null", stdout);
+    print_numa_json(dev, &p, topo);
+    json_kv_str("order_reason", order_reason(&p, why, sizeof why), false);
     json_kv_str("same_as", rt_device_same_as(dev) != NULL ? rt_device_name(rt_device_same_as(dev))
                                                           : NULL, false);
 }
@@ -321,6 +466,49 @@ static void print_ops_json(const rt_device_t *dev, const op_table_t *t) {
     putchar('}');
 }
 
+//===--- order and threads ---===//
+
+static void print_order_text(const rt_registry_t *reg) {
+    char why[96];
+    printf("device order (%s):\n", plugin_order()
+           ? "RT_DEVICE_ORDER=plugin: plugin name, then the plugin's order"
+           : "discrete GPUs, integrated GPUs, accelerators, software devices, then the CPU; "
+             "most free memory first within a kind");
+    for (int32_t i = 0; i < rt_registry_device_count(reg); i++) {
+        const rt_device_t *dev = rt_registry_device(reg, i);
+        rt_device_props_t p = {.struct_size = sizeof p};
+        rt_device_get_props(dev, &p);
+        printf("  [%d] %-12s %s\n", (int)i, rt_device_name(dev), order_reason(&p, why, sizeof why));
+    }
+}
+
+static void print_threads_text(const thread_plan_t *tp) {
+    char ids[320];
+    printf("CPU queue threads (placement %s, %s):\n", rt_cpu_placement_name(tp->placement),
+           tp->from_env ? "from RT_CPU_PLACEMENT"
+                        : "the default; RT_CPU_PLACEMENT=compact|spread|none changes it");
+    if (tp->placement == RT_CPU_PLACEMENT_NONE) printf("  not pinned\n");
+    else if (tp->ids == NULL) printf("  not pinned: no hwloc topology\n");
+    else {
+        printf("  worker i on the i-th of these %d PUs, wrapping: %s\n", (int)tp->n,
+               ids_text(tp->ids, tp->n, ids, sizeof ids));
+        printf("  %s\n", tp->placement == RT_CPU_PLACEMENT_SPREAD
+               ? "spread: one PU from each NUMA node in turn, a PU per core before SMT siblings"
+               : "compact: the first PU's NUMA node filled first, a PU per core before SMT "
+                 "siblings");
+        if (!tp->applied) printf("  a recorded topology: shown, never pinned\n");
+    }
+}
+
+static void print_threads_json(const thread_plan_t *tp) {
+    printf(", \"device_order\": \"%s\"", plugin_order() ? "plugin" : "kind");
+    printf(", \"cpu_threads\": {\"placement\": \"%s\", \"from_environment\": %s, "
+           "\"applied\": %s", rt_cpu_placement_name(tp->placement),
+           tp->from_env ? "true" : "false", tp->applied ? "true" : "false");
+    json_ids("cpu_ids", tp->ids, tp->n);
+    putchar('}');
+}
+
 //===--- topology ---===//
 
 static void write_stdout(const char *text, size_t len, void *user_data) {
@@ -352,7 +540,9 @@ static void usage(FILE *f) {
           "  --json  the same as JSON (schema_version 1)\n"
           "  --ops   which ops and types each device supports\n"
           "Environment: RT_PLUGIN_PATH (extra plugin directories), RT_PLUGINS and\n"
-          "RT_PLUGINS_DISABLE (names or globs), HWLOC_XMLFILE (a recorded topology).\n", f);
+          "RT_PLUGINS_DISABLE (names or globs), HWLOC_XMLFILE (a recorded topology),\n"
+          "RT_DEVICE_ORDER=plugin (plugin order, not best first), RT_CPU_PLACEMENT=\n"
+          "compact|spread|none (how CPU queue threads are pinned).\n", f);
 }
 
 static int parse_args(int argc, char **argv, opts_t *o) {
@@ -383,7 +573,8 @@ static void report_none(const rt_registry_t *reg) {
     if (drop != NULL && *drop != '\0') fprintf(stderr, "  RT_PLUGINS_DISABLE=%s drops those\n", drop);
 }
 
-static void print_text(const rt_registry_t *reg, const rt_topology_t *topo, const op_table_t *ops) {
+static void print_text(const rt_registry_t *reg, const rt_topology_t *topo, const op_table_t *ops,
+                       const thread_plan_t *tp) {
     printf("rt %s (ABI %u.%u)\n", rt_version_string(), RT_ABI_VERSION_GET_MAJOR(rt_abi_version()),
            RT_ABI_VERSION_GET_MINOR(rt_abi_version()));
     print_plugins_text(reg);
@@ -393,12 +584,15 @@ static void print_text(const rt_registry_t *reg, const rt_topology_t *topo, cons
         if (ops != NULL) print_ops_text(rt_registry_device(reg, i), ops);
     }
     if (rt_registry_device_count(reg) == 0) printf("  (none)\n");
+    print_order_text(reg);
+    print_threads_text(tp);
     printf("topology:\n  ");
     if (topo != NULL) rt_topology_write_text(topo, write_stdout, NULL);
     else printf("unknown\n");
 }
 
-static void print_json(const rt_registry_t *reg, const rt_topology_t *topo, const op_table_t *ops) {
+static void print_json(const rt_registry_t *reg, const rt_topology_t *topo, const op_table_t *ops,
+                       const thread_plan_t *tp) {
     char abi[24];
     abi_text(rt_abi_version(), abi);
     printf("{\"schema_version\": %d", JSON_SCHEMA_VERSION);
@@ -414,6 +608,7 @@ static void print_json(const rt_registry_t *reg, const rt_topology_t *topo, cons
         putchar('}');
     }
     putchar(']');
+    print_threads_json(tp);
     print_topology_json(topo);
     fputs("}\n", stdout);
 }
@@ -426,21 +621,22 @@ int main(int argc, char **argv) {
         return rc;
     }
     rt_registry_t *reg = NULL;
-    rt_topology_t *topo = NULL;
     static op_table_t ops;
     if (rt_registry_create(NULL, &reg) != RT_OK) {
         fprintf(stderr, "rt-devices: %s\n", rt_last_error());
         return 1;
     }
-    if (rt_topology_create(NULL, &topo) != RT_OK)
-        fprintf(stderr, "rt-devices: topology unknown: %s\n", rt_last_error());
+    /* The runtime's own, so that what is shown is what it decides on. */
+    const rt_topology_t *topo = rt_topology_get_shared();
     const bool have_ops = o.ops && op_table_build(&ops);
-    if (o.json) print_json(reg, topo, have_ops ? &ops : NULL);
-    else print_text(reg, topo, have_ops ? &ops : NULL);
+    thread_plan_t tp;
+    thread_plan_init(&tp, topo);
+    if (o.json) print_json(reg, topo, have_ops ? &ops : NULL, &tp);
+    else print_text(reg, topo, have_ops ? &ops : NULL, &tp);
+    free(tp.ids);
     const int32_t n_loaded = loaded_plugins(reg);
     if (n_loaded == 0) report_none(reg);
     rt_context_destroy(ops.ctx);
-    rt_topology_destroy(topo);
     rt_registry_destroy(reg);
     return n_loaded > 0 ? 0 : 1;
 }

@@ -20,7 +20,9 @@ static void write_file(const char *text, size_t len, void *user_data) {
 static void usage(FILE *f) {
     fprintf(f, "usage: rt-plan [options]\n%s"
             "  --svg FILE     also write the plan as an SVG picture\n"
-            "  --quiet        print the buffer summary only\n", tool_graph_usage);
+            "  --quiet        print the buffer summary only\n"
+            "defaults: --graph llama --n-layer 2 --n-embd 256 --n-vocab 1000 --n-batch 32 "
+            "--n-ctx 256\n", tool_graph_usage);
 }
 
 typedef struct plan_args {
@@ -92,7 +94,9 @@ static int plan(rt_device_t *dev, rt_graph_t *g, const plan_args_t *a) {
 
 int main(int argc, char **argv) {
     plan_args_t a = {
-        .graph = {.name = "llama", .n_layer = 2, .n_embd = 256, .n_tokens = 32, .n_ctx = 256},
+        /* Small enough to read, with a vocabulary that does not hide the rest. */
+        .graph = {.name = "llama", .n_layer = 2, .n_embd = 256, .n_vocab = 1000, .n_tokens = 32,
+                  .n_ctx = 256},
     };
     const int parsed = parse(argc, argv, &a);
     if (parsed != 0) return parsed == 1 ? 0 : 2;

@@ -361,6 +361,7 @@ static rt_status_t vk_buffer_alloc(rt_vk_device_t *dev, uint32_t kind, size_t si
         *b = (rt_vk_buffer_t){ 0 };
         return st;
     }
+    b->vk_size = bytes;
     b->base = b->mapped ? (uintptr_t)b->mapped : VK_FAKE_BASE;
     b->magic = RT_VK_BUFFER_MAGIC;
     return RT_OK;
@@ -377,10 +378,9 @@ static rt_status_t vk_buft_alloc_host(void *ctx, size_t size, void *state) {
 void rt_vk_buffer_types_init(rt_vk_device_t *dev) {
     size_t align = dev->limits.minStorageBufferOffsetAlignment;
     if (align < 32) align = 32;
-    /* One descriptor covers at most maxStorageBufferRange bytes, and every
-     * tensor is bound from its buffer: so that is the largest buffer. */
-    size_t max = dev->limits.maxStorageBufferRange;
-    if (dev->max_alloc && dev->max_alloc < max) max = dev->max_alloc;
+    /* Buffers may be larger than one descriptor covers: each tensor is
+     * bound on its own (supports_op checks that it fits one binding). */
+    const size_t max = dev->max_alloc ? dev->max_alloc : dev->limits.maxStorageBufferRange;
     for (uint32_t k = 0; k < RT_VK_N_BUFT; k++) {
         snprintf(dev->buft_names[k], sizeof dev->buft_names[k],
                  k == RT_VK_BUFT_HOST ? "Vulkan%u_Host" : "Vulkan%u", dev->index);

@@ -197,15 +197,24 @@ static rt_device_kind_t vk_kind(VkPhysicalDeviceType type) {
     }
 }
 
-/* Name, kind, description, UUID and PCI bus id, from properties2. */
+/* Name, kind, description, UUID and PCI bus id, from properties2. The
+ * driver's name comes from VkPhysicalDeviceDriverProperties (Vulkan 1.2). */
 static void vk_props_fill(rt_vk_device_t *dev, bool has_pci) {
     const rt_vk_instance_fns_t *fn = &dev->plugin->fn;
+    VkPhysicalDeviceProperties base;
+    fn->vkGetPhysicalDeviceProperties(dev->phys, &base);
+    const bool has_driver = dev->plugin->api_version >= VK_API_VERSION_1_2 &&
+                            base.apiVersion >= VK_API_VERSION_1_2;
     VkPhysicalDevicePCIBusInfoPropertiesEXT pci = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PCI_BUS_INFO_PROPERTIES_EXT,
     };
+    VkPhysicalDeviceDriverProperties drv = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES,
+        .pNext = has_pci ? &pci : NULL,
+    };
     VkPhysicalDeviceMaintenance3Properties m3 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES,
-        .pNext = has_pci ? &pci : NULL,
+        .pNext = has_driver ? (void *)&drv : (void *)(has_pci ? &pci : NULL),
     };
     VkPhysicalDeviceIDProperties id = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES,
@@ -224,10 +233,10 @@ static void vk_props_fill(rt_vk_device_t *dev, bool has_pci) {
     memcpy(props->name, pp->deviceName, sizeof props->name - 1);
     props->name[sizeof props->name - 1] = '\0';
     snprintf(props->description, sizeof props->description,
-             "Vulkan %u.%u.%u, vendor 0x%04x device 0x%04x, driver 0x%08x",
+             "Vulkan %u.%u.%u, vendor 0x%04x device 0x%04x, driver %.32s %.64s",
              VK_API_VERSION_MAJOR(pp->apiVersion), VK_API_VERSION_MINOR(pp->apiVersion),
              VK_API_VERSION_PATCH(pp->apiVersion), pp->vendorID, pp->deviceID,
-             pp->driverVersion);
+             has_driver ? drv.driverName : "", has_driver ? drv.driverInfo : "");
     memcpy(props->uuid, id.deviceUUID, sizeof props->uuid);
     props->has_uuid = 1;
     if (has_pci)
@@ -236,6 +245,9 @@ static void vk_props_fill(rt_vk_device_t *dev, bool has_pci) {
     props->caps = RT_DEVICE_CAP_HOST_BUFFER;
     dev->limits = pp->limits;
     dev->max_alloc = m3.maxMemoryAllocationSize;
+    dev->bind_align = pp->limits.minStorageBufferOffsetAlignment < 4
+                          ? 4 : pp->limits.minStorageBufferOffsetAlignment;
+    dev->max_binding = pp->limits.maxStorageBufferRange - (dev->bind_align - 1);
 }
 
 /* Total and free bytes of the device-local heaps, now. */

@@ -17,7 +17,7 @@
 
 /* One tensor bound to a descriptor. */
 typedef struct vk_bound {
-    VkDescriptorBufferInfo info;  /* buffer, aligned offset, VK_WHOLE_SIZE */
+    VkDescriptorBufferInfo info;  /* buffer, aligned offset, range up to the limit */
     uint32_t misalign;            /* bytes from info.offset to the tensor */
     rt_vk_range_t range;          /* the bytes the tensor spans */
 } vk_bound_t;
@@ -34,11 +34,13 @@ static rt_status_t vk_bind_resolve(const rt_vk_device_t *dev, const rt_tensor_t 
     if (off % rt_vk_type_unit(t->type) != 0)
         return dev->host->set_error(RT_ERR_UNSUPPORTED, "%s: %s: offset %zu is not a multiple of "
                                     "its element size", __func__, t->name, off);
-    size_t align = dev->limits.minStorageBufferOffsetAlignment;
-    if (align < 4) align = 4;
-    const size_t aligned = off / align * align;
-    out->info = (VkDescriptorBufferInfo){ b->buffer, aligned, VK_WHOLE_SIZE };
+    const size_t aligned = off / dev->bind_align * dev->bind_align;
+    const size_t rest = b->vk_size - aligned, max = dev->limits.maxStorageBufferRange;
+    out->info = (VkDescriptorBufferInfo){ b->buffer, aligned, rest < max ? rest : max };
     out->misalign = (uint32_t)(off - aligned);
+    if (out->misalign + size > out->info.range)
+        return dev->host->set_error(RT_ERR_UNSUPPORTED, "%s: %s: %zu bytes exceed one binding",
+                                    __func__, t->name, size);
     out->range = (rt_vk_range_t){ b->buffer, off, off + size };
     return RT_OK;
 }

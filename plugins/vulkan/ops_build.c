@@ -51,7 +51,7 @@ static bool vk_tensor_ok(const rt_vk_device_t *dev, const rt_tensor_t *t) {
         if (t->ne[i] < 0 || t->ne[i] > INT32_MAX) return false;
         if (t->ne[i] > 1 && t->nb[i] % unit != 0) return false;
     }
-    return vk_nelements(t) <= INT32_MAX && dev->host->tensor_nbytes(t) <= dev->bufts[0].max_size;
+    return vk_nelements(t) <= INT32_MAX && dev->host->tensor_nbytes(t) <= dev->max_binding;
 }
 
 //===--- supports_op, per op ---===//

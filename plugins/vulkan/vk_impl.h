@@ -141,6 +141,9 @@ struct rt_vk_device {
     char buft_names[RT_VK_N_BUFT][32];
     uint32_t n_bufts;
     size_t max_alloc;             /* bytes, maxMemoryAllocationSize */
+    size_t bind_align;            /* descriptor offsets: minStorageBufferOffsetAlignment, >= 4 */
+    size_t max_binding;           /* bytes a tensor may span: one descriptor's range less
+                                     the misalignment it may need */
 
     rt_vk_mutex_t submit_lock;    /* the VkQueue (external synchronisation) */
     rt_vk_mutex_t xfer_lock;      /* the fields below, up to pipe_lock */
@@ -168,7 +171,8 @@ typedef struct rt_vk_buffer {
     rt_vk_device_t *dev;
     VkBuffer buffer;
     VkDeviceMemory memory;
-    size_t size;                  /* bytes */
+    size_t size;                  /* bytes asked for */
+    size_t vk_size;               /* bytes of the VkBuffer: size rounded up to 4 */
     void *mapped;                 /* host address for RT_VK_BUFT_HOST, else NULL */
     uintptr_t base;               /* what tensor->data offsets are relative to */
 } rt_vk_buffer_t;

@@ -167,13 +167,15 @@ static void same_kv(const rt_gguf_t *a, const rt_gguf_t *b, int64_t i) {
     const void *da, *db;
     uint64_t n;
     if (type == RT_GGUF_TYPE_ARRAY && et != RT_GGUF_TYPE_STRING) {
-        CHECK(rt_gguf_get_array(a, key, et, &da, &n) == RT_OK && rt_gguf_get_array(b, key, et, &db, &n) == RT_OK);
+        CHECK(rt_gguf_get_array(a, key, et, &da, &n) == RT_OK);
+        CHECK(rt_gguf_get_array(b, key, et, &db, &n) == RT_OK);
         CHECK(memcmp(da, db, (size_t)n * elem_size(et)) == 0);
     }
-    for (uint64_t k = 0; type == RT_GGUF_TYPE_ARRAY && et == RT_GGUF_TYPE_STRING && k < rt_gguf_kv_array_len(a, i); k++) {
+    const bool strings = type == RT_GGUF_TYPE_ARRAY && et == RT_GGUF_TYPE_STRING;
+    for (uint64_t k = 0; strings && k < rt_gguf_kv_array_len(a, i); k++) {
         const char *sa, *sb;
-        CHECK(rt_gguf_get_array_str(a, key, k, &sa) == RT_OK && rt_gguf_get_array_str(b, key, k, &sb) == RT_OK);
-        CHECK(strcmp(sa, sb) == 0);
+        CHECK(rt_gguf_get_array_str(a, key, k, &sa) == RT_OK);
+        CHECK(rt_gguf_get_array_str(b, key, k, &sb) == RT_OK && strcmp(sa, sb) == 0);
     }
     const char *sa, *sb;
     if (type == RT_GGUF_TYPE_STRING)
@@ -185,7 +187,8 @@ static void same_kv(const rt_gguf_t *a, const rt_gguf_t *b, int64_t i) {
 
 static void same_tensor(const rt_gguf_t *a, const rt_gguf_t *b, int64_t i) {
     rt_gguf_tensor_info_t ta = {.struct_size = sizeof ta}, tb = {.struct_size = sizeof tb};
-    CHECK(rt_gguf_get_tensor_info(a, i, &ta) == RT_OK && rt_gguf_get_tensor_info(b, i, &tb) == RT_OK);
+    CHECK(rt_gguf_get_tensor_info(a, i, &ta) == RT_OK);
+    CHECK(rt_gguf_get_tensor_info(b, i, &tb) == RT_OK);
     CHECK(strcmp(ta.name, tb.name) == 0 && ta.type == tb.type && ta.n_dims == tb.n_dims);
     CHECK(memcmp(ta.ne, tb.ne, sizeof ta.ne) == 0 && ta.size == tb.size);
     CHECK(ta.size == 0 || memcmp(ta.data, tb.data, (size_t)ta.size) == 0);

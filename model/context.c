@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: MIT */
+/* context.c: a context runs one sequence through the model. It owns the
+ * KV cache, the scheduler over the model's devices and a fixed block of
+ * host memory in which every graph's headers are built (a no_alloc
+ * context over it, made afresh per ubatch).
+ *
+ * Compute buffers are reserved at creation the llama.cpp way (seed 4.2):
+ * the prompt graph (n_batch tokens at the end of the context, the largest
+ * graph there is), then the one-token graph (its node and split counts are
+ * the statistics), then the prompt graph again, because a reserve replaces
+ * the plan and the plan must end up being the largest graph's. Every
+ * ubatch after that has the same structure with smaller sizes, fits the
+ * plan, and allocates nothing; the stats count what would say otherwise. */
+#include "model_impl.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct rtm_context {
+    rtm_model_t *model;
+    int32_t n_ctx, n_batch;
+    bool logits_all;
+    rtm_kv_cache_t kv;
+    rt_sched_t *sched;
+    void *graph_mem;              /* headers of one graph at a time */
+    size_t graph_mem_size;        /* bytes */
+    int32_t n_past;               /* tokens in the cache */
+    float *logits;                /* n_logits rows of n_vocab */
+    int32_t n_logits, logits_cap; /* rows held, rows allocated */
+    int32_t *tok_buf, *pos_buf;   /* n_batch each: input staging */
+    float *mask_buf;              /* n_ctx * n_batch */
+    rtm_context_stats_t stats;
+};
+
+//===--- graphs ---===//
+
+static rt_status_t graph_context(rtm_context_t *c, rt_context_t **out) {
+    const rt_context_params_t p = {.struct_size = sizeof p, .mem_size = c->graph_mem_size,
+                                   .mem_buffer = c->graph_mem, .no_alloc = true};
+    const rt_status_t st = rt_context_create(&p, out);
+    return st == RT_OK ? RT_OK : rtm_error_core(st, "rtm_context: graph context");
+}
+
+static uint64_t compute_bytes(const rtm_context_t *c) {
+    uint64_t sum = 0;
+    for (int32_t i = 0; i < rt_sched_n_devices(c->sched); i++) sum += rt_sched_buffer_size(c->sched, i);
+    return sum;
+}
+
+/* Plans the buffers for the graph of ub; for the one-token graph, keeps
+ * its counts. */
+static rt_status_t reserve(rtm_context_t *c, const rtm_ubatch_t *ub, bool keep_stats) {
+    rt_context_t *gctx = NULL;
+    rtm_graph_io_t io;
+    rt_status_t st = graph_context(c, &gctx);
+    if (st != RT_OK) return st;
+    rtm_llama_build(c->model, &c->kv, gctx, ub, &io);
+    st = rt_sched_reserve(c->sched, io.graph);
+    if (st != RT_OK) st = rtm_error_core(st, "rtm_context_create: reserving compute buffers");
+    if (st == RT_OK && keep_stats) {
+        c->stats.tg_nodes = rt_graph_n_nodes(io.graph);
+        c->stats.tg_splits = rt_sched_n_splits(c->sched);
+    }
+    c->stats.n_reserves++;
+    rt_context_destroy(gctx);
+    return st;
+}
+
+static rt_status_t reserve_all(rtm_context_t *c) {
+    const rtm_ubatch_t pp = {c->n_batch, c->n_ctx - c->n_batch, c->logits_all};
+    const rtm_ubatch_t tg = {1, c->n_ctx - 1, c->logits_all};
+    rt_status_t st = reserve(c, &pp, false);
+    if (st == RT_OK) st = reserve(c, &tg, true);
+    if (st == RT_OK) st = reserve(c, &pp, false);
+    c->stats.compute_bytes = compute_bytes(c);
+    return st;
+}
+
+//===--- creation ---===//
+
+static rt_status_t make_sched(rtm_context_t *c, int32_t n_threads) {
+    const rtm_model_t *m = c->model;
+    const rt_sched_options_t o = {.struct_size = sizeof o, .devices = m->devices,
+                                  .n_devices = m->n_devices,
+                                  .graph_size = rtm_llama_graph_size(&m->hp),
+                                  .n_threads = n_threads};
+    const rt_status_t st = rt_sched_create(&o, &c->sched);
+    return st == RT_OK ? RT_OK : rtm_error_core(st, "rtm_context_create: scheduler");
+}
+
+static rt_status_t alloc_host(rtm_context_t *c) {
+    const size_t graph_size = (size_t)rtm_llama_graph_size(&c->model->hp);
+    c->graph_mem_size = 2 * graph_size * rt_tensor_overhead() + rt_graph_overhead(graph_size);
+    c->graph_mem = malloc(c->graph_mem_size);
+    c->tok_buf = malloc((size_t)c->n_batch * sizeof c->tok_buf[0]);
+    c->pos_buf = malloc((size_t)c->n_batch * sizeof c->pos_buf[0]);
+    c->mask_buf = malloc((size_t)c->n_batch * (size_t)c->n_ctx * sizeof c->mask_buf[0]);
+    if (c->graph_mem && c->tok_buf && c->pos_buf && c->mask_buf) return RT_OK;
+    return rtm_error(RT_ERR_OUT_OF_MEMORY, "rtm_context_create: no host memory for n_ctx %d, "
+                     "n_batch %d", c->n_ctx, c->n_batch);
+}
+
+static void set_sizes(rtm_context_t *c, const rtm_context_params_t *p) {
+    const int32_t n_train = c->model->hp.n_ctx_train;
+    c->n_ctx = p->n_ctx > 0 ? p->n_ctx : (n_train < RTM_DEFAULT_N_CTX ? n_train : RTM_DEFAULT_N_CTX);
+    c->n_batch = p->n_batch > 0 ? p->n_batch : RTM_DEFAULT_N_BATCH;
+    if (c->n_batch > c->n_ctx) c->n_batch = c->n_ctx;
+    c->logits_all = p->logits_all;
+}
+
+void rtm_context_destroy(rtm_context_t *c) {
+    if (c == NULL) return;
+    rt_sched_destroy(c->sched);
+    rtm_kv_cache_deinit(&c->kv);
+    free(c->graph_mem);
+    free(c->tok_buf);
+    free(c->pos_buf);
+    free(c->mask_buf);
+    free(c->logits);
+    free(c);
+}
+
+rt_status_t rtm_context_create(rtm_model_t *m, const rtm_context_params_t *params,
+                               rtm_context_t **out_ctx) {
+    if (out_ctx) *out_ctx = NULL;
+    if (m == NULL || out_ctx == NULL)
+        return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_context_create: NULL model or out_ctx");
+    rtm_context_params_t pc;
+    rtm_params_copy(&pc, sizeof pc, params);
+    const rtm_context_params_t *p = &pc;
+    if (p->n_ctx < 0 || p->n_batch < 0 || p->n_threads < 0)
+        return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_context_create: negative n_ctx %d, n_batch "
+                         "%d or n_threads %d", p->n_ctx, p->n_batch, p->n_threads);
+    rtm_context_t *c = calloc(1, sizeof *c);
+    if (c == NULL) return rtm_error(RT_ERR_OUT_OF_MEMORY, "rtm_context_create: no memory");
+    c->model = m;
+    c->stats.struct_size = sizeof c->stats;
+    set_sizes(c, p);
+    rt_status_t st = alloc_host(c);
+    if (st == RT_OK) st = rtm_kv_cache_init(&c->kv, m, c->n_ctx);
+    if (st == RT_OK) st = make_sched(c, p->n_threads);
+    if (st == RT_OK) st = reserve_all(c);
+    if (st != RT_OK) {
+        rtm_context_destroy(c);
+        return st;
+    }
+    c->stats.kv_bytes = c->kv.bytes;
+    c->stats.n_devices = rt_sched_n_devices(c->sched);
+    *out_ctx = c;
+    return RT_OK;
+}
+
+//===--- decoding ---===//
+
+/* Causal: token i (at position n_past + i) sees positions 0..n_past + i. */
+static void fill_inputs(rtm_context_t *c, const rtm_token_t *tokens, int32_t n) {
+    const int32_t n_kv = c->n_past + n;
+    for (int32_t i = 0; i < n; i++) {
+        c->tok_buf[i] = tokens[i];
+        c->pos_buf[i] = c->n_past + i;
+        for (int32_t j = 0; j < n_kv; j++)
+            c->mask_buf[(size_t)i * (size_t)n_kv + (size_t)j] = j <= c->n_past + i ? 0.0f : -INFINITY;
+    }
+}
+
+static rt_status_t set_inputs(rtm_context_t *c, const rtm_graph_io_t *io, int32_t n) {
+    rt_status_t st = rt_tensor_set(io->tokens, c->tok_buf, 0, (size_t)n * sizeof c->tok_buf[0]);
+    if (st == RT_OK) st = rt_tensor_set(io->pos, c->pos_buf, 0, (size_t)n * sizeof c->pos_buf[0]);
+    if (st == RT_OK) st = rt_tensor_set(io->mask, c->mask_buf, 0, rt_nbytes(io->mask));
+    return st;
+}
+
+static void count_run(rtm_context_t *c) {
+    c->stats.n_graphs++;
+    c->stats.n_splits = rt_sched_n_splits(c->sched);
+    c->stats.n_copies = rt_sched_n_copies(c->sched);
+    const uint64_t bytes = compute_bytes(c);
+    if (bytes != c->stats.compute_bytes) c->stats.compute_bytes_changes++;
+    c->stats.compute_bytes = bytes;
+}
+
+/* One graph: n tokens; their logits (or the last one's) into out when not NULL. */
+static rt_status_t run_ubatch(rtm_context_t *c, const rtm_token_t *tokens, int32_t n, float *out) {
+    rt_context_t *gctx = NULL;
+    rtm_graph_io_t io;
+    rt_status_t st = graph_context(c, &gctx);
+    if (st != RT_OK) return st;
+    const rtm_ubatch_t ub = {n, c->n_past, c->logits_all};
+    rtm_llama_build(c->model, &c->kv, gctx, &ub, &io);
+    fill_inputs(c, tokens, n);
+    st = rt_sched_alloc_graph(c->sched, io.graph);
+    if (st == RT_OK) st = set_inputs(c, &io, n);
+    if (st == RT_OK) st = rt_sched_graph_compute(c->sched, io.graph);
+    if (st == RT_OK && out != NULL) st = rt_tensor_get(io.logits, out, 0, rt_nbytes(io.logits));
+    if (st == RT_OK) count_run(c);
+    else st = rtm_error_core(st, "rtm_decode");
+    rt_sched_reset(c->sched);
+    rt_context_destroy(gctx);
+    return st;
+}
+
+static rt_status_t check_decode(const rtm_context_t *c, const rtm_token_t *tokens, int32_t n) {
+    if (tokens == NULL || n < 1)
+        return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_decode: no tokens (n = %d)", n);
+    for (int32_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= c->model->hp.n_vocab)
+            return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_decode: token %d (at %d) is not in "
+                             "0..%d", tokens[i], i, c->model->hp.n_vocab - 1);
+    if (n > c->n_ctx - c->n_past)
+        return rtm_error(RT_ERR_DOES_NOT_FIT, "rtm_decode: %d tokens after %d do not fit a "
+                         "context of %d", n, c->n_past, c->n_ctx);
+    return RT_OK;
+}
+
+static rt_status_t reserve_logits(rtm_context_t *c, int32_t rows) {
+    if (rows <= c->logits_cap) return RT_OK;
+    float *l = realloc(c->logits, (size_t)rows * (size_t)c->model->hp.n_vocab * sizeof l[0]);
+    if (l == NULL) return rtm_error(RT_ERR_OUT_OF_MEMORY, "rtm_decode: no memory for logits");
+    c->logits = l;
+    c->logits_cap = rows;
+    return RT_OK;
+}
+
+rt_status_t rtm_decode(rtm_context_t *c, const rtm_token_t *tokens, int32_t n) {
+    if (c == NULL) return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_decode: NULL context");
+    rt_status_t st = check_decode(c, tokens, n);
+    const int32_t rows = c->logits_all ? n : 1;
+    if (st == RT_OK) st = reserve_logits(c, rows);
+    c->n_logits = 0;
+    for (int32_t i = 0; st == RT_OK && i < n; i += c->n_batch) {
+        const int32_t nb = n - i < c->n_batch ? n - i : c->n_batch;
+        float *out = c->logits_all ? c->logits + (size_t)i * (size_t)c->model->hp.n_vocab
+                   : i + nb == n ? c->logits : NULL;
+        st = run_ubatch(c, tokens + i, nb, out);
+        if (st == RT_OK) c->n_past += nb;
+    }
+    if (st == RT_OK) c->n_logits = rows;
+    return st;
+}
+
+//===--- getters ---===//
+
+const float *rtm_get_logits(const rtm_context_t *c) {
+    if (c == NULL || c->n_logits == 0) return NULL;
+    return c->logits + (size_t)(c->n_logits - 1) * (size_t)c->model->hp.n_vocab;
+}
+
+const float *rtm_get_logits_ith(const rtm_context_t *c, int32_t i) {
+    if (c == NULL || !c->logits_all || i < 0 || i >= c->n_logits) return NULL;
+    return c->logits + (size_t)i * (size_t)c->model->hp.n_vocab;
+}
+
+int32_t rtm_context_n_past(const rtm_context_t *c) { return c->n_past; }
+int32_t rtm_context_n_ctx(const rtm_context_t *c) { return c->n_ctx; }
+int32_t rtm_context_n_batch(const rtm_context_t *c) { return c->n_batch; }
+
+void rtm_context_clear(rtm_context_t *c) {
+    c->n_past = 0;
+    c->n_logits = 0;
+}
+
+rt_status_t rtm_context_get_stats(const rtm_context_t *c, rtm_context_stats_t *out) {
+    if (c == NULL || out == NULL || out->struct_size == 0)
+        return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_context_get_stats: NULL or unsized out");
+    const size_t n = out->struct_size < sizeof *out ? out->struct_size : sizeof *out;
+    memcpy((char *)out + sizeof out->struct_size, (const char *)&c->stats + sizeof out->struct_size,
+           n - sizeof out->struct_size);
+    return RT_OK;
+}

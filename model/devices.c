@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: MIT */
+/* devices.c: which devices a model uses and which layer goes where. The
+ * devices are the scheduler's list: every non-CPU device the caller named
+ * (or every one of the registry, skipping software renderers and second
+ * handles of the same hardware), then the CPU, which is always there
+ * because graph inputs start on it. Layers are placed by rt_placement_t
+ * (abi/rt_sched.h) over the bytes of each layer's weights and KV cache;
+ * before that, the whole model is checked against the memory of the
+ * devices allowed to hold it, so a model too large fails with one line. */
+#include "model_impl.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static rt_device_kind_t kind_of(const rt_device_t *dev, uint64_t *out_free) {
+    rt_device_props_t p = {.struct_size = sizeof p};
+    if (rt_device_get_props(dev, &p) != RT_OK) return RT_DEVICE_KIND_SOFTWARE;
+    if (out_free) *out_free = p.memory_free ? p.memory_free : p.memory_total;
+    return p.kind;
+}
+
+static bool listed(const rtm_model_t *m, const rt_device_t *dev) {
+    for (int32_t i = 0; i < m->n_devices; i++)
+        if (m->devices[i] == dev) return true;
+    return false;
+}
+
+/* Adds dev among the GPUs (or remembers it as the CPU). */
+static rt_status_t add_device(rtm_model_t *m, rt_device_t *dev, rt_device_t **cpu) {
+    if (listed(m, dev) || dev == *cpu) return RT_OK;
+    if (kind_of(dev, NULL) == RT_DEVICE_KIND_CPU) {
+        if (*cpu == NULL) *cpu = dev;
+        return RT_OK;
+    }
+    if (m->n_devices >= RTM_MAX_DEVICES - 1)
+        return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_model_load: more than %d devices",
+                         RTM_MAX_DEVICES - 1);
+    m->holds_weights[m->n_devices] = true;
+    m->devices[m->n_devices++] = dev;
+    return RT_OK;
+}
+
+/* The default list: real devices, each piece of hardware once. */
+static bool wanted_by_default(rt_device_t *dev) {
+    return rt_device_same_as(dev) == NULL && kind_of(dev, NULL) != RT_DEVICE_KIND_SOFTWARE;
+}
+
+static rt_device_t *registry_cpu(const rt_registry_t *reg) {
+    for (int32_t i = 0; i < rt_registry_device_count(reg); i++) {
+        rt_device_t *dev = rt_registry_device(reg, i);
+        if (kind_of(dev, NULL) == RT_DEVICE_KIND_CPU) return dev;
+    }
+    return NULL;
+}
+
+rt_status_t rtm_devices_choose(rtm_model_t *m, const rtm_model_params_t *params) {
+    rt_device_t *cpu = NULL;
+    rt_status_t st = RT_OK;
+    const bool all = params->devices == NULL;
+    const int32_t n = all ? rt_registry_device_count(m->registry) : params->n_devices;
+    for (int32_t i = 0; st == RT_OK && i < n; i++) {
+        rt_device_t *dev = all ? rt_registry_device(m->registry, i) : params->devices[i];
+        if (dev == NULL) return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_model_load: device %d is NULL", i);
+        if (!all || wanted_by_default(dev)) st = add_device(m, dev, &cpu);
+    }
+    if (st != RT_OK) return st;
+    const bool cpu_holds = cpu != NULL;
+    if (cpu == NULL) cpu = registry_cpu(m->registry);
+    if (cpu == NULL)
+        return rtm_error(RT_ERR_NOT_FOUND, "rtm_model_load: no CPU device; the CPU plugin must be "
+                         "loaded (plugin search path: %s)", rt_registry_search_path(m->registry));
+    if (m->n_devices == 0 && !cpu_holds)
+        return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_model_load: no device to hold the weights");
+    m->holds_weights[m->n_devices] = cpu_holds;
+    m->devices[m->n_devices++] = cpu;
+    return RT_OK;
+}
+
+uint64_t rtm_kv_layer_bytes(const rtm_hparams_t *hp, int32_t n_ctx) {
+    return 2 * (uint64_t)n_ctx * (uint64_t)rtm_n_embd_kv(hp) * sizeof(float);
+}
+
+/* A rough compute buffer for one GPU, kept free by the placement: the
+ * logits and the widest activations of a default ubatch, and the
+ * attention scores of one layer at full context. */
+static uint64_t compute_reserve(const rtm_hparams_t *hp, int32_t n_ctx) {
+    const uint64_t nb = RTM_DEFAULT_N_BATCH;
+    const uint64_t act = nb * ((uint64_t)hp->n_vocab + 4 * (uint64_t)hp->n_ff + 8 * (uint64_t)hp->n_embd);
+    const uint64_t kq = 2 * nb * (uint64_t)n_ctx * (uint64_t)hp->n_head;
+    return (act + kq) * sizeof(float);
+}
+
+typedef struct place_sizes {
+    uint64_t *layer;
+    uint64_t input, output, total;
+    uint64_t free[RTM_MAX_DEVICES], reserve[RTM_MAX_DEVICES];
+    uint64_t capacity;  /* free memory of the devices allowed to hold weights */
+} place_sizes_t;
+
+static void measure(const rtm_model_t *m, int32_t n_ctx, place_sizes_t *s) {
+    s->input = rtm_llama_input_bytes(m);
+    s->output = rtm_llama_output_bytes(m);
+    s->total = s->input + s->output;
+    for (int32_t il = 0; il < m->hp.n_layer; il++) {
+        s->layer[il] = rtm_llama_layer_bytes(m, il) + rtm_kv_layer_bytes(&m->hp, n_ctx);
+        s->total += s->layer[il];
+    }
+    s->capacity = 0;
+    for (int32_t d = 0; d < m->n_devices; d++) {
+        kind_of(m->devices[d], &s->free[d]);
+        if (!m->holds_weights[d]) s->free[d] = 0;
+        s->reserve[d] = d < m->n_devices - 1 ? compute_reserve(&m->hp, n_ctx) : 0;
+        s->capacity += s->free[d];
+    }
+}
+
+static rt_status_t too_large(const rtm_model_t *m, const place_sizes_t *s, const char *why) {
+    int32_t n = 0;
+    for (int32_t d = 0; d < m->n_devices; d++) n += m->holds_weights[d];
+    return rtm_error(RT_ERR_OUT_OF_MEMORY, "rtm_model_load: the model (%.1f MiB of weights and KV "
+                     "cache) is larger than its %d device(s) allow (%.1f MiB free)%s",
+                     (double)s->total / 1048576.0, n, (double)s->capacity / 1048576.0, why);
+}
+
+/* The plan must leave nothing on a device that may not hold weights. */
+static rt_status_t take_plan(rtm_model_t *m, const rt_placement_t *pl, const place_sizes_t *s) {
+    m->layout.input = rt_placement_input_device(pl);
+    m->layout.output = rt_placement_output_device(pl);
+    bool ok = m->holds_weights[m->layout.input] && m->holds_weights[m->layout.output];
+    for (int32_t il = 0; il < m->hp.n_layer; il++) {
+        m->layout.layer[il] = rt_placement_layer_device(pl, il);
+        ok = ok && m->holds_weights[m->layout.layer[il]];
+    }
+    return ok ? RT_OK : too_large(m, s, ": layers would fall to the CPU, which is not one of them");
+}
+
+rt_status_t rtm_devices_place(rtm_model_t *m, const rtm_model_params_t *params) {
+    const int32_t n_ctx = params->n_ctx > 0 ? params->n_ctx : RTM_DEFAULT_N_CTX;
+    place_sizes_t s = {0};
+    m->layout.layer = calloc((size_t)m->hp.n_layer, sizeof m->layout.layer[0]);
+    s.layer = calloc((size_t)m->hp.n_layer, sizeof s.layer[0]);
+    rt_status_t st = m->layout.layer && s.layer ? RT_OK
+                   : rtm_error(RT_ERR_OUT_OF_MEMORY, "rtm_model_load: no memory");
+    if (st == RT_OK) measure(m, n_ctx, &s);
+    if (st == RT_OK && s.total > s.capacity) st = too_large(m, &s, "");
+    const rt_placement_params_t pp = {
+        .struct_size = sizeof pp,
+        .mode = params->split == RTM_SPLIT_N_GPU_LAYERS ? RT_PLACEMENT_N_GPU_LAYERS : RT_PLACEMENT_AUTO,
+        .n_gpu_layers = params->n_gpu_layers, .n_layers = m->hp.n_layer, .layer_bytes = s.layer,
+        .input_bytes = s.input, .output_bytes = s.output, .n_devices = m->n_devices,
+        .devices = m->devices, .memory_free = s.free, .reserve = s.reserve};
+    rt_placement_t *pl = NULL;
+    if (st == RT_OK && (st = rt_placement_create(&pp, &pl)) != RT_OK)
+        st = rtm_error_core(st, "rtm_model_load: placement");
+    if (st == RT_OK) st = take_plan(m, pl, &s);
+    rt_placement_destroy(pl);
+    free(s.layer);
+    return st;
+}

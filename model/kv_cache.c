@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/* kv_cache.c: the KV cache, each layer's on the device of that layer (as
+ * llama.cpp's llama-kv-cache does, so attention never reads K and V across
+ * devices). The tensors of one device share a no_alloc context and one
+ * buffer of the device's type 0, cleared to zero so that no stale bytes
+ * are ever read. The graph writes new rows with rt_cpy into views and
+ * reads the first n_past + n_tokens rows through views (llama.c). */
+#include "model_impl.h"
+
+#include <stdlib.h>
+
+void rtm_kv_cache_deinit(rtm_kv_cache_t *kv) {
+    for (int32_t d = 0; d < RTM_MAX_DEVICES; d++) {
+        rt_buffer_free(kv->buf[d]);
+        rt_context_destroy(kv->ctx[d]);
+    }
+    free(kv->k);
+    free(kv->v);
+    *kv = (rtm_kv_cache_t){0};
+}
+
+static rt_status_t make_contexts(rtm_kv_cache_t *kv, const rtm_model_t *m) {
+    const rt_context_params_t p = {.struct_size = sizeof p,
+                                   .mem_size = 2 * (size_t)m->hp.n_layer * rt_tensor_overhead(),
+                                   .no_alloc = true};
+    for (int32_t il = 0; il < m->hp.n_layer; il++) {
+        const int32_t d = m->layout.layer[il];
+        if (kv->ctx[d] != NULL) continue;
+        const rt_status_t st = rt_context_create(&p, &kv->ctx[d]);
+        if (st != RT_OK) return rtm_error_core(st, "rtm_context_create: KV cache context");
+    }
+    return RT_OK;
+}
+
+static void declare(rtm_kv_cache_t *kv, const rtm_model_t *m) {
+    const int64_t n_embd_kv = rtm_n_embd_kv(&m->hp);
+    for (int32_t il = 0; il < m->hp.n_layer; il++) {
+        rt_context_t *ctx = kv->ctx[m->layout.layer[il]];
+        kv->k[il] = rt_format_name(rt_new_tensor_2d(ctx, RT_TYPE_F32, n_embd_kv, kv->n_ctx),
+                                   "cache_k_l%d", il);
+        kv->v[il] = rt_format_name(rt_new_tensor_2d(ctx, RT_TYPE_F32, kv->n_ctx, n_embd_kv),
+                                   "cache_v_l%d", il);
+    }
+}
+
+static rt_status_t allocate(rtm_kv_cache_t *kv, const rtm_model_t *m) {
+    for (int32_t d = 0; d < m->n_devices; d++) {
+        if (kv->ctx[d] == NULL) continue;
+        rt_status_t st = rt_alloc_ctx_tensors(kv->ctx[d], rt_device_buffer_type(m->devices[d], 0),
+                                              &kv->buf[d]);
+        if (st == RT_OK) st = rt_buffer_clear(kv->buf[d], 0);
+        if (st != RT_OK) return rtm_error_core(st, "rtm_context_create: KV cache");
+        kv->bytes += rt_buffer_size(kv->buf[d]);
+    }
+    return RT_OK;
+}
+
+rt_status_t rtm_kv_cache_init(rtm_kv_cache_t *kv, const rtm_model_t *m, int32_t n_ctx) {
+    *kv = (rtm_kv_cache_t){.n_ctx = n_ctx};
+    kv->k = calloc((size_t)m->hp.n_layer, sizeof kv->k[0]);
+    kv->v = calloc((size_t)m->hp.n_layer, sizeof kv->v[0]);
+    if (kv->k == NULL || kv->v == NULL)
+        return rtm_error(RT_ERR_OUT_OF_MEMORY, "rtm_context_create: no memory for the KV cache");
+    rt_status_t st = make_contexts(kv, m);
+    if (st == RT_OK) declare(kv, m);
+    if (st == RT_OK) st = allocate(kv, m);
+    return st;
+}

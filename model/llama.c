@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/* llama.c: the llama forward graph for one ubatch of n_tokens new tokens
+ * after n_past cached ones (n_kv = n_past + n_tokens):
+ *
+ *   x = get_rows(token_embd, tokens)                          {n_embd, N}
+ *   per layer: h = x + W_o . attention(rms_norm(x) * attn_norm)
+ *              x = h + W_down . swiglu(W_gate . n, W_up . n), n = rms_norm(h) * ffn_norm
+ *   logits = output . (rms_norm(x) * output_norm)              last token, or all
+ *
+ * Attention, per layer: Q, K, V projections, rope (NORMAL mode: the
+ * converter permuted W_q and W_k for it) on Q and K, then this step's K
+ * and V are copied into the layer's cache (rt_cpy into views, the seed's
+ * 2.1) and the whole prefix is read back through views of the cache:
+ *
+ *   K   view {head_dim, n_kv, n_head_kv} of cache_k {n_embd_kv, n_ctx}
+ *   V^T view {n_kv, head_dim, n_head_kv} of cache_v {n_ctx, n_embd_kv},
+ *       which is stored transposed so that this view has contiguous rows
+ *   KQ  = mul_mat(K, Q)  {n_kv, N, n_head}: query head h reads K head
+ *         h / (n_head / n_head_kv) through mul_mat's broadcast (GQA)
+ *   KQ  = soft_max_ext(KQ, mask, 1/sqrt(head_dim)), mask -inf above the
+ *         diagonal (key position > n_past + query index)
+ *   KQV = mul_mat(V^T, KQ) {head_dim, N, n_head} -> permute, cont {n_embd, N}
+ *
+ * The copies into the cache are expanded into the graph before the
+ * attention reads the cache, so they run first. Every ubatch of a context
+ * builds the same structure (only sizes change), which is what lets the
+ * compute buffers reserved once for the largest one serve them all. */
+#include "model_impl.h"
+
+#include <math.h>
+
+typedef struct build {
+    const rtm_model_t *m;
+    const rtm_hparams_t *hp;
+    const rtm_kv_cache_t *kv;
+    rt_context_t *ctx;
+    rt_graph_t *g;
+    int32_t n_tokens, n_past, n_kv;
+    rt_tensor_t *pos, *mask;
+} build_t;
+
+int32_t rtm_llama_graph_size(const rtm_hparams_t *hp) {
+    return 40 * hp->n_layer + 64; /* 31 nodes per layer, and the ends */
+}
+
+static rt_tensor_t *norm(build_t *b, rt_tensor_t *x, rt_tensor_t *w) {
+    return rt_mul(b->ctx, rt_rms_norm(b->ctx, x, b->hp->norm_eps), w);
+}
+
+static rt_tensor_t *rope(build_t *b, rt_tensor_t *x) {
+    return rt_rope_ext(b->ctx, x, b->pos, b->hp->n_rot, RT_ROPE_MODE_NORMAL, b->hp->rope_freq_base, 1.0f);
+}
+
+/* Writes this step's K {head_dim, n_head_kv, N} and V {n_embd_kv, N} into
+ * rows n_past.. of layer il's cache. */
+static void store_kv(build_t *b, int32_t il, rt_tensor_t *k, rt_tensor_t *v) {
+    rt_tensor_t *ck = b->kv->k[il], *cv = b->kv->v[il];
+    const int64_t n_embd_kv = rtm_n_embd_kv(b->hp);
+    rt_tensor_t *k_dst = rt_view_1d(b->ctx, ck, b->n_tokens * n_embd_kv, (size_t)b->n_past * ck->nb[1]);
+    rt_tensor_t *v_dst = rt_view_2d(b->ctx, cv, b->n_tokens, n_embd_kv, cv->nb[1],
+                                    (size_t)b->n_past * cv->nb[0]);
+    rt_graph_build_forward_expand(b->g, rt_cpy(b->ctx, k, k_dst));
+    rt_graph_build_forward_expand(b->g, rt_cpy(b->ctx, rt_transpose(b->ctx, v), v_dst));
+}
+
+/* softmax(K^T Q / sqrt(d) + mask) applied to V, heads side by side. */
+static rt_tensor_t *attend(build_t *b, int32_t il, rt_tensor_t *q) {
+    const rtm_hparams_t *hp = b->hp;
+    rt_tensor_t *ck = b->kv->k[il], *cv = b->kv->v[il];
+    const int64_t hd = hp->head_dim;
+    rt_tensor_t *k = rt_view_3d(b->ctx, ck, hd, b->n_kv, hp->n_head_kv, ck->nb[1], (size_t)hd * ck->nb[0], 0);
+    rt_tensor_t *vt = rt_view_3d(b->ctx, cv, b->n_kv, hd, hp->n_head_kv, cv->nb[1], (size_t)hd * cv->nb[1], 0);
+    rt_tensor_t *kq = rt_mul_mat(b->ctx, k, rt_permute(b->ctx, q, 0, 2, 1, 3));
+    kq = rt_soft_max_ext(b->ctx, kq, b->mask, 1.0f / sqrtf((float)hd));
+    rt_tensor_t *kqv = rt_mul_mat(b->ctx, vt, kq);
+    return rt_cont_2d(b->ctx, rt_permute(b->ctx, kqv, 0, 2, 1, 3), hp->n_embd, b->n_tokens);
+}
+
+static rt_tensor_t *attention(build_t *b, int32_t il, rt_tensor_t *x) {
+    const rtm_layer_t *L = &b->m->layers[il];
+    const rtm_hparams_t *hp = b->hp;
+    rt_tensor_t *q = rt_reshape_3d(b->ctx, rt_mul_mat(b->ctx, L->wq, x), hp->head_dim, hp->n_head, b->n_tokens);
+    rt_tensor_t *k = rt_reshape_3d(b->ctx, rt_mul_mat(b->ctx, L->wk, x), hp->head_dim, hp->n_head_kv, b->n_tokens);
+    rt_tensor_t *v = rt_mul_mat(b->ctx, L->wv, x);
+    store_kv(b, il, rope(b, k), v);
+    return rt_mul_mat(b->ctx, L->wo, attend(b, il, rope(b, q)));
+}
+
+static rt_tensor_t *ffn(build_t *b, const rtm_layer_t *L, rt_tensor_t *x) {
+    rt_tensor_t *gate = rt_mul_mat(b->ctx, L->ffn_gate, x);
+    rt_tensor_t *up = rt_mul_mat(b->ctx, L->ffn_up, x);
+    return rt_mul_mat(b->ctx, L->ffn_down, rt_swiglu(b->ctx, gate, up));
+}
+
+static rt_tensor_t *layer(build_t *b, int32_t il, rt_tensor_t *x) {
+    const rtm_layer_t *L = &b->m->layers[il];
+    rt_tensor_t *h = rt_add(b->ctx, attention(b, il, norm(b, x, L->attn_norm)), x);
+    return rt_add(b->ctx, ffn(b, L, norm(b, h, L->ffn_norm)), h);
+}
+
+static rt_tensor_t *input(rt_tensor_t *t, const char *name) {
+    rt_set_input(t);
+    return rt_set_name(t, name);
+}
+
+void rtm_llama_build(const rtm_model_t *m, const rtm_kv_cache_t *kv, rt_context_t *ctx,
+                     const rtm_ubatch_t *ub, rtm_graph_io_t *io) {
+    build_t b = {m, &m->hp, kv, ctx, rt_graph_create(ctx, (size_t)rtm_llama_graph_size(&m->hp)),
+                 ub->n_tokens, ub->n_past, ub->n_past + ub->n_tokens, NULL, NULL};
+    io->graph = b.g;
+    io->tokens = input(rt_new_tensor_1d(ctx, RT_TYPE_I32, b.n_tokens), "tokens");
+    io->pos = b.pos = input(rt_new_tensor_1d(ctx, RT_TYPE_I32, b.n_tokens), "positions");
+    io->mask = b.mask = input(rt_new_tensor_2d(ctx, RT_TYPE_F32, b.n_kv, b.n_tokens), "kq_mask");
+    rt_tensor_t *x = rt_get_rows(ctx, m->tok_embd, io->tokens);
+    for (int32_t il = 0; il < m->hp.n_layer; il++) x = layer(&b, il, x);
+    if (!ub->all_logits)
+        x = rt_view_2d(ctx, x, m->hp.n_embd, 1, x->nb[1], (size_t)(b.n_tokens - 1) * x->nb[1]);
+    io->logits = rt_mul_mat(ctx, m->output, norm(&b, x, m->output_norm));
+    rt_set_output(rt_set_name(io->logits, "logits"));
+    rt_graph_build_forward_expand(b.g, io->logits);
+}

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/* model_impl.h: the layouts of a model and a context, shared by the files
+ * that load (load.c, arch_llama.c, devices.c, weights.c), build graphs
+ * (llama.c), keep the KV cache (kv_cache.c) and decode (context.c).
+ *
+ * Devices are numbered as the scheduler and the placement see them: the
+ * GPUs (every non-CPU device) in the caller's order, then the CPU last.
+ * Each device d has its own no_alloc context of weight headers ctx[d] and
+ * one weight buffer buf[d]: the file's mapping wrapped in place, or memory
+ * of the device's buffer type 0 the weights were copied into. A weight
+ * tensor lives in the context of the device of its layer. */
+#ifndef RTM_MODEL_IMPL_H
+#define RTM_MODEL_IMPL_H
+
+#include "internal.h"
+
+#define RTM_MAX_DEVICES RT_SCHED_MAX_DEVICES
+#define RTM_DEFAULT_N_CTX 2048  /* most tokens a context holds unless asked */
+#define RTM_DEFAULT_N_BATCH 32  /* tokens per ubatch unless asked */
+
+/* The llama hyperparameters (GGUF keys llama.*). */
+typedef struct rtm_hparams {
+    int32_t n_vocab;        /* rows of token_embd.weight */
+    int32_t n_ctx_train;    /* llama.context_length */
+    int32_t n_embd;         /* llama.embedding_length */
+    int32_t n_layer;        /* llama.block_count */
+    int32_t n_ff;           /* llama.feed_forward_length */
+    int32_t n_head;         /* llama.attention.head_count */
+    int32_t n_head_kv;      /* llama.attention.head_count_kv (default n_head) */
+    int32_t head_dim;       /* n_embd / n_head */
+    int32_t n_rot;          /* llama.rope.dimension_count (default head_dim) */
+    float rope_freq_base;   /* llama.rope.freq_base (default 10000) */
+    float norm_eps;         /* llama.attention.layer_norm_rms_epsilon (default 1e-5) */
+} rtm_hparams_t;
+
+static inline int32_t rtm_n_embd_kv(const rtm_hparams_t *hp) { return hp->head_dim * hp->n_head_kv; }
+
+/* One transformer block's weights. */
+typedef struct rtm_layer {
+    rt_tensor_t *attn_norm, *wq, *wk, *wv, *wo;
+    rt_tensor_t *ffn_norm, *ffn_gate, *ffn_up, *ffn_down;
+} rtm_layer_t;
+
+/* Where each part of the model goes: indices into rtm_model_t.devices. */
+typedef struct rtm_layout {
+    int32_t *layer;         /* n_layer */
+    int32_t input, output;
+} rtm_layout_t;
+
+struct rtm_model {
+    char arch[32];
+    rtm_hparams_t hp;
+    rt_gguf_t *gguf;                        /* the mapped file; weights may point into it */
+    rtm_vocab_t *vocab;
+    rt_registry_t *registry;                /* borrowed */
+    int32_t n_devices;
+    rt_device_t *devices[RTM_MAX_DEVICES];  /* GPUs in order, then the CPU */
+    bool holds_weights[RTM_MAX_DEVICES];    /* the caller allowed weights there */
+    rtm_layout_t layout;
+    rt_context_t *ctx[RTM_MAX_DEVICES];     /* weight headers, per device */
+    rt_buffer_t *buf[RTM_MAX_DEVICES];      /* weight bytes, per device */
+    bool mapped[RTM_MAX_DEVICES];           /* buf wraps the mapping */
+    rt_tensor_t *tok_embd, *output_norm, *output;
+    rtm_layer_t *layers;                    /* n_layer */
+    rtm_load_stats_t stats;
+};
+
+static inline rt_device_t *rtm_cpu_device(const rtm_model_t *m) { return m->devices[m->n_devices - 1]; }
+
+//===--- arch_llama.c: the llama architecture in a GGUF ---===//
+
+/* Reads hparams from the llama.* keys and checks every tensor the graph
+ * needs is there with its shape. RT_ERR_FORMAT naming the key or tensor. */
+RTM_INTERNAL rt_status_t rtm_llama_read(rtm_model_t *m, const char *path);
+/* Bytes of the weights of layer il, of the input and of the output parts. */
+RTM_INTERNAL uint64_t rtm_llama_layer_bytes(const rtm_model_t *m, int32_t il);
+RTM_INTERNAL uint64_t rtm_llama_input_bytes(const rtm_model_t *m);
+RTM_INTERNAL uint64_t rtm_llama_output_bytes(const rtm_model_t *m);
+/* Declares every weight in the context of its layout device (as the
+ * file's type and shape, named as in the file). */
+RTM_INTERNAL rt_status_t rtm_llama_declare(rtm_model_t *m);
+
+//===--- devices.c: which devices, which layer where ---===//
+
+/* Fills m->devices (GPUs, then the CPU, added when the caller's list lacks
+ * it) and holds_weights from params. */
+RTM_INTERNAL rt_status_t rtm_devices_choose(rtm_model_t *m, const rtm_model_params_t *params);
+/* Plans m->layout with rt_placement_t, checking that the model fits the
+ * devices that may hold it (RT_ERR_OUT_OF_MEMORY otherwise). */
+RTM_INTERNAL rt_status_t rtm_devices_place(rtm_model_t *m, const rtm_model_params_t *params);
+/* Bytes the KV cache of one layer takes for n_ctx tokens. */
+RTM_INTERNAL uint64_t rtm_kv_layer_bytes(const rtm_hparams_t *hp, int32_t n_ctx);
+
+//===--- weights.c: weight bytes onto the devices ---===//
+
+/* For every device with weights: map them in place when it can and they
+ * are aligned (and !no_mmap), else allocate and copy. Updates m->stats. */
+RTM_INTERNAL rt_status_t rtm_weights_load(rtm_model_t *m, bool no_mmap, bool progress);
+
+//===--- kv_cache.c ---===//
+
+/* Per layer, K as {n_embd_kv, n_ctx} (a token's keys are a row) and V
+ * transposed as {n_ctx, n_embd_kv} (a channel's values over time are a
+ * row, so attention reads V^T with no copy), F32, on the layer's device:
+ * one context and one buffer per device. */
+typedef struct rtm_kv_cache {
+    int32_t n_ctx;
+    rt_tensor_t **k, **v;                   /* n_layer each */
+    rt_context_t *ctx[RTM_MAX_DEVICES];
+    rt_buffer_t *buf[RTM_MAX_DEVICES];
+    uint64_t bytes;
+} rtm_kv_cache_t;
+
+RTM_INTERNAL rt_status_t rtm_kv_cache_init(rtm_kv_cache_t *kv, const rtm_model_t *m, int32_t n_ctx);
+RTM_INTERNAL void rtm_kv_cache_deinit(rtm_kv_cache_t *kv);
+
+//===--- llama.c: the graph ---===//
+
+/* One graph: n_tokens new tokens after n_past cached ones. */
+typedef struct rtm_ubatch {
+    int32_t n_tokens;
+    int32_t n_past;
+    bool all_logits;        /* logits for every token, else the last one's */
+} rtm_ubatch_t;
+
+/* The graph's inputs and output. */
+typedef struct rtm_graph_io {
+    rt_graph_t *graph;
+    rt_tensor_t *tokens;    /* I32 {n_tokens} */
+    rt_tensor_t *pos;       /* I32 {n_tokens} */
+    rt_tensor_t *mask;      /* F32 {n_kv, n_tokens}: 0 or -inf */
+    rt_tensor_t *logits;    /* F32 {n_vocab, 1 or n_tokens} */
+} rtm_graph_io_t;
+
+/* Most nodes of any graph of the model (also the graph's size). */
+RTM_INTERNAL int32_t rtm_llama_graph_size(const rtm_hparams_t *hp);
+/* Builds the forward graph in ctx (no_alloc). */
+RTM_INTERNAL void rtm_llama_build(const rtm_model_t *m, const rtm_kv_cache_t *kv, rt_context_t *ctx,
+                                  const rtm_ubatch_t *ub, rtm_graph_io_t *io);
+
+#endif /* RTM_MODEL_IMPL_H */

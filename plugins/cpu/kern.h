@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/* kern.h: the CPU plugin's kernel table, the seam between the op files
+ * (ops_*.c: shapes, strides, threads) and the arithmetic, which exists in
+ * one variant per instruction set. Each kernel file (kern_vec.c, kern_mm.c,
+ * kern_quant.c) is compiled once per variant (simd.h) and exports a getter
+ * for its part of the table, NULL when the variant was not compiled in;
+ * isa.c checks what the CPU and the OS allow, composes one table per
+ * runnable path and picks the best (or the one RT_CPU_ISA names) when the
+ * plugin starts. Kernels read and write contiguous F32 rows; whatever else
+ * a layout needs happens in the op files. */
+#ifndef RT_CPU_KERN_H
+#define RT_CPU_KERN_H
+
+#include "../../abi/rt_tensor.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+//===--- paths ---===//
+
+typedef enum rt_cpu_isa {
+    RT_CPU_ISA_SCALAR,     /* plain C, the reference */
+    RT_CPU_ISA_AVX2,       /* AVX2 + FMA + F16C */
+    RT_CPU_ISA_AVX512,     /* AVX-512 F, BW, VL, DQ */
+    RT_CPU_ISA_AVX512VNNI, /* the above + VNNI for the quantised dot products */
+    RT_CPU_ISA_NEON,       /* arm64 Advanced SIMD */
+    RT_CPU_ISA_COUNT
+} rt_cpu_isa_t;
+
+//===--- elementwise and row kernels (kern_vec.c) ---===//
+
+enum {
+    RT_CPU_BIN_ADD,
+    RT_CPU_BIN_SUB,
+    RT_CPU_BIN_MUL,
+    RT_CPU_BIN_DIV,
+    RT_CPU_BIN_SWIGLU, /* silu(x) * y */
+    RT_CPU_BIN_COUNT
+};
+
+typedef void (*rt_cpu_vv_fn)(float *d, const float *x, const float *y, int64_t n);
+typedef void (*rt_cpu_vs_fn)(float *d, const float *x, float y, int64_t n);
+
+/* n elements, contiguous; d may be x in every row kernel. Conversions are
+ * bit-exact with abi/rt_quant.h; n is a multiple of 32 for Q8_0/Q4_0. */
+typedef struct rt_cpu_kern_vec {
+    void (*f16_to_f32)(const uint16_t *src, float *dst, int64_t n);
+    void (*bf16_to_f32)(const uint16_t *src, float *dst, int64_t n);
+    void (*f32_to_f16)(const float *src, uint16_t *dst, int64_t n);
+    void (*f32_to_bf16)(const float *src, uint16_t *dst, int64_t n);
+    void (*q8_0_to_f32)(const void *src, float *dst, int64_t n);
+    void (*q4_0_to_f32)(const void *src, float *dst, int64_t n);
+    void (*f32_to_q8_0)(const float *src, void *dst, int64_t n);
+    rt_cpu_vv_fn vv[RT_CPU_BIN_COUNT];  /* d = x op y */
+    rt_cpu_vs_fn vs[RT_CPU_BIN_COUNT];  /* d = x op y for one y */
+    void (*gelu)(float *d, const float *x, int64_t n);
+    void (*silu)(float *d, const float *x, int64_t n);
+    void (*norm)(float *d, const float *x, int64_t n, float eps);
+    void (*rms_norm)(float *d, const float *x, int64_t n, float eps);
+    /* softmax(x*scale + mask); mask NULL for none. A row with no finite
+     * entry becomes zeros (see ops_norm.c). */
+    void (*soft_max)(float *d, const float *x, const float *mask, float scale, int64_t n);
+    /* Rotates the first n_dims of x by a table from rt_cpu_rope_table (ops_rope.c):
+     * NORMAL: cs[0..n_dims) cosines, cs[n_dims..2n_dims) signed sines, both per
+     * element of the pair; NEOX: cs[0..h) cosines, cs[h..2h) sines, h = n_dims/2.
+     * Elements from n_dims to n are copied. */
+    void (*rope)(float *d, const float *x, const float *cs, int64_t n_dims, bool neox, int64_t n);
+} rt_cpu_kern_vec_t;
+
+//===--- matrix products (kern_mm.c, kern_quant.c) ---===//
+
+/* One matrix product c[n][m] = dot(row m of a, row n of b), m < M, n < N,
+ * over K. Rows of a are of type atype, lda bytes apart; b's rows are F32
+ * (or, for matvec_q, activation rows of rt_cpu_q8a_size(K) bytes), ldb
+ * bytes apart; c's rows are F32, ldc bytes apart, element m at m*4. */
+typedef struct rt_cpu_mm {
+    const char *a;
+    size_t lda;
+    rt_type_t atype;
+    int64_t M, K;
+    const char *b;
+    size_t ldb;
+    int64_t N;
+    char *c;
+    size_t ldc;
+} rt_cpu_mm_t;
+
+typedef struct rt_cpu_kern_mm {
+    int64_t gemm_rows;   /* rows of a per gemm call: work items are multiples of it */
+    size_t gemm_wsize;   /* scratch bytes per thread for gemm */
+    /* Rows [m0, m1) of c, every n; m0 a multiple of gemm_rows; any a type. */
+    void (*gemm)(const rt_cpu_mm_t *g, int64_t m0, int64_t m1, void *scratch);
+    /* The same for small N (bandwidth-bound, no packing); F32/F16/BF16 a. */
+    void (*matvec)(const rt_cpu_mm_t *g, int64_t m0, int64_t m1);
+} rt_cpu_kern_mm_t;
+
+/* Activations quantised for the integer dot products, one row of K (a
+ * multiple of 32) elements: K/32 blocks of 32 int8 (Q8_0's rounding, so
+ * d*q is what rt_quantize + rt_dequantize of the row give), then K/32 F32
+ * scales d (the F16-rounded value), then per block 8 int32 lane corrections
+ * -8 * (sum of its bytes 4i..4i+3), which turn a dot with unsigned Q4_0
+ * nibbles into the dot with (nibble - 8). */
+static inline size_t rt_cpu_q8a_size(int64_t K) {
+    return (size_t)(K / 32) * (32 + 4 + 32);
+}
+
+typedef struct rt_cpu_kern_quant {
+    void (*quantize_q8a)(const float *x, int64_t K, void *row);
+    /* x rounded through Q8_0 and back: what the integer path multiplies by. */
+    void (*roundtrip_q8)(const float *x, int64_t K, float *out);
+    /* matvec for Q8_0/Q4_0 a with activation rows from quantize_q8a. */
+    void (*matvec_q)(const rt_cpu_mm_t *g, int64_t m0, int64_t m1);
+} rt_cpu_kern_quant_t;
+
+//===--- the table ---===//
+
+typedef struct rt_cpu_kernels {
+    rt_cpu_isa_t isa;
+    const char *name;   /* "avx512vnni", as RT_CPU_ISA spells it */
+    const rt_cpu_kern_vec_t *vec;
+    const rt_cpu_kern_mm_t *mm;
+    const rt_cpu_kern_quant_t *quant;
+} rt_cpu_kernels_t;
+
+/* The parts, one getter per kernel file and variant; NULL when not built. */
+#define RT_CPU_KERN_PARTS(sfx)                                  \
+    const rt_cpu_kern_vec_t *rt_cpu_kern_vec_##sfx(void);       \
+    const rt_cpu_kern_mm_t *rt_cpu_kern_mm_##sfx(void);         \
+    const rt_cpu_kern_quant_t *rt_cpu_kern_quant_##sfx(void)
+RT_CPU_KERN_PARTS(scalar);
+RT_CPU_KERN_PARTS(avx2);
+RT_CPU_KERN_PARTS(avx512);
+RT_CPU_KERN_PARTS(neon);
+const rt_cpu_kern_quant_t *rt_cpu_kern_quant_avx512vnni(void);
+
+/* isa.c. The path the plugin runs, chosen once per process by
+ * rt_cpu_isa_init: RT_CPU_ISA when set, else the best runnable one. */
+extern const rt_cpu_kernels_t *rt_cpu_k;
+/* false (and a message in out_why) when RT_CPU_ISA names a path this
+ * machine cannot run or one that does not exist. */
+bool rt_cpu_isa_init(char *out_why, size_t why_size);
+bool rt_cpu_isa_runnable(rt_cpu_isa_t isa);         /* CPU, OS and build all allow it */
+const rt_cpu_kernels_t *rt_cpu_kernels_for(rt_cpu_isa_t isa); /* NULL unless runnable */
+const char *rt_cpu_isa_name(rt_cpu_isa_t isa);
+/* "avx512vnni (of scalar avx2 avx512 avx512vnni; cpu: avx2 fma f16c ...)". */
+void rt_cpu_isa_describe(char *out, size_t size);
+
+#endif /* RT_CPU_KERN_H */

@@ -1,0 +1,668 @@
+/* SPDX-License-Identifier: MIT */
+/* test-model.c: the model library (model/rt_model.h) on stories260K, a
+ * real llama model (5 layers, GQA 8/4 heads, 512 tokens). Loading maps the
+ * weights with nothing copied on the CPU; greedy output is the same on
+ * every run, thread count, ubatch size and device split (CPU alone, CPU
+ * with a mock GPU, two mock GPUs), with logits that agree; the first
+ * logits match an independent forward pass written here in double
+ * precision from the same GGUF; decoding never reserves or grows a compute
+ * buffer; sampling is deterministic for a seed; bad files and requests fail
+ * with their status and one line. Tests run from the repository root;
+ * RT_TEST_MODELS_DIR overrides ../shared/models. */
+#include "testutil.h"
+
+#include "../model/rt_model.h"
+#include "plugins/mockgpu/mockgpu.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MODEL "stories260K.gguf"
+#define PROMPT "Once upon a time, there was a"
+#define N_GEN 32
+
+/* Logits of two runs that differ only in how the work is cut (threads,
+ * ubatches, devices) can differ only by rounding in another summation
+ * order. With the CPU plugin and the mock (which computes with it) they
+ * are bit-identical; 1e-5 leaves room for kernels that sum differently,
+ * while a wrong result is off by ~1e-1. */
+#define TOL_SAME_MODEL 1e-5
+/* Against the double-precision reference: F32 dot products of at most 172
+ * terms (unit roundoff 6e-8, error growing ~sqrt(n)) through 5 layers give
+ * ~1e-6 normalised error; 1e-4 is the brief's bound, far below the ~1e-1
+ * of any wrong op (rope pairing, mask, GQA head mapping, scale). */
+#define TOL_REFERENCE 1e-4
+
+//===--- files and registries ---===//
+
+static const char *models_dir(void) {
+    const char *d = getenv("RT_TEST_MODELS_DIR");
+    return d != NULL && *d ? d : "../shared/models";
+}
+
+static char *model_path(const char *file, char *buf, size_t size) {
+    snprintf(buf, size, "%s/%s", models_dir(), file);
+    return buf;
+}
+
+static const char *build_dir(void) {
+    static char path[PATH_MAX];
+    if (path[0] == 0 && realpath(tu_build_dir(), path) == NULL) fail_msg("no build dir %s", tu_build_dir());
+    return path;
+}
+
+/* A registry of the CPU plugin and, when n_gpus > 0, that many mock GPUs
+ * of `memory` each (RT_MOCKGPU_MEMORY syntax). The mock reads its
+ * environment when created, so only one such registry lives at a time. */
+static rt_registry_t *registry_open(int n_gpus, const char *memory) {
+    char count[8], path[2 * PATH_MAX + 64];
+    snprintf(count, sizeof count, "%d", n_gpus);
+    setenv("RT_MOCKGPU_COUNT", count, 1);
+    setenv("RT_MOCKGPU_MEMORY", memory ? memory : "1G", 1);
+    setenv("RT_PLUGINS", n_gpus > 0 ? "cpu,mockgpu" : "cpu", 1);
+    snprintf(path, sizeof path, "%s/tests/plugins/mockgpu:%s/lib/rt-plugins", build_dir(), build_dir());
+    const rt_registry_options_t o = {.struct_size = sizeof o, .plugin_path = path};
+    rt_registry_t *reg = NULL;
+    if (rt_registry_create(&o, &reg) != RT_OK) fail_msg("rt_registry_create: %s", rt_last_error());
+    assert_non_null(rt_registry_device_by_name(reg, "cpu0"));
+    return reg;
+}
+
+static rt_device_t *device(rt_registry_t *reg, const char *name) {
+    rt_device_t *d = rt_registry_device_by_name(reg, name);
+    if (d == NULL) fail_msg("no device %s", name);
+    return d;
+}
+
+static const mockgpu_ext_counters_t *mock_counters(void) {
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/tests/plugins/mockgpu/rt-plugin-mockgpu.so", build_dir());
+    void *dl = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+    assert_non_null(dl);
+    rt_plugin_query_fn query = (rt_plugin_query_fn)dlsym(dl, RT_PLUGIN_QUERY_SYMBOL);
+    const rt_plugin_t *p = query != NULL ? query(RT_ABI_VERSION, NULL) : NULL;
+    const rt_ext_header_t *h = p != NULL ? p->next : NULL;
+    while (h != NULL && h->type != MOCKGPU_EXT_COUNTERS) h = h->next;
+    dlclose(dl); /* the registry keeps it loaded */
+    assert_non_null(h);
+    return (const mockgpu_ext_counters_t *)h;
+}
+
+//===--- running the model ---===//
+
+/* How one run is set up; zero fields are the defaults. */
+typedef struct run_cfg {
+    const rtm_model_params_t *mp; /* registry and devices */
+    int32_t n_threads, n_batch;
+    bool logits_all;
+} run_cfg_t;
+
+typedef struct run_out {
+    rtm_token_t tokens[N_GEN];
+    float *logits0;               /* n_vocab logits after the prompt */
+    int32_t n_prompt;
+    rtm_context_stats_t before, after; /* stats after creation and after the run */
+} run_out_t;
+
+static rtm_model_t *load_model(const rtm_model_params_t *mp) {
+    char path[1024];
+    rtm_model_t *m = NULL;
+    if (rtm_model_load(model_path(MODEL, path, sizeof path), mp, &m) != RT_OK)
+        fail_msg("%s: %s", path, rtm_last_error());
+    return m;
+}
+
+static int32_t tokenize_prompt(const rtm_model_t *m, rtm_token_t *t, int32_t n_max) {
+    int32_t n = 0;
+    assert_int_equal(rtm_vocab_tokenize(rtm_model_vocab(m), PROMPT, strlen(PROMPT), true, false,
+                                        t, n_max, &n), RT_OK);
+    return n;
+}
+
+static void stats(const rtm_context_t *c, rtm_context_stats_t *s) {
+    s->struct_size = sizeof *s;
+    assert_int_equal(rtm_context_get_stats(c, s), RT_OK);
+}
+
+/* The prompt, then N_GEN greedy tokens. */
+static void greedy_run(rtm_model_t *m, const run_cfg_t *cfg, run_out_t *out) {
+    const rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = 256, .n_batch = cfg->n_batch,
+                                     .n_threads = cfg->n_threads, .logits_all = cfg->logits_all};
+    rtm_context_t *c = NULL;
+    rtm_sampler_t *s = NULL;
+    rtm_token_t t[64];
+    if (rtm_context_create(m, &cp, &c) != RT_OK) fail_msg("rtm_context_create: %s", rtm_last_error());
+    assert_int_equal(rtm_sampler_create(NULL, &s), RT_OK);
+    stats(c, &out->before);
+    out->n_prompt = tokenize_prompt(m, t, 64);
+    const int32_t n_vocab = rtm_model_n_vocab(m);
+    for (int32_t i = 0; i < N_GEN; i++) {
+        if (rtm_decode(c, i == 0 ? t : &out->tokens[i - 1], i == 0 ? out->n_prompt : 1) != RT_OK)
+            fail_msg("rtm_decode: %s", rtm_last_error());
+        if (i == 0) {
+            out->logits0 = malloc((size_t)n_vocab * sizeof(float));
+            memcpy(out->logits0, rtm_get_logits(c), (size_t)n_vocab * sizeof(float));
+        }
+        out->tokens[i] = rtm_sampler_sample(s, rtm_get_logits(c), n_vocab);
+    }
+    stats(c, &out->after);
+    rtm_sampler_destroy(s);
+    rtm_context_destroy(c);
+}
+
+static void run_free(run_out_t *r) { free(r->logits0); }
+
+static double logits_error(const float *ref, const float *got, int32_t n) {
+    double *r = malloc((size_t)n * sizeof r[0]);
+    for (int32_t i = 0; i < n; i++) r[i] = ref[i];
+    const double e = tu_nmse_error(r, got, (size_t)n);
+    free(r);
+    return e;
+}
+
+/* Same tokens, logits within TOL_SAME_MODEL; `what` names the check. */
+static void expect_same(const run_out_t *a, const run_out_t *b, int32_t n_vocab, const char *what) {
+    for (int i = 0; i < N_GEN; i++)
+        if (a->tokens[i] != b->tokens[i])
+            fail_msg("%s: token %d is %d, not %d", what, i, b->tokens[i], a->tokens[i]);
+    const double e = logits_error(a->logits0, b->logits0, n_vocab);
+    if (!(e <= TOL_SAME_MODEL)) fail_msg("%s: logits differ by %.3g (> %g)", what, e, TOL_SAME_MODEL);
+    print_message("%s: same %d tokens, logits within %.3g\n", what, N_GEN, e);
+}
+
+/* Decoding allocated nothing: no reserve after the three of creation, and
+ * the compute buffers never changed size. */
+static void expect_no_realloc(const run_out_t *r, const char *what) {
+    if (r->before.n_reserves != 3 || r->after.n_reserves != 3)
+        fail_msg("%s: %d then %d reserves, expected 3", what, r->before.n_reserves, r->after.n_reserves);
+    if (r->after.compute_bytes_changes != 0 || r->after.compute_bytes != r->before.compute_bytes)
+        fail_msg("%s: compute buffers went from %llu to %llu bytes (%llu changes)", what,
+                 (unsigned long long)r->before.compute_bytes, (unsigned long long)r->after.compute_bytes,
+                 (unsigned long long)r->after.compute_bytes_changes);
+    if (r->after.n_graphs < N_GEN) fail_msg("%s: only %d graphs ran", what, r->after.n_graphs);
+}
+
+//===--- model-1: loading through the mapping ---===//
+
+static void test_load_mapped(void **state) {
+    (void)state;
+    rt_registry_t *reg = registry_open(0, NULL);
+    rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = reg, .no_progress = true};
+    rtm_model_t *m = load_model(&mp);
+    rtm_load_stats_t ls = {.struct_size = sizeof ls};
+    assert_int_equal(rtm_model_get_load_stats(m, &ls), RT_OK);
+    /* model-1.1: the architecture and shape the file says. */
+    assert_string_equal(rtm_model_arch(m), "llama");
+    assert_int_equal(rtm_model_n_layer(m), 5);
+    assert_int_equal(rtm_model_n_embd(m), 64);
+    assert_int_equal(rtm_model_n_vocab(m), 512);
+    assert_int_equal(ls.n_tensors, 48);
+    /* model-1.2: every weight used in place from the mapping, none copied. */
+    assert_int_equal(ls.bytes_weights, 1171200);
+    assert_int_equal(ls.bytes_mapped, 1171200);
+    assert_int_equal(ls.bytes_copied, 0);
+    for (int32_t il = -1; il <= 5; il++) assert_ptr_equal(rtm_model_layer_device(m, il), device(reg, "cpu0"));
+    rtm_model_destroy(m);
+    /* model-1.3: with no_mmap every byte is copied, and the output is the same. */
+    mp.no_mmap = true;
+    m = load_model(&mp);
+    assert_int_equal(rtm_model_get_load_stats(m, &ls), RT_OK);
+    assert_int_equal(ls.bytes_mapped, 0);
+    assert_int_equal(ls.bytes_copied, 1171200);
+    rtm_model_destroy(m);
+    rt_registry_destroy(reg);
+}
+
+//===--- model-2: the same output however the work is cut ---===//
+
+static void test_deterministic_cpu(void **state) {
+    (void)state;
+    rt_registry_t *reg = registry_open(0, NULL);
+    const rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = reg, .no_progress = true};
+    rtm_model_t *m = load_model(&mp);
+    const int32_t n_vocab = rtm_model_n_vocab(m);
+    run_out_t base = {0}, r = {0};
+    greedy_run(m, &(run_cfg_t){.mp = &mp, .n_threads = 1, .n_batch = 32}, &base);
+    expect_no_realloc(&base, "model-2.1");
+    /* model-2.2: again, identical. */
+    greedy_run(m, &(run_cfg_t){.mp = &mp, .n_threads = 1, .n_batch = 32}, &r);
+    expect_same(&base, &r, n_vocab, "model-2.2 (second run)");
+    run_free(&r);
+    /* model-2.3: 2 and 3 threads. */
+    for (int32_t th = 2; th <= 3; th++) {
+        memset(&r, 0, sizeof r);
+        greedy_run(m, &(run_cfg_t){.mp = &mp, .n_threads = th, .n_batch = 32}, &r);
+        expect_same(&base, &r, n_vocab, th == 2 ? "model-2.3 (2 threads)" : "model-2.3 (3 threads)");
+        run_free(&r);
+    }
+    /* model-2.4: ubatches of 1 and 7 tokens (the prompt has more than 7). */
+    const int32_t batches[] = {1, 7};
+    for (int i = 0; i < 2; i++) {
+        memset(&r, 0, sizeof r);
+        greedy_run(m, &(run_cfg_t){.mp = &mp, .n_threads = 2, .n_batch = batches[i]}, &r);
+        assert_true(r.n_prompt > 7);
+        expect_same(&base, &r, n_vocab, i == 0 ? "model-2.4 (n_batch 1)" : "model-2.4 (n_batch 7)");
+        expect_no_realloc(&r, "model-2.4");
+        run_free(&r);
+    }
+    run_free(&base);
+    rtm_model_destroy(m);
+    rt_registry_destroy(reg);
+}
+
+/* The CPU-only run of the split tests' baseline, in their registry. */
+static void cpu_baseline(rt_registry_t *reg, run_out_t *base) {
+    rt_device_t *cpu = device(reg, "cpu0");
+    const rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = reg, .devices = &cpu,
+                                   .n_devices = 1, .no_progress = true};
+    rtm_model_t *m = load_model(&mp);
+    greedy_run(m, &(run_cfg_t){.mp = &mp, .n_batch = 7}, base);
+    rtm_model_destroy(m);
+}
+
+static void test_split_devices(void **state) {
+    (void)state;
+    rt_registry_t *reg = registry_open(2, "1G");
+    run_out_t base = {0}, r = {0};
+    cpu_baseline(reg, &base);
+    /* model-2.5: the last 3 layers on mockgpu0, the rest on the CPU. */
+    rt_device_t *devs[] = {device(reg, "mockgpu0"), device(reg, "cpu0")};
+    rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = reg, .devices = devs,
+                             .n_devices = 2, .split = RTM_SPLIT_N_GPU_LAYERS, .n_gpu_layers = 3,
+                             .no_progress = true};
+    rtm_model_t *m = load_model(&mp);
+    assert_ptr_equal(rtm_model_layer_device(m, 1), devs[1]);
+    assert_ptr_equal(rtm_model_layer_device(m, 2), devs[0]);
+    assert_ptr_equal(rtm_model_layer_device(m, 5), devs[0]);
+    mock_counters()->reset();
+    greedy_run(m, &(run_cfg_t){.mp = &mp, .n_batch = 7}, &r);
+    mockgpu_counters_t mc;
+    assert_true(mock_counters()->get(0, &mc));
+    assert_true(mc.n_graphs >= N_GEN); /* the GPU part really ran on the mock */
+    expect_same(&base, &r, rtm_model_n_vocab(m), "model-2.5 (cpu + mockgpu0)");
+    /* model-2.6: a split graph allocates nothing per step either. */
+    expect_no_realloc(&r, "model-2.6");
+    assert_true(r.after.tg_splits >= 2);
+    print_message("model-2.6: %d splits per token, %d copies, %llu bytes copied into mockgpu0, "
+                  "%llu graphs run there\n", r.after.tg_splits, r.after.n_copies,
+                  (unsigned long long)mc.bytes_in, (unsigned long long)mc.n_graphs);
+    run_free(&r);
+    rtm_model_destroy(m);
+    /* model-2.7: automatic split over both mock GPUs (the CPU only stages inputs). */
+    rt_device_t *gpus[] = {device(reg, "mockgpu0"), device(reg, "mockgpu1")};
+    mp = (rtm_model_params_t){.struct_size = sizeof mp, .registry = reg, .devices = gpus,
+                              .n_devices = 2, .no_progress = true};
+    m = load_model(&mp);
+    assert_ptr_equal(rtm_model_layer_device(m, 0), gpus[0]);
+    assert_ptr_equal(rtm_model_layer_device(m, 4), gpus[1]);
+    memset(&r, 0, sizeof r);
+    greedy_run(m, &(run_cfg_t){.mp = &mp, .n_batch = 32}, &r);
+    expect_same(&base, &r, rtm_model_n_vocab(m), "model-2.7 (mockgpu0 + mockgpu1)");
+    expect_no_realloc(&r, "model-2.7");
+    run_free(&r);
+    rtm_model_destroy(m);
+    run_free(&base);
+    rt_registry_destroy(reg);
+}
+
+//===--- model-3: an independent forward pass in double ---===//
+
+/* The model as the file has it: pointers to F32 data in the mapping. */
+typedef struct ref_model {
+    int n_embd, n_layer, n_ff, n_head, n_head_kv, hd, n_rot, n_vocab;
+    double eps, base;
+    const float *emb, *out_norm, *out;
+} ref_model_t;
+
+static const float *ref_tensor(const rt_gguf_t *g, const char *name) {
+    rt_gguf_tensor_info_t ti = {.struct_size = sizeof ti};
+    assert_int_equal(rt_gguf_get_tensor_info(g, rt_gguf_find_tensor(g, name), &ti), RT_OK);
+    assert_int_equal(ti.type, RT_TYPE_F32);
+    return ti.data;
+}
+
+static const float *ref_layer(const rt_gguf_t *g, int il, const char *what) {
+    char name[64];
+    snprintf(name, sizeof name, "blk.%d.%s.weight", il, what);
+    return ref_tensor(g, name);
+}
+
+static int ref_u32(const rt_gguf_t *g, const char *key) {
+    uint32_t v = 0;
+    assert_int_equal(rt_gguf_get_u32(g, key, &v), RT_OK);
+    return (int)v;
+}
+
+static void ref_read(const rt_gguf_t *g, ref_model_t *r) {
+    float eps = 0;
+    r->n_embd = ref_u32(g, "llama.embedding_length");
+    r->n_layer = ref_u32(g, "llama.block_count");
+    r->n_ff = ref_u32(g, "llama.feed_forward_length");
+    r->n_head = ref_u32(g, "llama.attention.head_count");
+    r->n_head_kv = ref_u32(g, "llama.attention.head_count_kv");
+    r->n_rot = ref_u32(g, "llama.rope.dimension_count");
+    assert_int_equal(rt_gguf_get_f32(g, "llama.attention.layer_norm_rms_epsilon", &eps), RT_OK);
+    r->eps = eps;
+    r->base = 10000.0; /* the file has no llama.rope.freq_base */
+    r->hd = r->n_embd / r->n_head;
+    r->n_vocab = 512;
+    r->emb = ref_tensor(g, "token_embd.weight");
+    r->out_norm = ref_tensor(g, "output_norm.weight");
+    r->out = ref_tensor(g, "output.weight");
+}
+
+/* y[o] = sum_i w[o][i] x[i]: rows of n_in, as GGUF stores {n_in, n_out}. */
+static void matvec(const float *w, const double *x, int n_in, int n_out, double *y) {
+    for (int o = 0; o < n_out; o++) {
+        double s = 0;
+        for (int i = 0; i < n_in; i++) s += (double)w[(size_t)o * n_in + i] * x[i];
+        y[o] = s;
+    }
+}
+
+static void rmsnorm(const double *x, const float *w, int n, double eps, double *y) {
+    double ss = 0;
+    for (int i = 0; i < n; i++) ss += x[i] * x[i];
+    const double k = 1.0 / sqrt(ss / n + eps);
+    for (int i = 0; i < n; i++) y[i] = x[i] * k * w[i];
+}
+
+/* Rope in NORMAL mode on each head of x: pairs (2i, 2i+1) turn by
+ * pos * base^(-2i/n_rot). */
+static void ref_rope(const ref_model_t *r, double *x, int n_heads, int pos) {
+    for (int h = 0; h < n_heads; h++)
+        for (int i = 0; i < r->n_rot / 2; i++) {
+            const double th = pos * pow(r->base, -2.0 * i / r->n_rot);
+            double *p = x + h * r->hd + 2 * i;
+            const double a = p[0], b = p[1];
+            p[0] = a * cos(th) - b * sin(th);
+            p[1] = a * sin(th) + b * cos(th);
+        }
+}
+
+/* Causal attention of token t over the cached keys/values 0..t; query
+ * head h uses KV head h / (n_head / n_head_kv). */
+static void ref_attend(const ref_model_t *r, const double *q, const double *kc, const double *vc,
+                       int t, double *out) {
+    const int ekv = r->hd * r->n_head_kv, group = r->n_head / r->n_head_kv;
+    double *p = malloc((size_t)(t + 1) * sizeof p[0]);
+    for (int h = 0; h < r->n_head; h++) {
+        const int hk = h / group;
+        double mx = -INFINITY, sum = 0;
+        for (int j = 0; j <= t; j++) {
+            double s = 0;
+            for (int d = 0; d < r->hd; d++) s += q[h * r->hd + d] * kc[(size_t)j * ekv + hk * r->hd + d];
+            p[j] = s / sqrt((double)r->hd);
+            mx = fmax(mx, p[j]);
+        }
+        for (int j = 0; j <= t; j++) sum += p[j] = exp(p[j] - mx);
+        for (int d = 0; d < r->hd; d++) {
+            double o = 0;
+            for (int j = 0; j <= t; j++) o += p[j] / sum * vc[(size_t)j * ekv + hk * r->hd + d];
+            out[h * r->hd + d] = o;
+        }
+    }
+    free(p);
+}
+
+/* Scratch of one token's forward pass. */
+typedef struct ref_buf {
+    double *x, *n, *q, *k, *v, *a, *o, *g, *u;
+} ref_buf_t;
+
+static void ref_block(const rt_gguf_t *gg, const ref_model_t *r, int il, int t, double *kc,
+                      double *vc, ref_buf_t *b) {
+    const int e = r->n_embd, ekv = r->hd * r->n_head_kv;
+    rmsnorm(b->x, ref_layer(gg, il, "attn_norm"), e, r->eps, b->n);
+    matvec(ref_layer(gg, il, "attn_q"), b->n, e, e, b->q);
+    matvec(ref_layer(gg, il, "attn_k"), b->n, e, ekv, b->k);
+    matvec(ref_layer(gg, il, "attn_v"), b->n, e, ekv, b->v);
+    ref_rope(r, b->q, r->n_head, t);
+    ref_rope(r, b->k, r->n_head_kv, t);
+    memcpy(kc + (size_t)t * ekv, b->k, (size_t)ekv * sizeof(double));
+    memcpy(vc + (size_t)t * ekv, b->v, (size_t)ekv * sizeof(double));
+    ref_attend(r, b->q, kc, vc, t, b->a);
+    matvec(ref_layer(gg, il, "attn_output"), b->a, e, e, b->o);
+    for (int i = 0; i < e; i++) b->x[i] += b->o[i];
+    rmsnorm(b->x, ref_layer(gg, il, "ffn_norm"), e, r->eps, b->n);
+    matvec(ref_layer(gg, il, "ffn_gate"), b->n, e, r->n_ff, b->g);
+    matvec(ref_layer(gg, il, "ffn_up"), b->n, e, r->n_ff, b->u);
+    for (int i = 0; i < r->n_ff; i++) b->g[i] = b->g[i] / (1.0 + exp(-b->g[i])) * b->u[i];
+    matvec(ref_layer(gg, il, "ffn_down"), b->g, r->n_ff, e, b->o);
+    for (int i = 0; i < e; i++) b->x[i] += b->o[i];
+}
+
+/* Logits (n_vocab each) of every one of the n tokens. */
+static void ref_forward(const rt_gguf_t *gg, const rtm_token_t *tok, int n, double *logits) {
+    ref_model_t r;
+    ref_read(gg, &r);
+    const int e = r.n_embd, ekv = r.hd * r.n_head_kv, w = r.n_ff > e ? r.n_ff : e;
+    double *kc = calloc((size_t)r.n_layer * n * ekv, sizeof(double));
+    double *vc = calloc((size_t)r.n_layer * n * ekv, sizeof(double));
+    double *mem = calloc(9 * (size_t)w, sizeof(double));
+    ref_buf_t b = {mem, mem + w, mem + 2 * w, mem + 3 * w, mem + 4 * w, mem + 5 * w, mem + 6 * w,
+                   mem + 7 * w, mem + 8 * w};
+    for (int t = 0; t < n; t++) {
+        for (int i = 0; i < e; i++) b.x[i] = r.emb[(size_t)tok[t] * e + i];
+        for (int il = 0; il < r.n_layer; il++)
+            ref_block(gg, &r, il, t, kc + (size_t)il * n * ekv, vc + (size_t)il * n * ekv, &b);
+        rmsnorm(b.x, r.out_norm, e, r.eps, b.n);
+        matvec(r.out, b.n, e, r.n_vocab, logits + (size_t)t * r.n_vocab);
+    }
+    free(kc);
+    free(vc);
+    free(mem);
+}
+
+static void test_reference(void **state) {
+    (void)state;
+    char path[1024];
+    rt_gguf_t *g = NULL;
+    assert_int_equal(rt_gguf_open(model_path(MODEL, path, sizeof path), NULL, &g), RT_OK);
+    rt_registry_t *reg = registry_open(0, NULL);
+    const rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = reg, .no_progress = true};
+    rtm_model_t *m = load_model(&mp);
+    const rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = 64, .n_batch = 4,
+                                     .logits_all = true};
+    rtm_context_t *c = NULL;
+    assert_int_equal(rtm_context_create(m, &cp, &c), RT_OK);
+    rtm_token_t t[64];
+    const int32_t n = tokenize_prompt(m, t, 64), n_vocab = rtm_model_n_vocab(m);
+    assert_int_equal(rtm_decode(c, t, n), RT_OK);
+    double *ref = malloc((size_t)n * n_vocab * sizeof ref[0]);
+    ref_forward(g, t, n, ref);
+    /* model-3.1: the first step's logits (the prompt's last token) ... */
+    double e = tu_nmse_error(ref + (size_t)(n - 1) * n_vocab, rtm_get_logits(c), (size_t)n_vocab);
+    if (!(e <= TOL_REFERENCE)) fail_msg("model-3.1: logits differ from the reference by %.3g", e);
+    print_message("model-3.1: first step's logits within %.3g of the reference\n", e);
+    /* model-3.2: ... and every prompt position's, across ubatches of 4. */
+    double worst = 0;
+    for (int32_t i = 0; i < n; i++) {
+        e = tu_nmse_error(ref + (size_t)i * n_vocab, rtm_get_logits_ith(c, i), (size_t)n_vocab);
+        if (!(e <= TOL_REFERENCE)) fail_msg("model-3.2: position %d differs by %.3g", i, e);
+        worst = e > worst ? e : worst;
+    }
+    print_message("model-3.2: %d prompt positions within %.3g\n", n, worst);
+    free(ref);
+    rtm_context_destroy(c);
+    rtm_model_destroy(m);
+    rt_registry_destroy(reg);
+    rt_gguf_destroy(g);
+}
+
+//===--- model-4: sampling ---===//
+
+static void sample_n(const float *logits, const rtm_sampler_params_t *p, rtm_token_t *out, int n) {
+    rtm_sampler_t *s = NULL;
+    assert_int_equal(rtm_sampler_create(p, &s), RT_OK);
+    for (int i = 0; i < n; i++) out[i] = rtm_sampler_sample(s, logits, 512);
+    rtm_sampler_destroy(s);
+}
+
+static void test_sampling(void **state) {
+    (void)state;
+    float logits[512];
+    tu_seed(7);
+    tu_fill(logits, 512, -2.0f, 2.0f);
+    rtm_token_t a[16], b[16];
+    int best = 0;
+    for (int i = 1; i < 512; i++) best = logits[i] > logits[best] ? i : best;
+    /* model-4.1: greedy and top-k 1 both take the largest logit. */
+    sample_n(logits, NULL, a, 1);
+    assert_int_equal(a[0], best);
+    sample_n(logits, &(rtm_sampler_params_t){.struct_size = sizeof(rtm_sampler_params_t), .temp = 1.0f, .top_k = 1}, a, 1);
+    assert_int_equal(a[0], best);
+    /* model-4.2: the same seed draws the same tokens; another seed others. */
+    const rtm_sampler_params_t p = {.struct_size = sizeof p, .temp = 1.0f, .seed = 42};
+    sample_n(logits, &p, a, 16);
+    sample_n(logits, &p, b, 16);
+    assert_memory_equal(a, b, sizeof a);
+    rtm_sampler_params_t q = p;
+    q.seed = 43;
+    sample_n(logits, &q, b, 16);
+    assert_memory_not_equal(a, b, sizeof a);
+    /* model-4.3: top-k 3 draws only among the 3 largest. */
+    q = (rtm_sampler_params_t){.struct_size = sizeof q, .temp = 5.0f, .top_k = 3, .seed = 1};
+    sample_n(logits, &q, a, 16);
+    for (int i = 0; i < 16; i++) {
+        int above = 0;
+        for (int j = 0; j < 512; j++) above += logits[j] > logits[a[i]];
+        assert_true(above < 3);
+    }
+    /* model-4.4: a tiny top-p keeps only the most likely token. */
+    q = (rtm_sampler_params_t){.struct_size = sizeof q, .temp = 1.0f, .top_p = 1e-6f, .seed = 1};
+    sample_n(logits, &q, a, 8);
+    for (int i = 0; i < 8; i++) assert_int_equal(a[i], best);
+}
+
+//===--- model-5: what must fail, and how ---===//
+
+static rt_status_t try_load(rt_registry_t *reg, const char *path, rtm_model_t **out) {
+    const rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = reg, .no_progress = true};
+    return rtm_model_load(path, &mp, out);
+}
+
+static void expect_load_error(rt_registry_t *reg, const char *path, rt_status_t want,
+                              const char *needle, const char *id) {
+    rtm_model_t *m = NULL;
+    const rt_status_t st = try_load(reg, path, &m);
+    if (st != want) fail_msg("%s: %s gave %s (%s), expected %s", id, path, rt_status_name(st),
+                             rtm_last_error(), rt_status_name(want));
+    assert_null(m);
+    if (strstr(rtm_last_error(), needle) == NULL || strchr(rtm_last_error(), '\n') != NULL)
+        fail_msg("%s: message \"%s\" lacks \"%s\" or is not one line", id, rtm_last_error(), needle);
+}
+
+/* The model's first `keep` bytes in a temporary file. */
+static void write_truncated(const char *dst, size_t keep) {
+    char path[1024];
+    size_t len = 0;
+    FILE *f = fopen(model_path(MODEL, path, sizeof path), "rb");
+    assert_non_null(f);
+    char *buf = malloc(keep);
+    len = fread(buf, 1, keep, f);
+    fclose(f);
+    f = fopen(dst, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(buf, 1, len, f), len);
+    fclose(f);
+    free(buf);
+}
+
+static void write_arch(const char *dst, const char *arch) {
+    rt_gguf_writer_t *w = NULL;
+    const float x[4] = {1, 2, 3, 4};
+    const int64_t ne[1] = {4};
+    assert_int_equal(rt_gguf_writer_create(NULL, &w), RT_OK);
+    assert_int_equal(rt_gguf_writer_set_str(w, "general.architecture", arch), RT_OK);
+    assert_int_equal(rt_gguf_writer_add_tensor(w, "token_embd.weight", RT_TYPE_F32, 1, ne, x), RT_OK);
+    assert_int_equal(rt_gguf_writer_write_file(w, dst), RT_OK);
+    rt_gguf_writer_destroy(w);
+}
+
+static void test_bad_inputs(void **state) {
+    (void)state;
+    char dir[] = "/tmp/rt-test-model-XXXXXX", path[1024];
+    assert_non_null(mkdtemp(dir));
+    rt_registry_t *reg = registry_open(0, NULL);
+    /* model-5.1: no such file. */
+    snprintf(path, sizeof path, "%s/missing.gguf", dir);
+    expect_load_error(reg, path, RT_ERR_NOT_FOUND, "missing.gguf", "model-5.1");
+    /* model-5.2: the model cut short, in its header and in its data. */
+    snprintf(path, sizeof path, "%s/truncated.gguf", dir);
+    write_truncated(path, 5000);
+    expect_load_error(reg, path, RT_ERR_FORMAT, "truncated.gguf", "model-5.2");
+    write_truncated(path, 600000);
+    expect_load_error(reg, path, RT_ERR_FORMAT, "truncated.gguf", "model-5.2");
+    unlink(path);
+    /* model-5.3: an architecture we do not know. */
+    snprintf(path, sizeof path, "%s/arch.gguf", dir);
+    write_arch(path, "mamba");
+    expect_load_error(reg, path, RT_ERR_UNSUPPORTED, "unknown architecture 'mamba'", "model-5.3");
+    unlink(path);
+    /* model-5.4: a vocabulary without weights is not a model. */
+    expect_load_error(reg, model_path("ggml-vocab-llama-spm.gguf", path, sizeof path), RT_ERR_FORMAT,
+                      "token_embd.weight", "model-5.4");
+    rt_registry_destroy(reg);
+    rmdir(dir);
+}
+
+static void test_too_large(void **state) {
+    (void)state;
+    char path[1024];
+    rt_registry_t *reg = registry_open(2, "256K");
+    rt_device_t *gpus[] = {device(reg, "mockgpu0"), device(reg, "mockgpu1")};
+    rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = reg, .devices = gpus,
+                             .n_devices = 2, .n_ctx = 64, .no_progress = true};
+    rtm_model_t *m = NULL;
+    /* model-5.5: 1.1 MiB of weights on two GPUs of 256 KiB. */
+    assert_int_equal(rtm_model_load(model_path(MODEL, path, sizeof path), &mp, &m), RT_ERR_OUT_OF_MEMORY);
+    assert_null(m);
+    assert_non_null(strstr(rtm_last_error(), "larger than"));
+    /* model-5.6: asked to put every layer on one of them, the same. */
+    mp.split = RTM_SPLIT_N_GPU_LAYERS;
+    mp.n_gpu_layers = -1;
+    assert_int_equal(rtm_model_load(path, &mp, &m), RT_ERR_OUT_OF_MEMORY);
+    rt_registry_destroy(reg);
+}
+
+static void test_decode_errors(void **state) {
+    (void)state;
+    rt_registry_t *reg = registry_open(0, NULL);
+    const rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = reg, .no_progress = true};
+    rtm_model_t *m = load_model(&mp);
+    const rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = 8, .n_batch = 4};
+    rtm_context_t *c = NULL;
+    assert_int_equal(rtm_context_create(m, &cp, &c), RT_OK);
+    rtm_token_t t[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    /* model-5.7: a token out of range, or none. */
+    rtm_token_t bad = 512;
+    assert_int_equal(rtm_decode(c, &bad, 1), RT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(rtm_decode(c, t, 0), RT_ERR_INVALID_ARGUMENT);
+    assert_null(rtm_get_logits(c));
+    /* model-5.8: more tokens than the context holds; nothing runs. */
+    assert_int_equal(rtm_decode(c, t, 9), RT_ERR_DOES_NOT_FIT);
+    assert_int_equal(rtm_context_n_past(c), 0);
+    assert_int_equal(rtm_decode(c, t, 8), RT_OK);
+    assert_int_equal(rtm_decode(c, t, 1), RT_ERR_DOES_NOT_FIT);
+    rtm_context_clear(c);
+    assert_int_equal(rtm_decode(c, t, 1), RT_OK);
+    rtm_context_destroy(c);
+    rtm_model_destroy(m);
+    rt_registry_destroy(reg);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_load_mapped),   cmocka_unit_test(test_deterministic_cpu),
+        cmocka_unit_test(test_split_devices), cmocka_unit_test(test_reference),
+        cmocka_unit_test(test_sampling),      cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_too_large),     cmocka_unit_test(test_decode_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

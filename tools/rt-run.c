@@ -1,0 +1,347 @@
+/* SPDX-License-Identifier: MIT */
+/* rt-run.c: runs a language model (model/rt_model.h): loads the GGUF onto
+ * the devices, feeds the prompt in ubatches, streams the generated text to
+ * stdout, then reports on stderr the load time, prompt and generation
+ * speed and where each layer ran. Without -m it runs stories260K from the
+ * repository's ../shared/models (looked up next to the executable, then
+ * from the current directory) on every device found.
+ *
+ *   rt-run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P]
+ *          [--seed S] [--devices LIST] [--n-gpu-layers N | --split auto]
+ *          [--threads N] [--n-batch N] [--ctx N] [--dump-logits FILE]
+ *
+ * --dump-logits writes one text line of n_vocab logits per position whose
+ * logits were computed: every prompt token, then each generated one.
+ * Every error is one line on stderr and exit status 1 (2 for usage). */
+#include "../abi/rt.h"
+#include "../model/rt_model.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEFAULT_MODEL "stories260K.gguf"
+#define DEFAULT_PROMPT "Once upon a time"
+#define DEFAULT_N_PREDICT 64
+#define MAX_DEVICES 16
+
+typedef struct run_options {
+    const char *model;       /* NULL: the default model */
+    const char *prompt;
+    int32_t n_predict;
+    rtm_sampler_params_t sampling;
+    const char *devices;     /* comma-separated names, NULL: all */
+    rtm_split_t split;
+    int32_t n_gpu_layers;
+    int32_t n_threads, n_batch, n_ctx;
+    const char *dump_logits; /* file, or NULL */
+} run_options_t;
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: rt-run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P]\n"
+               "              [--seed S] [--devices LIST] [--n-gpu-layers N | --split auto]\n"
+               "              [--threads N] [--n-batch N] [--ctx N] [--dump-logits FILE]\n");
+}
+
+//===--- options ---===//
+
+static bool parse_long(const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    const long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_float(const char *s, float *out) {
+    char *end;
+    const float v = strtof(s, &end);
+    if (end == s || *end) return false;
+    *out = v;
+    return true;
+}
+
+/* An integer option; false (after a message) when bad. */
+static bool int_option(const char *name, const char *value, long lo, long hi, int32_t *out) {
+    long v;
+    if (parse_long(value, lo, hi, &v)) {
+        *out = (int32_t)v;
+        return true;
+    }
+    fprintf(stderr, "rt-run: %s wants an integer from %ld to %ld, not '%s'\n", name, lo, hi, value);
+    return false;
+}
+
+static bool float_option(const char *name, const char *value, float *out) {
+    if (parse_float(value, out)) return true;
+    fprintf(stderr, "rt-run: %s wants a number, not '%s'\n", name, value);
+    return false;
+}
+
+static bool seed_option(const char *value, uint64_t *out) {
+    char *end;
+    errno = 0;
+    const unsigned long long v = strtoull(value, &end, 10);
+    if (!errno && end != value && !*end && value[0] != '-') {
+        *out = v;
+        return true;
+    }
+    fprintf(stderr, "rt-run: --seed wants a non-negative integer, not '%s'\n", value);
+    return false;
+}
+
+static bool split_option(const char *value, run_options_t *o) {
+    if (strcmp(value, "auto") == 0) {
+        o->split = RTM_SPLIT_AUTO;
+        return true;
+    }
+    fprintf(stderr, "rt-run: --split knows only 'auto', not '%s'\n", value);
+    return false;
+}
+
+/* One option with its value; false when bad. */
+static bool value_option(const char *name, const char *v, run_options_t *o) {
+    if (strcmp(name, "-m") == 0) o->model = v;
+    else if (strcmp(name, "-p") == 0) o->prompt = v;
+    else if (strcmp(name, "-n") == 0) return int_option(name, v, 0, INT32_MAX, &o->n_predict);
+    else if (strcmp(name, "--temp") == 0) return float_option(name, v, &o->sampling.temp);
+    else if (strcmp(name, "--top-k") == 0) return int_option(name, v, 0, INT32_MAX, &o->sampling.top_k);
+    else if (strcmp(name, "--top-p") == 0) return float_option(name, v, &o->sampling.top_p);
+    else if (strcmp(name, "--seed") == 0) return seed_option(v, &o->sampling.seed);
+    else if (strcmp(name, "--devices") == 0) o->devices = v;
+    else if (strcmp(name, "--n-gpu-layers") == 0) {
+        o->split = RTM_SPLIT_N_GPU_LAYERS;
+        return int_option(name, v, -1, INT32_MAX, &o->n_gpu_layers);
+    } else if (strcmp(name, "--split") == 0) return split_option(v, o);
+    else if (strcmp(name, "--threads") == 0) return int_option(name, v, 1, 4096, &o->n_threads);
+    else if (strcmp(name, "--n-batch") == 0) return int_option(name, v, 1, 1 << 20, &o->n_batch);
+    else if (strcmp(name, "--ctx") == 0) return int_option(name, v, 1, 1 << 24, &o->n_ctx);
+    else if (strcmp(name, "--dump-logits") == 0) o->dump_logits = v;
+    else {
+        fprintf(stderr, "rt-run: unknown option '%s'\n", name);
+        return false;
+    }
+    return true;
+}
+
+/* Returns 0 to run, 1 after --help, 2 on a bad command line. */
+static int parse_args(int argc, char **argv, run_options_t *o) {
+    *o = (run_options_t){.prompt = DEFAULT_PROMPT, .n_predict = DEFAULT_N_PREDICT,
+                         .sampling = {.struct_size = sizeof o->sampling}};
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            usage(stdout);
+            return 1;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "rt-run: option '%s' needs a value\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+        if (!value_option(argv[i], argv[i + 1], o)) {
+            usage(stderr);
+            return 2;
+        }
+        i++;
+    }
+    return 0;
+}
+
+//===--- finding things ---===//
+
+/* The default model: next to the executable (build/bin/../../../shared),
+ * else ../shared/models from the current directory. */
+static const char *default_model(char *buf, size_t size) {
+    char exe[PATH_MAX];
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = 0;
+        const int len = snprintf(buf, size, "%s/../../../shared/models/%s", exe, DEFAULT_MODEL);
+        if (len > 0 && (size_t)len < size && access(buf, R_OK) == 0) return buf;
+    }
+    snprintf(buf, size, "../shared/models/%s", DEFAULT_MODEL);
+    return buf;
+}
+
+/* The devices named in list (comma-separated); false after a message. */
+static bool find_devices(rt_registry_t *reg, const char *list, rt_device_t **devs, int32_t *n) {
+    char name[128];
+    *n = 0;
+    for (const char *p = list; *p;) {
+        const size_t len = strcspn(p, ",");
+        snprintf(name, sizeof name, "%.*s", (int)len, p);
+        p += len + (p[len] == ',');
+        if (!name[0]) continue;
+        rt_device_t *dev = rt_registry_device_by_name(reg, name);
+        if (dev == NULL || *n >= MAX_DEVICES) {
+            fprintf(stderr, "rt-run: no device named '%s'; devices:", name);
+            for (int32_t i = 0; i < rt_registry_device_count(reg); i++)
+                fprintf(stderr, " %s", rt_device_name(rt_registry_device(reg, i)));
+            fprintf(stderr, "\n");
+            return false;
+        }
+        devs[(*n)++] = dev;
+    }
+    return true;
+}
+
+//===--- running ---===//
+
+typedef struct run {
+    const run_options_t *o;
+    rt_registry_t *reg;
+    rtm_model_t *model;
+    rtm_context_t *ctx;
+    rtm_sampler_t *sampler;
+    FILE *dump;
+    rtm_token_t *prompt;
+    int32_t n_prompt, n_generated;
+    double t_prompt, t_gen;   /* seconds */
+} run_t;
+
+static void write_stderr(const char *text, size_t len, void *user) {
+    (void)user;
+    fwrite(text, 1, len, stderr);
+}
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* One line on stderr; returns the exit status 1. */
+static int fail(const char *fmt, ...) RT_PRINTF(1, 2);
+static int fail(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("rt-run: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 1;
+}
+
+static int load(run_t *r) {
+    char path[PATH_MAX];
+    rt_device_t *devs[MAX_DEVICES];
+    int32_t n_devs = 0;
+    if (r->o->devices && !find_devices(r->reg, r->o->devices, devs, &n_devs)) return 1;
+    const rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = r->reg,
+                                   .devices = r->o->devices ? devs : NULL, .n_devices = n_devs,
+                                   .split = r->o->split, .n_gpu_layers = r->o->n_gpu_layers,
+                                   .n_ctx = r->o->n_ctx};
+    const char *file = r->o->model ? r->o->model : default_model(path, sizeof path);
+    if (rtm_model_load(file, &mp, &r->model) != RT_OK) return fail("%s", rtm_last_error());
+    const rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = r->o->n_ctx,
+                                     .n_batch = r->o->n_batch, .n_threads = r->o->n_threads,
+                                     .logits_all = r->o->dump_logits != NULL};
+    if (rtm_context_create(r->model, &cp, &r->ctx) != RT_OK) return fail("%s", rtm_last_error());
+    if (rtm_sampler_create(&r->o->sampling, &r->sampler) != RT_OK) return fail("%s", rtm_last_error());
+    if (r->o->dump_logits && (r->dump = fopen(r->o->dump_logits, "w")) == NULL)
+        return fail("cannot write %s: %s", r->o->dump_logits, strerror(errno));
+    return 0;
+}
+
+static int tokenize_prompt(run_t *r) {
+    const rtm_vocab_t *v = rtm_model_vocab(r->model);
+    const size_t len = strlen(r->o->prompt);
+    int32_t n = 0;
+    rtm_vocab_tokenize(v, r->o->prompt, len, true, false, NULL, 0, &n);
+    r->prompt = malloc(((size_t)n + 1) * sizeof r->prompt[0]);
+    if (r->prompt == NULL) return fail("no memory for the prompt");
+    if (rtm_vocab_tokenize(v, r->o->prompt, len, true, false, r->prompt, n, &r->n_prompt) != RT_OK)
+        return fail("%s", rtm_last_error());
+    if (r->n_prompt == 0) return fail("the prompt gives no tokens");
+    if (r->n_prompt > rtm_context_n_ctx(r->ctx))
+        return fail("the prompt's %d tokens exceed the context of %d", r->n_prompt,
+                    rtm_context_n_ctx(r->ctx));
+    return 0;
+}
+
+static void dump_rows(run_t *r, int32_t n_rows) {
+    const int32_t n_vocab = rtm_model_n_vocab(r->model);
+    for (int32_t i = 0; r->dump && i < n_rows; i++) {
+        const float *l = rtm_get_logits_ith(r->ctx, i);
+        for (int32_t j = 0; j < n_vocab; j++) fprintf(r->dump, j ? " %.9g" : "%.9g", (double)l[j]);
+        fputc('\n', r->dump);
+    }
+}
+
+static void print_token(const run_t *r, rtm_token_t t) {
+    char buf[256];
+    size_t len = 0;
+    if (rtm_vocab_token_to_piece(rtm_model_vocab(r->model), t, false, buf, sizeof buf, &len) == RT_OK)
+        fwrite(buf, 1, len, stdout);
+    fflush(stdout);
+}
+
+/* The prompt, then up to n_predict tokens, stopping at end of generation. */
+static int generate(run_t *r) {
+    double t0 = now();
+    if (rtm_decode(r->ctx, r->prompt, r->n_prompt) != RT_OK) return fail("%s", rtm_last_error());
+    r->t_prompt = now() - t0;
+    dump_rows(r, r->n_prompt);
+    fputs(r->o->prompt, stdout);
+    fflush(stdout);
+    const rtm_vocab_t *v = rtm_model_vocab(r->model);
+    t0 = now();
+    for (; r->n_generated < r->o->n_predict; r->n_generated++) {
+        rtm_token_t t = rtm_sampler_sample(r->sampler, rtm_get_logits(r->ctx), rtm_model_n_vocab(r->model));
+        if (rtm_vocab_is_eog(v, t)) break;
+        print_token(r, t);
+        if (rtm_context_n_past(r->ctx) >= rtm_context_n_ctx(r->ctx)) break;
+        if (rtm_decode(r->ctx, &t, 1) != RT_OK) return fail("%s", rtm_last_error());
+        dump_rows(r, 1);
+    }
+    r->t_gen = now() - t0;
+    fputc('\n', stdout);
+    return 0;
+}
+
+static void report(const run_t *r) {
+    rtm_load_stats_t ls = {.struct_size = sizeof ls};
+    rtm_context_stats_t cs = {.struct_size = sizeof cs};
+    rtm_model_get_load_stats(r->model, &ls);
+    rtm_context_get_stats(r->ctx, &cs);
+    fprintf(stderr, "\nload: %.3f s, %.2f MiB of weights: %.2f MiB mapped in place, %.2f MiB copied\n",
+            ls.load_seconds, (double)ls.bytes_weights / 1048576.0, (double)ls.bytes_mapped / 1048576.0,
+            (double)ls.bytes_copied / 1048576.0);
+    fprintf(stderr, "prompt: %d tokens in %.3f s (%.1f tokens/s)\n", r->n_prompt, r->t_prompt,
+            r->t_prompt > 0 ? r->n_prompt / r->t_prompt : 0.0);
+    fprintf(stderr, "generation: %d tokens in %.3f s (%.1f tokens/s)\n", r->n_generated, r->t_gen,
+            r->t_gen > 0 ? r->n_generated / r->t_gen : 0.0);
+    fprintf(stderr, "context: n_ctx %d, n_batch %d, KV cache %.2f MiB, compute buffers %.2f MiB, "
+            "%d split(s) per token, %d graph(s), %d reserve(s)\n", rtm_context_n_ctx(r->ctx),
+            rtm_context_n_batch(r->ctx), (double)cs.kv_bytes / 1048576.0,
+            (double)cs.compute_bytes / 1048576.0, cs.tg_splits, cs.n_graphs, cs.n_reserves);
+    fprintf(stderr, "layers (%s, %d):\n", rtm_model_arch(r->model), rtm_model_n_layer(r->model));
+    rtm_model_write_placement(r->model, write_stderr, NULL);
+}
+
+int main(int argc, char **argv) {
+    run_options_t o;
+    const int pa = parse_args(argc, argv, &o);
+    if (pa != 0) return pa == 1 ? 0 : 2;
+    run_t r = {.o = &o};
+    int rc = rt_registry_create(NULL, &r.reg) == RT_OK ? 0 : fail("%s", rt_last_error());
+    if (rc == 0) rc = load(&r);
+    if (rc == 0) rc = tokenize_prompt(&r);
+    if (rc == 0) rc = generate(&r);
+    if (rc == 0) report(&r);
+    if (r.dump) fclose(r.dump);
+    free(r.prompt);
+    rtm_sampler_destroy(r.sampler);
+    rtm_context_destroy(r.ctx);
+    rtm_model_destroy(r.model);
+    rt_registry_destroy(r.reg);
+    return rc;
+}
