@@ -361,7 +361,8 @@ RT_API const rt_plugin_info_t *rt_registry_plugin(const rt_registry_t *reg, int3
 RT_API const char *rt_registry_search_path(const rt_registry_t *reg);
 
 /* Devices of every loaded plugin, best first: discrete GPUs, integrated
- * GPUs, accelerators, software devices, then the CPU; within a kind by
+ * GPUs, accelerators, the CPU, then software emulations (they run on the
+ * CPU's cores, only slower, and are there to be named); within a kind by
  * free memory (most first, as get_props said at load), then by plugin name
  * and the plugin's order, so the order is total and stable. With
  * RT_DEVICE_ORDER=plugin the order is plugin name, then the plugin's

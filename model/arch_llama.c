@@ -73,7 +73,15 @@ static rt_status_t check_hparams(const rtm_hparams_t *hp, const char *path) {
 
 static int64_t find(const rtm_model_t *m, const char *name) { return rt_gguf_find_tensor(m->gguf, name); }
 
-/* Tensor `name` exists with shape {ne0, ne1} (ne1 0: a vector). */
+/* The types mul_mat and get_rows read (abi/rt_tensor.h): anything else
+ * would be refused by the graph builder, which aborts. */
+static bool is_weight_type(rt_type_t t) {
+    return t == RT_TYPE_F32 || t == RT_TYPE_F16 || t == RT_TYPE_BF16 || t == RT_TYPE_Q8_0 ||
+           t == RT_TYPE_Q4_0;
+}
+
+/* Tensor `name` exists with shape {ne0, ne1} (ne1 0: a vector) and a type
+ * the graph can use: f32 for norms (rt_mul with an f32 activation). */
 static rt_status_t check_tensor(const rtm_model_t *m, const char *name, int64_t ne0, int64_t ne1,
                                 bool must_be_f32) {
     rt_gguf_tensor_info_t ti = {.struct_size = sizeof ti};
@@ -85,9 +93,9 @@ static rt_status_t check_tensor(const rtm_model_t *m, const char *name, int64_t 
         return rtm_error(RT_ERR_FORMAT, "llama: tensor %s is {%" PRId64 ", %" PRId64 ", %" PRId64
                          ", %" PRId64 "}, expected {%" PRId64 ", %" PRId64 "}", name, ti.ne[0],
                          ti.ne[1], ti.ne[2], ti.ne[3], ne0, want1);
-    if (must_be_f32 && ti.type != RT_TYPE_F32)
-        return rtm_error(RT_ERR_FORMAT, "llama: tensor %s is %s, expected f32", name,
-                         rt_type_name(ti.type));
+    if (must_be_f32 ? ti.type != RT_TYPE_F32 : !is_weight_type(ti.type))
+        return rtm_error(RT_ERR_FORMAT, "llama: tensor %s is %s, expected %s", name,
+                         rt_type_name(ti.type), must_be_f32 ? "f32" : "f32/f16/bf16/q8_0/q4_0");
     return RT_OK;
 }
 

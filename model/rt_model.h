@@ -25,6 +25,11 @@
  * thread at a time; several contexts may share a model. A vocabulary can
  * also be made from any GGUF that has tokenizer.* keys, weights or not.
  *
+ * Option structs (rtm_*_params_t) start with struct_size, set to sizeof
+ * the struct the caller was compiled with; a zeroed struct (or NULL where
+ * allowed) asks for every default, and the library reads only the fields
+ * inside struct_size.
+ *
  * Errors: calls that can fail return rt_status_t (abi/rt_base.h) and leave a
  * one-line message for rtm_last_error(): RT_ERR_NOT_FOUND (no such file),
  * RT_ERR_FORMAT (malformed or truncated file, missing key or tensor, wrong
@@ -123,8 +128,11 @@ RTM_API rt_status_t rtm_vocab_token_to_piece(const rtm_vocab_t *vocab, rtm_token
                                              bool special, char *buf, size_t size,
                                              size_t *out_len);
 /* The text of n tokens, NUL-terminated in buf (size includes the NUL): the
- * inverse of tokenize. A leading BOS is dropped, and for SPM the space that
- * tokenize put before the text. RT_ERR_DOES_NOT_FIT as above. */
+ * inverse of tokenize. Pieces as token_to_piece gives them (so BOS shows
+ * only with special); for SPM the space tokenize put before the text is
+ * dropped from the first token (the one after a leading BOS).
+ * RT_ERR_DOES_NOT_FIT when buf is too small: *out_len is the length needed
+ * (without the NUL) and buf holds what fitted, NUL-terminated. */
 RTM_API rt_status_t rtm_vocab_detokenize(const rtm_vocab_t *vocab, const rtm_token_t *tokens,
                                          int32_t n, bool special, char *buf, size_t size,
                                          size_t *out_len);
@@ -148,7 +156,7 @@ typedef struct rtm_model_params {
     int32_t n_devices;
     rtm_split_t split;             /* RTM_SPLIT_* */
     int32_t n_gpu_layers;          /* RTM_SPLIT_N_GPU_LAYERS: count; < 0: all */
-    int32_t n_ctx;                 /* KV cache length used to size placement; 0: 2048 or less */
+    int32_t n_ctx;                 /* KV cache length the placement budgets for; 0: 2048 */
     bool no_mmap;                  /* copy weights into device buffers even where mapping works */
     bool no_progress;              /* no progress bar (it only shows when stderr is a terminal) */
 } rtm_model_params_t;

@@ -32,10 +32,10 @@ rt_status_t rt_ext_walk(const rt_ext_header_t *head, const char *owner,
         if (++n > RT_EXT_MAX)
             return rt_error(RT_ERR_FORMAT, "%s: extension chain longer than %d records (a loop?)",
                             owner, RT_EXT_MAX);
+        /* Its type is not read: struct_size may not cover it (rule 1). */
         if (r->struct_size < sizeof *r)
-            return rt_error(RT_ERR_FORMAT, "%s: extension record %d (type %u) is %u bytes, "
-                            "smaller than its %zu-byte header", owner, n, r->type,
-                            r->struct_size, sizeof *r);
+            return rt_error(RT_ERR_FORMAT, "%s: extension record %d is %u bytes, smaller than "
+                            "its %zu-byte header", owner, n, r->struct_size, sizeof *r);
         rt_status_t st = visit(ctx, r);
         if (st != RT_OK) return st;
     }

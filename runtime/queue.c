@@ -78,7 +78,8 @@ static rt_status_t chain_numa(const rt_device_t *dev, const rt_topology_t *topo,
     if (n > 0) {
         pl->node_cpus = rt_mem_alloc(pl->a, (size_t)n * sizeof pl->node_cpus[0]);
         if (pl->node_cpus == NULL)
-            return rt_error(RT_ERR_OUT_OF_MEMORY, "%s: no memory for %d cpu ids", dev->name, (int)n);
+            return rt_error(RT_ERR_OUT_OF_MEMORY, "%s: no memory for %d cpu ids", dev->name,
+                            (int)n);
         pl->n_node_cpus = n;
         rt_topology_numa_node_cpus(topo, node, n, pl->node_cpus, &n);
     }

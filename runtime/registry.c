@@ -214,17 +214,19 @@ static int compare_by_plugin(const void *pa, const void *pb) {
     return a->plugin_index < b->plugin_index ? -1 : a->plugin_index > b->plugin_index;
 }
 
-/* Index 0 is every tool's default device, so the fastest kind comes first;
- * the CPU is last, as in the scheduler's device lists. A kind newer than
- * this core goes just before the CPU. */
+/* Index 0 is every tool's default device, so the fastest kind comes first.
+ * Software emulations of GPUs (lavapipe, mocks) run on the same cores as
+ * the CPU plugin, only slower, so they come after the CPU: they are there
+ * to be asked for by name. A kind newer than this core goes just before
+ * the CPU. */
 static int kind_rank(rt_device_kind_t kind) {
     switch (kind) {
     case RT_DEVICE_KIND_GPU: return 0;
     case RT_DEVICE_KIND_IGPU: return 1;
     case RT_DEVICE_KIND_ACCELERATOR: return 2;
-    case RT_DEVICE_KIND_SOFTWARE: return 3;
-    case RT_DEVICE_KIND_CPU: return 5;
-    default: return 4;
+    case RT_DEVICE_KIND_CPU: return 4;
+    case RT_DEVICE_KIND_SOFTWARE: return 5;
+    default: return 3;
     }
 }
 

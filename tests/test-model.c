@@ -7,8 +7,10 @@
  * logits match an independent forward pass written here in double
  * precision from the same GGUF; decoding never reserves or grows a compute
  * buffer; sampling is deterministic for a seed; bad files and requests fail
- * with their status and one line. Tests run from the repository root;
- * RT_TEST_MODELS_DIR overrides ../shared/models. */
+ * with their status and one line; a one-layer llama written here with
+ * rt_gguf_writer loads with the optional keys defaulted and tied
+ * embeddings, and its broken variants name what is wrong. Tests run from
+ * the repository root; RT_TEST_MODELS_DIR overrides ../shared/models. */
 #include "testutil.h"
 
 #include "../model/rt_model.h"
@@ -100,6 +102,7 @@ typedef struct run_cfg {
     const rtm_model_params_t *mp; /* registry and devices */
     int32_t n_threads, n_batch;
     bool logits_all;
+    bool mock;                    /* record the mock GPUs' allocated bytes */
 } run_cfg_t;
 
 typedef struct run_out {
@@ -107,7 +110,17 @@ typedef struct run_out {
     float *logits0;               /* n_vocab logits after the prompt */
     int32_t n_prompt;
     rtm_context_stats_t before, after; /* stats after creation and after the run */
+    uint64_t mock_before, mock_after;  /* bytes the mock GPUs hold, likewise */
 } run_out_t;
+
+static const mockgpu_ext_counters_t *mock_counters(void);
+
+static uint64_t mock_allocated(void) {
+    mockgpu_counters_t c;
+    uint64_t sum = 0;
+    for (uint32_t d = 0; mock_counters()->get(d, &c); d++) sum += c.allocated;
+    return sum;
+}
 
 static rtm_model_t *load_model(const rtm_model_params_t *mp) {
     char path[1024];
@@ -139,6 +152,7 @@ static void greedy_run(rtm_model_t *m, const run_cfg_t *cfg, run_out_t *out) {
     if (rtm_context_create(m, &cp, &c) != RT_OK) fail_msg("rtm_context_create: %s", rtm_last_error());
     assert_int_equal(rtm_sampler_create(NULL, &s), RT_OK);
     stats(c, &out->before);
+    if (cfg->mock) out->mock_before = mock_allocated();
     out->n_prompt = tokenize_prompt(m, t, 64);
     const int32_t n_vocab = rtm_model_n_vocab(m);
     for (int32_t i = 0; i < N_GEN; i++) {
@@ -151,6 +165,7 @@ static void greedy_run(rtm_model_t *m, const run_cfg_t *cfg, run_out_t *out) {
         out->tokens[i] = rtm_sampler_sample(s, rtm_get_logits(c), n_vocab);
     }
     stats(c, &out->after);
+    if (cfg->mock) out->mock_after = mock_allocated();
     rtm_sampler_destroy(s);
     rtm_context_destroy(c);
 }
@@ -185,6 +200,9 @@ static void expect_no_realloc(const run_out_t *r, const char *what) {
                  (unsigned long long)r->before.compute_bytes, (unsigned long long)r->after.compute_bytes,
                  (unsigned long long)r->after.compute_bytes_changes);
     if (r->after.n_graphs < N_GEN) fail_msg("%s: only %d graphs ran", what, r->after.n_graphs);
+    if (r->mock_after != r->mock_before)
+        fail_msg("%s: the mock GPUs went from %llu to %llu bytes allocated", what,
+                 (unsigned long long)r->mock_before, (unsigned long long)r->mock_after);
 }
 
 //===--- model-1: loading through the mapping ---===//
@@ -280,7 +298,8 @@ static void test_split_devices(void **state) {
     assert_ptr_equal(rtm_model_layer_device(m, 2), devs[0]);
     assert_ptr_equal(rtm_model_layer_device(m, 5), devs[0]);
     mock_counters()->reset();
-    greedy_run(m, &(run_cfg_t){.mp = &mp, .n_batch = 7}, &r);
+    greedy_run(m, &(run_cfg_t){.mp = &mp, .n_batch = 7, .mock = true}, &r);
+    assert_true(r.mock_before > 0);
     mockgpu_counters_t mc;
     assert_true(mock_counters()->get(0, &mc));
     assert_true(mc.n_graphs >= N_GEN); /* the GPU part really ran on the mock */
@@ -301,7 +320,7 @@ static void test_split_devices(void **state) {
     assert_ptr_equal(rtm_model_layer_device(m, 0), gpus[0]);
     assert_ptr_equal(rtm_model_layer_device(m, 4), gpus[1]);
     memset(&r, 0, sizeof r);
-    greedy_run(m, &(run_cfg_t){.mp = &mp, .n_batch = 32}, &r);
+    greedy_run(m, &(run_cfg_t){.mp = &mp, .n_batch = 32, .mock = true}, &r);
     expect_same(&base, &r, rtm_model_n_vocab(m), "model-2.7 (mockgpu0 + mockgpu1)");
     expect_no_realloc(&r, "model-2.7");
     run_free(&r);
@@ -657,12 +676,100 @@ static void test_decode_errors(void **state) {
     rt_registry_destroy(reg);
 }
 
+//===--- model-6: a small llama written here, and its malformed variants ---===//
+
+/* What to break in the synthetic model. */
+typedef enum { SYN_OK, SYN_BAD_SHAPE, SYN_BAD_TYPE, SYN_NO_EMBD_KEY } syn_break_t;
+
+static void syn_tensor(rt_gguf_writer_t *w, const char *name, rt_type_t type, int64_t ne0, int64_t ne1) {
+    const int64_t ne[2] = {ne0, ne1};
+    assert_int_equal(rt_gguf_writer_add_tensor(w, name, type, ne1 ? 2 : 1, ne, NULL), RT_OK);
+}
+
+static void syn_layer(rt_gguf_writer_t *w, syn_break_t brk) {
+    syn_tensor(w, "blk.0.attn_norm.weight", RT_TYPE_F32, 8, 0);
+    syn_tensor(w, "blk.0.attn_q.weight", RT_TYPE_F32, 8, brk == SYN_BAD_SHAPE ? 4 : 8);
+    syn_tensor(w, "blk.0.attn_k.weight", brk == SYN_BAD_TYPE ? RT_TYPE_I32 : RT_TYPE_F32, 8, 4);
+    syn_tensor(w, "blk.0.attn_v.weight", RT_TYPE_F32, 8, 4);
+    syn_tensor(w, "blk.0.attn_output.weight", RT_TYPE_F32, 8, 8);
+    syn_tensor(w, "blk.0.ffn_norm.weight", RT_TYPE_F32, 8, 0);
+    syn_tensor(w, "blk.0.ffn_gate.weight", RT_TYPE_F32, 8, 16);
+    syn_tensor(w, "blk.0.ffn_up.weight", RT_TYPE_F32, 8, 16);
+    syn_tensor(w, "blk.0.ffn_down.weight", RT_TYPE_F32, 16, 8);
+}
+
+/* One layer, n_embd 8, 2 heads sharing one KV head, 4 tokens, zero
+ * weights, no output.weight (the output is token_embd, tied). */
+static void write_synthetic(const char *path, syn_break_t brk) {
+    const char *tokens[] = {"<unk>", "<s>", "</s>", "a"};
+    rt_gguf_writer_t *w = NULL;
+    assert_int_equal(rt_gguf_writer_create(NULL, &w), RT_OK);
+    rt_gguf_writer_set_str(w, "general.architecture", "llama");
+    if (brk != SYN_NO_EMBD_KEY) rt_gguf_writer_set_u32(w, "llama.embedding_length", 8);
+    rt_gguf_writer_set_u32(w, "llama.block_count", 1);
+    rt_gguf_writer_set_u32(w, "llama.feed_forward_length", 16);
+    rt_gguf_writer_set_u32(w, "llama.attention.head_count", 2);
+    rt_gguf_writer_set_u32(w, "llama.attention.head_count_kv", 1);
+    rt_gguf_writer_set_str(w, "tokenizer.ggml.model", "llama");
+    rt_gguf_writer_set_array(w, "tokenizer.ggml.tokens", RT_GGUF_TYPE_STRING, tokens, 4);
+    syn_tensor(w, "token_embd.weight", RT_TYPE_F32, 8, 4);
+    syn_tensor(w, "output_norm.weight", RT_TYPE_F32, 8, 0);
+    syn_layer(w, brk);
+    assert_int_equal(rt_gguf_writer_write_file(w, path), RT_OK);
+    rt_gguf_writer_destroy(w);
+}
+
+/* Loads the synthetic model with mp and decodes two tokens. */
+static void run_synthetic(const char *path, const rtm_model_params_t *mp) {
+    rtm_model_t *m = NULL;
+    rtm_context_t *c = NULL;
+    if (rtm_model_load(path, mp, &m) != RT_OK) fail_msg("synthetic: %s", rtm_last_error());
+    assert_int_equal(rtm_model_n_vocab(m), 4);
+    assert_int_equal(rtm_context_create(m, NULL, &c), RT_OK);
+    assert_int_equal(rtm_context_n_ctx(c), 2048); /* no llama.context_length: llama.cpp's 2048 */
+    const rtm_token_t t[2] = {1, 3};
+    assert_int_equal(rtm_decode(c, t, 2), RT_OK);
+    for (int i = 0; i < 4; i++) assert_true(rtm_get_logits(c)[i] == 0.0f); /* zero weights */
+    rtm_context_destroy(c);
+    rtm_model_destroy(m);
+}
+
+static void test_synthetic(void **state) {
+    (void)state;
+    char dir[] = "/tmp/rt-test-model-XXXXXX", path[1024];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/tiny.gguf", dir);
+    /* model-6.1: a model with defaults for every optional key, tied output. */
+    write_synthetic(path, SYN_OK);
+    rt_registry_t *reg = registry_open(0, NULL);
+    rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = reg, .no_progress = true};
+    run_synthetic(path, &mp);
+    /* model-6.2: what the file gets wrong is named. */
+    write_synthetic(path, SYN_BAD_SHAPE);
+    expect_load_error(reg, path, RT_ERR_FORMAT, "blk.0.attn_q.weight", "model-6.2");
+    write_synthetic(path, SYN_BAD_TYPE);
+    expect_load_error(reg, path, RT_ERR_FORMAT, "blk.0.attn_k.weight is i32", "model-6.2");
+    write_synthetic(path, SYN_NO_EMBD_KEY);
+    expect_load_error(reg, path, RT_ERR_FORMAT, "llama.embedding_length", "model-6.2");
+    rt_registry_destroy(reg);
+    /* model-6.3: the tied output on a GPU while the input stays on the CPU. */
+    write_synthetic(path, SYN_OK);
+    reg = registry_open(1, "1G");
+    mp = (rtm_model_params_t){.struct_size = sizeof mp, .registry = reg, .no_progress = true,
+                              .split = RTM_SPLIT_N_GPU_LAYERS, .n_gpu_layers = 1};
+    run_synthetic(path, &mp);
+    rt_registry_destroy(reg);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_load_mapped),   cmocka_unit_test(test_deterministic_cpu),
         cmocka_unit_test(test_split_devices), cmocka_unit_test(test_reference),
         cmocka_unit_test(test_sampling),      cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_too_large),     cmocka_unit_test(test_decode_errors),
+        cmocka_unit_test(test_synthetic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

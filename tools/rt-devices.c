@@ -64,8 +64,9 @@ static const char *ids_text(const int32_t *ids, int32_t n, char *buf, size_t siz
         int32_t j = i;
         while (j + 1 < n && ids[j + 1] == ids[j] + 1) j++;
         char item[32];
-        if (j > i) snprintf(item, sizeof item, "%s%d-%d", i > 0 ? "," : "", (int)ids[i], (int)ids[j]);
-        else snprintf(item, sizeof item, "%s%d", i > 0 ? "," : "", (int)ids[i]);
+        const char *sep = i > 0 ? "," : "";
+        if (j > i) snprintf(item, sizeof item, "%s%d-%d", sep, (int)ids[i], (int)ids[j]);
+        else snprintf(item, sizeof item, "%s%d", sep, (int)ids[i]);
         if (len + strlen(item) + sizeof ",..." > size) {
             strcpy(buf + len, ",...");
             break;
@@ -115,7 +116,7 @@ static const char *kind_phrase(rt_device_kind_t kind) {
     case RT_DEVICE_KIND_IGPU: return "integrated GPU";
     case RT_DEVICE_KIND_ACCELERATOR: return "accelerator";
     case RT_DEVICE_KIND_SOFTWARE: return "software device";
-    case RT_DEVICE_KIND_CPU: return "CPU, always last";
+    case RT_DEVICE_KIND_CPU: return "CPU, after every GPU and accelerator";
     default: return "device of a newer kind, before the CPU";
     }
 }
@@ -472,7 +473,7 @@ static void print_order_text(const rt_registry_t *reg) {
     char why[96];
     printf("device order (%s):\n", plugin_order()
            ? "RT_DEVICE_ORDER=plugin: plugin name, then the plugin's order"
-           : "discrete GPUs, integrated GPUs, accelerators, software devices, then the CPU; "
+           : "discrete GPUs, integrated GPUs, accelerators, the CPU, then software emulations; "
              "most free memory first within a kind");
     for (int32_t i = 0; i < rt_registry_device_count(reg); i++) {
         const rt_device_t *dev = rt_registry_device(reg, i);

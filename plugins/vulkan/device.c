@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* device.c: the Vulkan plugin's start and stop, and its devices. Opens the
- * loader with dlopen (no link-time dependency: without a loader or a device
- * the plugin loads and reports zero devices, saying why), creates an
- * instance without layers, and makes one rt device per physical device that
- * has a compute queue and 16-bit storage buffers. Also the device table,
- * device properties (kind, memory with VK_EXT_memory_budget, PCI bus id
- * with VK_EXT_pci_bus_info, UUID) and the plugin's error and memory helpers. */
+/* device.c: the Vulkan plugin's start and stop, and its devices. Takes the
+ * process's instance (instance.c; without a loader or a device the plugin
+ * loads and reports zero devices, saying why) and makes one rt device per
+ * physical device that has a compute queue and 16-bit storage buffers.
+ * Also the device table, device properties (kind, memory with
+ * VK_EXT_memory_budget, PCI bus id with VK_EXT_pci_bus_info, UUID) and the
+ * plugin's error and memory helpers. */
 #include "vk_impl.h"
 
 #include <stdarg.h>
@@ -73,7 +73,7 @@ bool rt_vk_grow(const rt_host_t *host, void **items, uint32_t *cap, uint32_t nee
     return true;
 }
 
-//===--- the loader and the instance ---===//
+//===--- start-up failures ---===//
 
 /* Start-up failures: the message is kept in p->reason, to be logged when
  * the plugin ends up without devices, and set as the thread's error. */
@@ -94,61 +94,6 @@ static rt_status_t vk_note_result(rt_vk_plugin_t *p, VkResult r, const char *fun
 }
 #define VK_NOTE_TRY(p, call) vk_note_result((p), (call), __func__, #call)
 
-/* Loads the entry points of list into table through get(handle, name);
- * false (naming the first missing one) when one is absent. */
-#define RT_VK_LOAD(table, get, handle, name)                             \
-    if (ok && !((table)->name = (PFN_##name)(void (*)(void))get(handle, #name))) { \
-        ok = false;                                                      \
-        missing = #name;                                                 \
-    }
-
-static rt_status_t vk_instance_fns_load(rt_vk_plugin_t *p, bool after_instance) {
-    rt_vk_instance_fns_t *fn = &p->fn;
-    const char *missing = NULL;
-    bool ok = true;
-#define X(name) RT_VK_LOAD(fn, fn->vkGetInstanceProcAddr, p->instance, name)
-    if (!after_instance) { RT_VK_GLOBAL_FNS(X) }
-    else { RT_VK_INSTANCE_FNS(X) }
-#undef X
-    if (ok) return RT_OK;
-    return vk_note(p, RT_ERR_UNSUPPORTED, "%s: the Vulkan loader lacks %s", __func__, missing);
-}
-
-static rt_status_t vk_loader_open(rt_vk_plugin_t *p) {
-    char err[256] = "";
-    p->dl = rt_vk_dl_open("libvulkan.so.1", err, sizeof err);
-    if (!p->dl)
-        return vk_note(p, RT_ERR_NOT_FOUND, "no Vulkan loader: %s", err);
-    p->fn.vkGetInstanceProcAddr =
-        (PFN_vkGetInstanceProcAddr)(void (*)(void))rt_vk_dl_sym(p->dl, "vkGetInstanceProcAddr");
-    if (!p->fn.vkGetInstanceProcAddr)
-        return vk_note(p, RT_ERR_NOT_FOUND, "libvulkan.so.1 has no vkGetInstanceProcAddr");
-    return vk_instance_fns_load(p, false);
-}
-
-static rt_status_t vk_instance_create(rt_vk_plugin_t *p) {
-    uint32_t version = VK_API_VERSION_1_0;
-    rt_status_t st = VK_NOTE_TRY(p, p->fn.vkEnumerateInstanceVersion(&version));
-    if (st != RT_OK) return st;
-    if (version < VK_API_VERSION_1_1)
-        return vk_note(p, RT_ERR_UNSUPPORTED, "the Vulkan loader speaks %u.%u; rt needs 1.1",
-                       VK_API_VERSION_MAJOR(version), VK_API_VERSION_MINOR(version));
-    p->api_version = version >= VK_API_VERSION_1_2 ? VK_API_VERSION_1_2 : VK_API_VERSION_1_1;
-    const VkApplicationInfo app = {
-        .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
-        .pApplicationName = "rt",
-        .pEngineName = "rt",
-        .apiVersion = p->api_version,
-    };
-    const VkInstanceCreateInfo info = {
-        .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
-        .pApplicationInfo = &app,
-    };
-    st = VK_NOTE_TRY(p, p->fn.vkCreateInstance(&info, NULL, &p->instance));
-    if (st == RT_OK) st = vk_instance_fns_load(p, true);
-    return st;
-}
-
 //===--- physical devices ---===//
 
 static bool vk_has_extension(const VkExtensionProperties *ext, uint32_t n, const char *name) {
@@ -159,7 +104,7 @@ static bool vk_has_extension(const VkExtensionProperties *ext, uint32_t n, const
 
 /* Which optional extensions the physical device has. */
 static void vk_device_extensions(rt_vk_device_t *dev, bool *out_pci) {
-    const rt_vk_instance_fns_t *fn = &dev->plugin->fn;
+    const rt_vk_instance_fns_t *fn = &dev->plugin->vk->fn;
     uint32_t n = 0;
     *out_pci = false;
     if (fn->vkEnumerateDeviceExtensionProperties(dev->phys, NULL, &n, NULL) != VK_SUCCESS || !n)
@@ -176,7 +121,7 @@ static void vk_device_extensions(rt_vk_device_t *dev, bool *out_pci) {
 /* The first queue family with compute, preferring one without graphics
  * (a dedicated compute queue). UINT32_MAX when none. */
 static uint32_t vk_compute_family(const rt_vk_device_t *dev) {
-    const rt_vk_instance_fns_t *fn = &dev->plugin->fn;
+    const rt_vk_instance_fns_t *fn = &dev->plugin->vk->fn;
     VkQueueFamilyProperties fam[32];
     uint32_t n = 32, best = UINT32_MAX;
     fn->vkGetPhysicalDeviceQueueFamilyProperties(dev->phys, &n, fam);
@@ -200,10 +145,10 @@ static rt_device_kind_t vk_kind(VkPhysicalDeviceType type) {
 /* Name, kind, description, UUID and PCI bus id, from properties2. The
  * driver's name comes from VkPhysicalDeviceDriverProperties (Vulkan 1.2). */
 static void vk_props_fill(rt_vk_device_t *dev, bool has_pci) {
-    const rt_vk_instance_fns_t *fn = &dev->plugin->fn;
+    const rt_vk_instance_fns_t *fn = &dev->plugin->vk->fn;
     VkPhysicalDeviceProperties base;
     fn->vkGetPhysicalDeviceProperties(dev->phys, &base);
-    const bool has_driver = dev->plugin->api_version >= VK_API_VERSION_1_2 &&
+    const bool has_driver = dev->plugin->vk->api_version >= VK_API_VERSION_1_2 &&
                             base.apiVersion >= VK_API_VERSION_1_2;
     VkPhysicalDevicePCIBusInfoPropertiesEXT pci = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PCI_BUS_INFO_PROPERTIES_EXT,
@@ -252,7 +197,7 @@ static void vk_props_fill(rt_vk_device_t *dev, bool has_pci) {
 
 /* Total and free bytes of the device-local heaps, now. */
 static void vk_memory_query(const rt_vk_device_t *dev, uint64_t *out_total, uint64_t *out_free) {
-    const rt_vk_instance_fns_t *fn = &dev->plugin->fn;
+    const rt_vk_instance_fns_t *fn = &dev->plugin->vk->fn;
     VkPhysicalDeviceMemoryBudgetPropertiesEXT budget = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT,
     };
@@ -278,7 +223,7 @@ static void vk_memory_query(const rt_vk_device_t *dev, uint64_t *out_total, uint
  * are read and written through 16-bit views of the buffers. */
 static rt_status_t vk_device_features(const rt_vk_device_t *dev,
                                       VkPhysicalDevice16BitStorageFeatures *out) {
-    const rt_vk_instance_fns_t *fn = &dev->plugin->fn;
+    const rt_vk_instance_fns_t *fn = &dev->plugin->vk->fn;
     *out = (VkPhysicalDevice16BitStorageFeatures){
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
     };
@@ -298,7 +243,7 @@ static rt_status_t vk_device_features(const rt_vk_device_t *dev,
 }
 
 static rt_status_t vk_device_fns_load(rt_vk_device_t *dev) {
-    const PFN_vkGetDeviceProcAddr get = dev->plugin->fn.vkGetDeviceProcAddr;
+    const PFN_vkGetDeviceProcAddr get = dev->plugin->vk->fn.vkGetDeviceProcAddr;
     rt_vk_device_fns_t *fn = &dev->fn;
     const char *missing = NULL;
     bool ok = true;
@@ -326,7 +271,7 @@ static rt_status_t vk_logical_device_create(rt_vk_device_t *dev) {
         .queueCreateInfoCount = 1,
         .pQueueCreateInfos = &qinfo,
     };
-    st = VK_NOTE_TRY(dev->plugin, dev->plugin->fn.vkCreateDevice(dev->phys, &info, NULL, &dev->device));
+    st = VK_NOTE_TRY(dev->plugin, dev->plugin->vk->fn.vkCreateDevice(dev->phys, &info, NULL, &dev->device));
     if (st == RT_OK) st = vk_device_fns_load(dev);
     if (st == RT_OK) dev->fn.vkGetDeviceQueue(dev->device, dev->queue_family, 0, &dev->queue);
     return st;
@@ -372,7 +317,7 @@ static rt_status_t vk_device_create(rt_vk_plugin_t *p, VkPhysicalDevice phys,
     bool has_pci;
     vk_device_extensions(dev, &has_pci);
     vk_props_fill(dev, has_pci);
-    p->fn.vkGetPhysicalDeviceMemoryProperties(phys, &dev->mem_props);
+    p->vk->fn.vkGetPhysicalDeviceMemoryProperties(phys, &dev->mem_props);
     dev->queue_family = vk_compute_family(dev);
     rt_status_t st = RT_OK;
     if (dev->queue_family == UINT32_MAX)
@@ -390,16 +335,16 @@ static rt_status_t vk_device_create(rt_vk_plugin_t *p, VkPhysicalDevice phys,
 
 static rt_status_t vk_devices_create(rt_vk_plugin_t *p) {
     uint32_t n = 0;
-    rt_status_t st = VK_NOTE_TRY(p, p->fn.vkEnumeratePhysicalDevices(p->instance, &n, NULL));
+    rt_status_t st = VK_NOTE_TRY(p, p->vk->fn.vkEnumeratePhysicalDevices(p->vk->instance, &n, NULL));
     if (st != RT_OK || n == 0) return st;
     VkPhysicalDevice *phys = rt_vk_alloc(p->host, n * sizeof phys[0]);
     p->devices = rt_vk_alloc(p->host, n * sizeof p->devices[0]);
     if (!phys || !p->devices) st = vk_note(p, RT_ERR_OUT_OF_MEMORY, "no memory for %u devices", n);
-    if (st == RT_OK) st = VK_NOTE_TRY(p, p->fn.vkEnumeratePhysicalDevices(p->instance, &n, phys));
+    if (st == RT_OK) st = VK_NOTE_TRY(p, p->vk->fn.vkEnumeratePhysicalDevices(p->vk->instance, &n, phys));
     for (uint32_t i = 0; st == RT_OK && i < n; i++) {
         rt_vk_device_t *dev;
         VkPhysicalDeviceProperties pp;
-        p->fn.vkGetPhysicalDeviceProperties(phys[i], &pp);
+        p->vk->fn.vkGetPhysicalDeviceProperties(phys[i], &pp);
         if (pp.apiVersion < VK_API_VERSION_1_1) {
             p->host->log(RT_LOG_INFO, "vulkan: skipping %s: Vulkan 1.0 only", pp.deviceName);
             continue;
@@ -414,8 +359,9 @@ static rt_status_t vk_devices_create(rt_vk_plugin_t *p) {
 /* Starts the plugin. A missing loader, instance or device is not an error:
  * the plugin then has zero devices and logs why. */
 rt_status_t rt_vk_plugin_start(rt_vk_plugin_t *p) {
-    rt_status_t st = vk_loader_open(p);
-    if (st == RT_OK) st = vk_instance_create(p);
+    p->vk = rt_vk_instance_get();
+    rt_status_t st = p->vk->status;
+    if (st != RT_OK) snprintf(p->reason, sizeof p->reason, "%s", p->vk->reason);
     if (st == RT_OK) st = vk_devices_create(p);
     if (p->n_devices == 0)
         p->host->log(RT_LOG_INFO, "vulkan: no devices: %s",
@@ -428,10 +374,7 @@ void rt_vk_plugin_stop(rt_vk_plugin_t *p) {
     if (p->devices) rt_vk_free(p->host, p->devices, p->n_devices * sizeof p->devices[0]);
     p->devices = NULL;
     p->n_devices = 0;
-    if (p->instance) p->fn.vkDestroyInstance(p->instance, NULL);
-    p->instance = VK_NULL_HANDLE;
-    rt_vk_dl_close(p->dl);
-    p->dl = NULL;
+    /* The instance is the process's: see instance.c. */
 }
 
 //===--- the device table ---===//

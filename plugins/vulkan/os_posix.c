@@ -36,3 +36,8 @@ void rt_vk_mutex_deinit(rt_vk_mutex_t *m) { pthread_mutex_destroy((pthread_mutex
 void rt_vk_mutex_lock(rt_vk_mutex_t *m) { pthread_mutex_lock((pthread_mutex_t *)(void *)m->storage); }
 
 void rt_vk_mutex_unlock(rt_vk_mutex_t *m) { pthread_mutex_unlock((pthread_mutex_t *)(void *)m->storage); }
+
+void rt_vk_call_once(void (*fn)(void)) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, fn);
+}

@@ -4,8 +4,8 @@
  * points it loads at run time (the loader is dlopen'ed, never linked), and
  * the internal functions each file offers the others.
  *
- * Object graph and lifetimes: rt_vk_plugin_t owns the VkInstance and every
- * rt_vk_device_t. A device owns its VkDevice, the staging buffer and the
+ * Object graph and lifetimes: the VkInstance is the process's (instance.c);
+ * rt_vk_plugin_t owns every rt_vk_device_t. A device owns its VkDevice, the staging buffer and the
  * transfer command buffer (both behind xfer_lock), and the pipeline cache
  * (behind pipe_lock). Buffers (rt_vk_buffer_t, state the core allocates)
  * and queues (rt_vk_queue_t) point at their device and must be destroyed
@@ -54,6 +54,14 @@
 
 #define RT_VK_FN_FIELD(name) PFN_##name name;
 
+/* Loads entry point `name` into table through get(handle, name); on the
+ * first one missing, sets ok false and missing to its name. */
+#define RT_VK_LOAD(table, get, handle, name)                                         \
+    if (ok && !((table)->name = (PFN_##name)(void (*)(void))get(handle, #name))) {   \
+        ok = false;                                                                  \
+        missing = #name;                                                             \
+    }
+
 typedef struct rt_vk_instance_fns {
     PFN_vkGetInstanceProcAddr vkGetInstanceProcAddr;
     RT_VK_GLOBAL_FNS(RT_VK_FN_FIELD)
@@ -74,6 +82,9 @@ typedef struct rt_vk_mutex {
 RT_VK_INTERNAL void *rt_vk_dl_open(const char *name, char *err, size_t err_size);
 RT_VK_INTERNAL void *rt_vk_dl_sym(void *dl, const char *name);
 RT_VK_INTERNAL void rt_vk_dl_close(void *dl);
+/* Runs fn once per process, however many threads call (its one user is
+ * the instance, instance.c). */
+RT_VK_INTERNAL void rt_vk_call_once(void (*fn)(void));
 RT_VK_INTERNAL bool rt_vk_mutex_init(rt_vk_mutex_t *m);
 RT_VK_INTERNAL void rt_vk_mutex_deinit(rt_vk_mutex_t *m);
 RT_VK_INTERNAL void rt_vk_mutex_lock(rt_vk_mutex_t *m);
@@ -94,12 +105,22 @@ RT_VK_INTERNAL extern const size_t rt_vk_spirv_count;
 
 typedef struct rt_vk_device rt_vk_device_t;
 
+/* The process's loader and instance (instance.c): made once, never
+ * destroyed. When status is not RT_OK, reason says why. */
+typedef struct rt_vk_instance {
+    rt_status_t status;
+    char reason[256];
+    void *dl;                     /* libvulkan.so.1 */
+    rt_vk_instance_fns_t fn;
+    VkInstance instance;
+    uint32_t api_version;         /* the instance's */
+} rt_vk_instance_t;
+
+RT_VK_INTERNAL const rt_vk_instance_t *rt_vk_instance_get(void);
+
 typedef struct rt_vk_plugin {
     const rt_host_t *host;
-    void *dl;                     /* libvulkan.so.1, or NULL */
-    rt_vk_instance_fns_t fn;
-    VkInstance instance;          /* VK_NULL_HANDLE when there is none */
-    uint32_t api_version;         /* the instance's */
+    const rt_vk_instance_t *vk;
     rt_vk_device_t **devices;
     uint32_t n_devices;
     char reason[256];             /* why the last start-up step failed */

@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: MIT */
+/* kern_vec.c: the row kernels of the kernel table (kern.h), written once in
+ * simd.h's vocabulary and compiled per variant: type conversions (bit-exact
+ * with abi/rt_quant.h), elementwise binary and unary ops, NORM, RMS_NORM,
+ * SOFT_MAX and ROPE rows. Every loop runs over RT_W-lane blocks, the last
+ * one partial, so rows of any length and any alignment work. Reductions
+ * keep several vector accumulators: independent chains for the pipeline,
+ * and shorter sums for accuracy. */
+#include "kern.h"
+#include "simd.h"
+
+#include "../../abi/rt_quant.h"
+
+#ifdef RT_SIMD_ON
+
+#include <math.h>
+
+//===--- conversions ---===//
+
+static void cv_f16_to_f32(const uint16_t *s, float *d, int64_t n) {
+    int64_t i = 0;
+#if RT_W > 1
+    for (; i + RT_W <= n; i += RT_W) vf_store(d + i, vf_load_f16(s + i));
+#endif
+    for (; i < n; i++) d[i] = rt_fp16_to_fp32(s[i]);
+}
+
+static void cv_f32_to_f16(const float *s, uint16_t *d, int64_t n) {
+    int64_t i = 0;
+#if RT_W > 1
+    for (; i + RT_W <= n; i += RT_W) vi_store_u16(d + i, vf_to_f16_bits_ref(vf_load(s + i)));
+#endif
+    for (; i < n; i++) d[i] = rt_fp32_to_fp16(s[i]);
+}
+
+static void cv_bf16_to_f32(const uint16_t *s, float *d, int64_t n) {
+    int64_t i = 0;
+    for (; i + RT_W <= n; i += RT_W) vf_store(d + i, vf_load_bf16(s + i));
+    for (; i < n; i++) d[i] = rt_bf16_to_fp32(s[i]);
+}
+
+static void cv_f32_to_bf16(const float *s, uint16_t *d, int64_t n) {
+    int64_t i = 0;
+    for (; i + RT_W <= n; i += RT_W) vi_store_u16(d + i, vf_to_bf16_bits(vf_load(s + i)));
+    for (; i < n; i++) d[i] = rt_fp32_to_bf16(s[i]);
+}
+
+static void cv_q8_0_to_f32(const void *src, float *d, int64_t n) {
+    const rt_block_q8_0_t *b = src;
+    for (int64_t k = 0; k < n / RT_QK8_0; k++, d += RT_QK8_0) {
+        const rt_vf s = vf_set1(rt_fp16_to_fp32(b[k].d));
+        for (int i = 0; i < RT_QK8_0; i += RT_W)
+            vf_store(d + i, vf_mul(s, vf_from_vi(vi_load_i8(b[k].qs + i))));
+    }
+}
+
+/* Byte j holds element j (low nibble) and j + 16 (high nibble). */
+static void cv_q4_0_to_f32(const void *src, float *d, int64_t n) {
+    const rt_block_q4_0_t *b = src;
+    const rt_vi m4 = vi_set1(15), eight = vi_set1(-8);
+    for (int64_t k = 0; k < n / RT_QK4_0; k++, d += RT_QK4_0) {
+        const rt_vf s = vf_set1(rt_fp16_to_fp32(b[k].d));
+        for (int i = 0; i < RT_QK4_0 / 2; i += RT_W) {
+            const rt_vi q = vi_load_u8(b[k].qs + i);
+            vf_store(d + i, vf_mul(s, vf_from_vi(vi_add(vi_and(q, m4), eight))));
+            vf_store(d + i + 16, vf_mul(s, vf_from_vi(vi_add(vi_srli(q, 4), eight))));
+        }
+    }
+}
+
+/* rt_quantize_block_q8_0, lane-parallel: the same divisions and the same
+ * round-half-away of x/d, so the bytes match. */
+static void q8_block(const float *x, rt_block_q8_0_t *b) {
+    rt_vf amax = vf_zero();
+    for (int i = 0; i < RT_QK8_0; i += RT_W) amax = vf_max(amax, vf_abs(vf_load(x + i)));
+    const float d = vf_hmax(amax) / 127.0f;
+    const rt_vf id = vf_set1(d != 0.0f ? 1.0f / d : 0.0f), half = vf_set1(0.5f);
+    b->d = rt_fp32_to_fp16(d);
+    for (int i = 0; i < RT_QK8_0; i += RT_W) {
+        const rt_vf v = vf_mul(vf_load(x + i), id);
+        const rt_vf t = vf_trunc(vf_add(vf_abs(v), half));
+        vi_store_i8(b->qs + i, vi_cvtt(vf_select(vf_gt(vf_zero(), v), vf_sub(vf_zero(), t), t)));
+    }
+}
+
+static void cv_f32_to_q8_0(const float *s, void *dst, int64_t n) {
+    rt_block_q8_0_t *b = dst;
+    for (int64_t k = 0; k < n / RT_QK8_0; k++) q8_block(s + k * RT_QK8_0, &b[k]);
+}
+
+//===--- binary ops ---===//
+
+RT_INLINE rt_vf v_silu(rt_vf x) {
+    return vf_div(x, vf_add(vf_set1(1.0f), vf_exp(vf_sub(vf_zero(), x))));
+}
+
+RT_INLINE rt_vf v_add(rt_vf x, rt_vf y) { return vf_add(x, y); }
+RT_INLINE rt_vf v_sub(rt_vf x, rt_vf y) { return vf_sub(x, y); }
+RT_INLINE rt_vf v_mul(rt_vf x, rt_vf y) { return vf_mul(x, y); }
+RT_INLINE rt_vf v_div(rt_vf x, rt_vf y) { return vf_div(x, y); }
+RT_INLINE rt_vf v_swiglu(rt_vf x, rt_vf y) { return vf_mul(v_silu(x), y); }
+
+/* Lanes past n are computed on zeros and never stored. */
+#define RT_BINARY(name)                                                              \
+    static void vv_##name(float *d, const float *x, const float *y, int64_t n) {     \
+        for (int64_t i = 0; i < n; i += RT_W)                                        \
+            vf_store_n(d, i, n, v_##name(vf_load_n(x, i, n), vf_load_n(y, i, n)));   \
+    }                                                                                \
+    static void vs_##name(float *d, const float *x, float y, int64_t n) {            \
+        const rt_vf yv = vf_set1(y);                                                 \
+        for (int64_t i = 0; i < n; i += RT_W)                                        \
+            vf_store_n(d, i, n, v_##name(vf_load_n(x, i, n), yv));                   \
+    }
+
+RT_BINARY(add)
+RT_BINARY(sub)
+RT_BINARY(mul)
+RT_BINARY(div)
+RT_BINARY(swiglu)
+
+//===--- unary ops ---===//
+
+static void row_silu(float *d, const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i += RT_W) vf_store_n(d, i, n, v_silu(vf_load_n(x, i, n)));
+}
+
+/* 0.5x(1 + tanh(u)) = x / (1 + e^(-2u)), u = sqrt(2/pi)(x + 0.044715x^3):
+ * one exp and no cancellation; e^(-2u) = inf gives the -0 the limit has. */
+static void row_gelu(float *d, const float *x, int64_t n) {
+    const rt_vf c = vf_set1(-2.0f * 0.7978845608028654f), c3 = vf_set1(0.044715f);
+    const rt_vf one = vf_set1(1.0f);
+    for (int64_t i = 0; i < n; i += RT_W) {
+        const rt_vf v = vf_load_n(x, i, n);
+        const rt_vf u = vf_mul(c, vf_fma(vf_mul(c3, v), vf_mul(v, v), v));
+        vf_store_n(d, i, n, vf_div(v, vf_add(one, vf_exp(u))));
+    }
+}
+
+//===--- NORM, RMS_NORM ---===//
+
+/* Sum of x (or of x^2): two accumulators, the partial block zero-filled. */
+RT_INLINE float row_sum(const float *x, int64_t n, bool squares) {
+    rt_vf s0 = vf_zero(), s1 = vf_zero();
+    int64_t i = 0;
+    for (; i + 2 * RT_W <= n; i += 2 * RT_W) {
+        const rt_vf a = vf_load(x + i), b = vf_load(x + i + RT_W);
+        s0 = squares ? vf_fma(a, a, s0) : vf_add(s0, a);
+        s1 = squares ? vf_fma(b, b, s1) : vf_add(s1, b);
+    }
+    for (; i < n; i += RT_W) {
+        const rt_vf a = vf_load_n(x, i, n);
+        s0 = squares ? vf_fma(a, a, s0) : vf_add(s0, a);
+    }
+    return vf_hsum(vf_add(s0, s1));
+}
+
+static void row_scale_shift(float *d, const float *x, int64_t n, float shift, float scale) {
+    const rt_vf m = vf_set1(shift), s = vf_set1(scale);
+    for (int64_t i = 0; i < n; i += RT_W)
+        vf_store_n(d, i, n, vf_mul(vf_sub(vf_load_n(x, i, n), m), s));
+}
+
+static void row_rms_norm(float *d, const float *x, int64_t n, float eps) {
+    const double ms = (double)row_sum(x, n, true) / (double)n;
+    row_scale_shift(d, x, n, 0.0f, (float)(1.0 / sqrt(ms + (double)eps)));
+}
+
+/* Variance about the mean (two passes, no cancellation). */
+static void row_norm(float *d, const float *x, int64_t n, float eps) {
+    const float mean = (float)((double)row_sum(x, n, false) / (double)n);
+    const rt_vf m = vf_set1(mean);
+    rt_vf s = vf_zero();
+    for (int64_t i = 0; i < n; i += RT_W) {
+        const rt_vf c = vf_select(vm_n(n - i < RT_W ? n - i : RT_W), vf_sub(vf_load_n(x, i, n), m),
+                                  vf_zero());
+        s = vf_fma(c, c, s);
+    }
+    const double var = (double)vf_hsum(s) / (double)n;
+    row_scale_shift(d, x, n, mean, (float)(1.0 / sqrt(var + (double)eps)));
+}
+
+//===--- SOFT_MAX ---===//
+
+RT_INLINE rt_vm lanes(int64_t i, int64_t n) { return vm_n(n - i < RT_W ? n - i : RT_W); }
+
+static void row_soft_max(float *d, const float *x, const float *mask, float scale, int64_t n) {
+    const rt_vf sc = vf_set1(scale), ninf = vf_set1(-__builtin_inff());
+    rt_vf mx = ninf;
+    for (int64_t i = 0; i < n; i += RT_W) {
+        rt_vf v = vf_mul(vf_load_n(x, i, n), sc);
+        if (mask) v = vf_add(v, vf_load_n(mask, i, n));
+        vf_store_n(d, i, n, v);
+        mx = vf_max(mx, vf_select(lanes(i, n), v, ninf));
+    }
+    const float max = vf_hmax(mx);
+    if (max == -__builtin_inff()) {
+        memset(d, 0, (size_t)n * sizeof d[0]);
+        return;
+    }
+    const rt_vf m = vf_set1(max);
+    rt_vf sum = vf_zero();
+    for (int64_t i = 0; i < n; i += RT_W) {
+        const rt_vf e = vf_exp(vf_sub(vf_load_n(d, i, n), m));
+        vf_store_n(d, i, n, e);
+        sum = vf_add(sum, vf_select(lanes(i, n), e, vf_zero()));
+    }
+    const rt_vf inv = vf_set1((float)(1.0 / (double)vf_hsum(sum)));
+    for (int64_t i = 0; i < n; i += RT_W) vf_store_n(d, i, n, vf_mul(vf_load_n(d, i, n), inv));
+}
+
+//===--- ROPE ---===//
+
+/* Pairs (2i, 2i+1) never straddle a block: RT_W and n_dims are even. */
+static void rope_normal(float *d, const float *x, const float *cs, int64_t n_dims) {
+#if RT_W == 1
+    for (int64_t j = 0; j < n_dims; j += 2) {
+        const float x0 = x[j], x1 = x[j + 1];
+        d[j] = x0 * cs[j] + x1 * cs[n_dims + j];
+        d[j + 1] = x1 * cs[j + 1] + x0 * cs[n_dims + j + 1];
+    }
+#else
+    for (int64_t j = 0; j < n_dims; j += RT_W) {
+        const rt_vf v = vf_load_n(x, j, n_dims);
+        const rt_vf r = vf_fma(vf_swap_pairs(v), vf_load_n(cs + n_dims, j, n_dims),
+                               vf_mul(v, vf_load_n(cs, j, n_dims)));
+        vf_store_n(d, j, n_dims, r);
+    }
+#endif
+}
+
+static void rope_neox(float *d, const float *x, const float *cs, int64_t n_dims) {
+    const int64_t h = n_dims / 2;
+    for (int64_t i = 0; i < h; i += RT_W) {
+        const rt_vf x0 = vf_load_n(x, i, h), x1 = vf_load_n(x + h, i, h);
+        const rt_vf c = vf_load_n(cs, i, h), s = vf_load_n(cs + h, i, h);
+        vf_store_n(d, i, h, vf_sub(vf_mul(x0, c), vf_mul(x1, s)));
+        vf_store_n(d + h, i, h, vf_fma(x0, s, vf_mul(x1, c)));
+    }
+}
+
+static void row_rope(float *d, const float *x, const float *cs, int64_t n_dims, bool neox,
+                     int64_t n) {
+    if (neox)
+        rope_neox(d, x, cs, n_dims);
+    else
+        rope_normal(d, x, cs, n_dims);
+    if (d != x && n > n_dims) memcpy(d + n_dims, x + n_dims, (size_t)(n - n_dims) * sizeof d[0]);
+}
+
+//===--- the table ---===//
+
+static const rt_cpu_kern_vec_t kern_vec = {
+    .f16_to_f32 = cv_f16_to_f32,
+    .bf16_to_f32 = cv_bf16_to_f32,
+    .f32_to_f16 = cv_f32_to_f16,
+    .f32_to_bf16 = cv_f32_to_bf16,
+    .q8_0_to_f32 = cv_q8_0_to_f32,
+    .q4_0_to_f32 = cv_q4_0_to_f32,
+    .f32_to_q8_0 = cv_f32_to_q8_0,
+    .vv = { vv_add, vv_sub, vv_mul, vv_div, vv_swiglu },
+    .vs = { vs_add, vs_sub, vs_mul, vs_div, vs_swiglu },
+    .gelu = row_gelu,
+    .silu = row_silu,
+    .norm = row_norm,
+    .rms_norm = row_rms_norm,
+    .soft_max = row_soft_max,
+    .rope = row_rope,
+};
+
+const rt_cpu_kern_vec_t *RT_KS(rt_cpu_kern_vec)(void) {
+    return &kern_vec;
+}
+
+#else /* the variant's instructions are not available to this compiler */
+
+const rt_cpu_kern_vec_t *RT_KS(rt_cpu_kern_vec)(void) {
+    return NULL;
+}
+
+#endif
