@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* devices.c: which devices a model uses and which layer goes where. The
  * devices are the scheduler's list: every non-CPU device the caller named
- * (or every one of the registry, skipping software renderers and second
- * handles of the same hardware), then the CPU, which is always there
+ * (or every one of the registry, each piece of hardware once, software
+ * devices such as lavapipe included: "every device found" is the
+ * default), then the CPU, which is always there
  * because graph inputs start on it. Layers are placed by rt_placement_t
  * (abi/rt_sched.h) over the bytes of each layer's weights and KV cache;
  * before that, the whole model is checked against the memory of the
@@ -41,10 +42,8 @@ static rt_status_t add_device(rtm_model_t *m, rt_device_t *dev, rt_device_t **cp
     return RT_OK;
 }
 
-/* The default list: real devices, each piece of hardware once. */
-static bool wanted_by_default(rt_device_t *dev) {
-    return rt_device_same_as(dev) == NULL && kind_of(dev, NULL) != RT_DEVICE_KIND_SOFTWARE;
-}
+/* The default list: every device, each piece of hardware once. */
+static bool wanted_by_default(rt_device_t *dev) { return rt_device_same_as(dev) == NULL; }
 
 static rt_device_t *registry_cpu(const rt_registry_t *reg) {
     for (int32_t i = 0; i < rt_registry_device_count(reg); i++) {

@@ -61,10 +61,17 @@ static bool splits_text(const rtm_vocab_t *v, rtm_token_t t, bool parse_special)
     return parse_special || v->types[t] == RTM_TOKEN_TYPE_USER_DEFINED;
 }
 
-/* Each occurrence turns one fragment into at most three: 2 * len + 1 bound. */
+static bool any_splits(const rtm_vocab_t *v, bool parse_special) {
+    for (int32_t i = 0; i < v->n_special; i++)
+        if (splits_text(v, v->special[i], parse_special)) return true;
+    return false;
+}
+
+/* Each occurrence turns one fragment into at most three: 2 * len + 1
+ * fragments at most, room needed only when some token can split. */
 static rt_status_t partition(const rtm_vocab_t *v, const char *text, size_t len,
                              bool parse_special, frags_t *f) {
-    f->cap = 2 * len + 2;
+    f->cap = any_splits(v, parse_special) ? 2 * len + 2 : 1;
     f->a = malloc(f->cap * sizeof f->a[0]);
     f->b = malloc(f->cap * sizeof f->b[0]);
     if (f->a == NULL || f->b == NULL)

@@ -19,8 +19,13 @@
 
 //===--- shared helpers ---===//
 
+/* A field only partly inside src_size is not copied either: half a
+ * function pointer is worse than none. Every struct that crosses abi/
+ * holds a pointer or a 64-bit field, so its size, and every honest
+ * struct_size, is a multiple of 8; a shorter source is cut to one. */
 void rt_struct_copy(void *dst, size_t dst_size, const void *src, size_t src_size) {
-    const size_t n = src_size < dst_size ? src_size : dst_size;
+    size_t n = src_size < dst_size ? src_size : dst_size;
+    if (n < dst_size) n &= ~(size_t)7;
     memcpy(dst, src, n);
     memset((char *)dst + n, 0, dst_size - n);
 }

@@ -120,7 +120,8 @@ RT_INTERNAL bool rt_plugin_file_name(const char *path, char *buf, size_t size);
 /* plugin.c: fills the host table plugins get, over allocator a. */
 RT_INTERNAL void rt_plugin_host_init(rt_host_t *host, const rt_allocator_t *a);
 /* plugin.c: copies min(src_size, dst_size) bytes of a plugin struct into
- * dst and zero-fills the rest: the one normalisation step. */
+ * dst (a shorter source cut to whole 8-byte words, so no field is copied
+ * in part) and zero-fills the rest: the one normalisation step. */
 RT_INTERNAL void rt_struct_copy(void *dst, size_t dst_size, const void *src, size_t src_size);
 /* plugin.c: calls visit on every record of an extension chain; stops at the
  * first non-OK status. A record smaller than its header or a chain longer

@@ -28,8 +28,10 @@
  *                   F32 for positions p < 32 carries ~32 ulp of phase.
  *   TOL_F16   1e-3  F16 results: one rounding to 11 bits is 2^-11 = 4.9e-4.
  * Quantised mul_mat weights are compared with the reference run on the
- * dequantised weights (rt_dequantize of the same bytes), so only float
- * rounding counts and TOL_DOT applies. */
+ * dequantised weights (rt_dequantize of the same bytes) and on b's rows
+ * rounded through Q8_0 (rt_quantize then rt_dequantize: the CPU plugin's
+ * integer dot products quantise activations so, as ggml's do), so only
+ * float rounding counts and TOL_DOT applies. */
 #include "testutil.h"
 
 #include <math.h>
@@ -857,17 +859,40 @@ static void ref_rows(rt_op_t op, const op_case_t *c, const input_t *in, double *
     free(x);
 }
 
+/* b's logical values; with quantised weights each row rounded through
+ * Q8_0 (rt_quantize, then rt_dequantize), as integer dot products see them. */
+static double *ref_mul_mat_b(const input_t *in) {
+    const layout_t *l = &in[1].lay;
+    const int64_t n = lay_nelem(l), K = l->ne[0];
+    double *b = malloc((size_t)n * sizeof *b);
+    lay_read(l, in[1].bytes, b);
+    if (!type_is_quant(in[0].lay.type)) return b;
+    float *row = malloc((size_t)K * sizeof *row);
+    rt_block_q8_0_t *q = malloc((size_t)(K / 32) * sizeof *q);
+    for (int64_t r = 0; r < n / K; r++) {
+        for (int64_t j = 0; j < K; j++) row[j] = (float)b[r * K + j];
+        rt_quantize(RT_TYPE_Q8_0, row, q, K);
+        rt_dequantize(RT_TYPE_Q8_0, q, row, K);
+        for (int64_t j = 0; j < K; j++) b[r * K + j] = row[j];
+    }
+    free(q);
+    free(row);
+    return b;
+}
+
 static void ref_mul_mat(const input_t *in, const layout_t *out, double *y) {
     const int64_t *an = in[0].lay.ne, *bn = in[1].lay.ne;
     const int64_t r2 = bn[2] / an[2], r3 = bn[3] / an[3]; /* b's i2 reads a's i2/r2 (ggml) */
+    double *b = ref_mul_mat_b(in);
     int64_t i[4];
     for (int64_t k = 0; k < lay_nelem(out); k++) {
         unravel(k, out->ne, i);
+        const double *brow = b + ((i[3] * bn[2] + i[2]) * bn[1] + i[1]) * bn[0];
         double s = 0;
-        for (int64_t j = 0; j < an[0]; j++)
-            s += in_at(&in[0], j, i[0], i[2] / r2, i[3] / r3) * in_at(&in[1], j, i[1], i[2], i[3]);
+        for (int64_t j = 0; j < an[0]; j++) s += in_at(&in[0], j, i[0], i[2] / r2, i[3] / r3) * brow[j];
         y[k] = s;
     }
+    free(b);
 }
 
 static void ref_get_rows(const input_t *in, const layout_t *out, double *y) {

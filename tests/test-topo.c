@@ -396,7 +396,7 @@ static void test_rt_devices(void **state) {
     expect_contains(out, "NUMA node: 1 (PCI 000b:01:00.0 is attached under it; its PUs "
                     "80-81,88-89,96-97,104-105)", "topo-5.1");
     expect_contains(out, "[0] mockgpu1     discrete GPU, 3.0 GiB free", "topo-5.2");
-    expect_contains(out, "[2] cpu0         CPU, always last", "topo-5.3");
+    expect_contains(out, "[2] cpu0         CPU, after every GPU and accelerator", "topo-5.3");
     expect_contains(out, "placement compact, the default", "topo-5.4");
     expect_contains(out, "0,8,16,24,1,9,17,25,80,88,96,104,81,89,97,105", "topo-5.5");
     expect_contains(out, "a recorded topology: shown, never pinned", "topo-5.6");

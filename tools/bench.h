@@ -9,6 +9,8 @@
 
 /* rt-bench alloc: graph allocator figures for a llama-shaped graph. */
 int bench_alloc_main(int argc, char **argv);
+/* rt-bench ops: op speed against the machine's measured ceilings (bench_ops.c). */
+int bench_ops_main(int argc, char **argv);
 
 /* Monotonic time in seconds. */
 double bench_now(void);

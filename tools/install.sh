@@ -1,6 +1,7 @@
 #!/bin/sh
 # tools/install.sh BUILD PREFIX: what `ninja install` does. Installs the
-# headers, the core library, the plugins, the tools and a pkg-config file
+# headers, the core and model libraries, the plugins, the tools and a
+# pkg-config file
 # under $DESTDIR$PREFIX (PREFIX from the environment overrides configure's).
 set -eu
 b=$1
@@ -10,8 +11,11 @@ ver=$(sed -n 's/^#define RT_VERSION_STRING "\(.*\)"/\1/p' abi/rt_version.h)
 
 install -d "$dest/include/rt" "$dest/lib/rt-plugins" "$dest/lib/pkgconfig" "$dest/bin"
 install -m 644 abi/*.h "$dest/include/rt/"
-install -m 755 "$b/lib/librtcore.so.1" "$dest/lib/"
+# In the tree the model header reaches the core's through ../abi/.
+sed 's|"\.\./abi/rt\.h"|"rt.h"|' model/rt_model.h > "$dest/include/rt/rt_model.h"
+install -m 755 "$b/lib/librtcore.so.1" "$b/lib/librtmodel.so.0" "$dest/lib/"
 ln -sf librtcore.so.1 "$dest/lib/librtcore.so"
+ln -sf librtmodel.so.0 "$dest/lib/librtmodel.so"
 for p in "$b"/lib/rt-plugins/rt-plugin-*.so; do
     [ -e "$p" ] && install -m 755 "$p" "$dest/lib/rt-plugins/"
 done
@@ -28,6 +32,18 @@ Name: rt
 Description: GPU-first compute runtime with a stable plugin ABI
 Version: $ver
 Libs: -L\${libdir} -lrtcore
+Cflags: -I\${includedir}
+EOF2
+cat > "$dest/lib/pkgconfig/rtmodel.pc" <<EOF2
+prefix=$prefix
+libdir=\${prefix}/lib
+includedir=\${prefix}/include/rt
+
+Name: rtmodel
+Description: rt's model layer: GGUF llama models, tokenizers, sampling
+Version: $ver
+Requires: rt
+Libs: -L\${libdir} -lrtmodel
 Cflags: -I\${includedir}
 EOF2
 echo "installed rt $ver into $dest"

@@ -19,6 +19,7 @@ typedef struct bench_cmd {
 
 static const bench_cmd_t commands[] = {
     {"alloc", "graph allocator: peak, lower bound, reserve and alloc_graph time", bench_alloc_main},
+    {"ops", "op speed at transformer shapes, against the machine's ceilings and OpenBLAS", bench_ops_main},
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

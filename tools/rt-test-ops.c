@@ -10,7 +10,7 @@
  * A few multi-node cases ("GRAPH") are placed by a gallocr instead, so that
  * memory reuse and in-place ops exercise the device's hazard tracking.
  *
- *   rt-test-ops [perf] [--device NAME] [--op NAME] [-v]
+ *   rt-test-ops [perf] [--device NAME] [--op NAME]
  *
  * One line per case (OK, FAIL, or not supported), then "N passed, N failed,
  * N unsupported"; the exit status is 1 when any case failed. `perf` runs
@@ -48,6 +48,19 @@ typedef struct tcase {
     double tol;                /* largest normalised error that passes */
 } tcase_t;
 
+/* Tolerances, as normalised errors. Conversions between float types are
+ * exact (the contract fixes every bit: round to nearest even); a result
+ * computed in F32 and stored as F16 may differ by the last bit (2^-11);
+ * dot products and transcendental functions differ in their last bits of
+ * F32 rounding. Quantising divides by the block's scale, which a device may
+ * round differently by an ulp, moving a rare element by one step.
+ * MUL_MAT with Q8_0/Q4_0 a: the CPU plugin rounds b through Q8_0 first (as
+ * ggml does), a device may use b as it is, so the two differ by Q8_0's
+ * rounding of b (~2^-8 relative); the dequantisation itself is checked
+ * exactly by the GET_ROWS cases. */
+#define TOL_QUANT 5e-3
+#define TOL_QMM 2e-2
+
 #define F32 RT_TYPE_F32
 #define F16 RT_TYPE_F16
 #define BF16 RT_TYPE_BF16
@@ -63,13 +76,13 @@ static const tcase_t cases[] = {
     { RT_OP_CONT, F16, NONE, S(33, 5, 4, 1), S(0), LAY_PAD, 0, .tol = 0 },
     { RT_OP_CONT, BF16, NONE, S(8, 9, 2, 3), S(0), LAY_TRANSPOSE, 0, .tol = 0 },
     { RT_OP_CONT, F32, NONE, S(12, 6, 5, 1), S(30, 12, 1, 1), LAY_PERMUTE, 0, .tol = 0 },
-    { RT_OP_CPY, F32, F16, S(64, 5, 3, 1), S(0), LAY_CONT, LAY_CONT, .tol = 1e-3 },
+    { RT_OP_CPY, F32, F16, S(64, 5, 3, 1), S(0), LAY_CONT, LAY_CONT, .tol = 0 },
     { RT_OP_CPY, F16, F32, S(64, 5, 3, 1), S(0), LAY_TRANSPOSE, LAY_CONT, .tol = 0 },
-    { RT_OP_CPY, F32, BF16, S(31, 7, 2, 2), S(0), LAY_PAD, LAY_PERMUTE, .tol = 1e-2 },
-    { RT_OP_CPY, BF16, F16, S(31, 7, 2, 2), S(0), LAY_CONT, LAY_TRANSPOSE, .tol = 1e-3 },
+    { RT_OP_CPY, F32, BF16, S(31, 7, 2, 2), S(0), LAY_PAD, LAY_PERMUTE, .tol = 0 },
+    { RT_OP_CPY, BF16, F16, S(31, 7, 2, 2), S(0), LAY_CONT, LAY_TRANSPOSE, .tol = 0 },
     { RT_OP_CPY, F32, F32, S(17, 9, 4, 1), S(0), LAY_TRANSPOSE, LAY_PAD, .tol = 0 },
-    { RT_OP_CPY, F32, Q8, S(128, 6, 2, 1), S(0), LAY_CONT, LAY_CONT, .tol = 1e-2 },
-    { RT_OP_CPY, F32, Q4, S(64, 7, 3, 1), S(0), LAY_PERMUTE, LAY_CONT, .tol = 1e-2 },
+    { RT_OP_CPY, F32, Q8, S(128, 6, 2, 1), S(0), LAY_CONT, LAY_CONT, .tol = TOL_QUANT },
+    { RT_OP_CPY, F32, Q4, S(64, 7, 3, 1), S(0), LAY_PERMUTE, LAY_CONT, .tol = TOL_QUANT },
     /* GET_ROWS from every type, batched */
     { RT_OP_GET_ROWS, F32, I32, S(20, 9, 1, 1), S(6, 1, 1, 1), LAY_CONT, 0, .irange = 9, .tol = 0 },
     { RT_OP_GET_ROWS, F16, I32, S(20, 9, 3, 2), S(5, 3, 2, 1), LAY_PAD, 0, .irange = 9, .tol = 0 },
@@ -121,13 +134,13 @@ static const tcase_t cases[] = {
     { RT_OP_MUL_MAT, F16, F32, S(128, 32, 1, 1), S(128, 1, 1, 1), LAY_CONT, LAY_CONT, .tol = 1e-5 },
     { RT_OP_MUL_MAT, F16, F32, S(64, 20, 2, 1), S(64, 17, 4, 1), LAY_PERMUTE, LAY_CONT, .tol = 1e-5 },
     { RT_OP_MUL_MAT, BF16, F32, S(64, 16, 1, 1), S(64, 7, 1, 1), LAY_CONT, LAY_CONT, .tol = 1e-5 },
-    { RT_OP_MUL_MAT, Q8, F32, S(256, 16, 1, 1), S(256, 1, 1, 1), LAY_CONT, LAY_CONT, .tol = 1e-5 },
-    { RT_OP_MUL_MAT, Q8, F32, S(128, 24, 2, 1), S(128, 11, 2, 3), LAY_CONT, LAY_PERMUTE, .tol = 1e-5 },
-    { RT_OP_MUL_MAT, Q4, F32, S(256, 16, 1, 1), S(256, 1, 1, 1), LAY_CONT, LAY_CONT, .tol = 1e-5 },
-    { RT_OP_MUL_MAT, Q4, F32, S(64, 9, 1, 2), S(64, 33, 3, 2), LAY_PAD, LAY_CONT, .tol = 1e-5 },
+    { RT_OP_MUL_MAT, Q8, F32, S(256, 16, 1, 1), S(256, 1, 1, 1), LAY_CONT, LAY_CONT, .tol = TOL_QMM },
+    { RT_OP_MUL_MAT, Q8, F32, S(128, 24, 2, 1), S(128, 11, 2, 3), LAY_CONT, LAY_PERMUTE, .tol = TOL_QMM },
+    { RT_OP_MUL_MAT, Q4, F32, S(256, 16, 1, 1), S(256, 1, 1, 1), LAY_CONT, LAY_CONT, .tol = TOL_QMM },
+    { RT_OP_MUL_MAT, Q4, F32, S(64, 9, 1, 2), S(64, 33, 3, 2), LAY_PAD, LAY_CONT, .tol = TOL_QMM },
     /* multi-node graphs placed by a gallocr: dependencies, reuse, in-place */
     { OP_GRAPH, F32, F32, S(64, 4, 1, 1), S(0), LAY_CONT, 0, 1e-5f, .tol = 1e-5 },
-    { OP_GRAPH, Q8, F32, S(128, 8, 1, 1), S(0), LAY_CONT, 0, 1e-6f, .tol = 1e-5 },
+    { OP_GRAPH, Q8, F32, S(128, 8, 1, 1), S(0), LAY_CONT, 0, 1e-6f, .tol = TOL_QMM },
 };
 
 /* Larger shapes, for `perf`. */
@@ -482,7 +495,7 @@ static result_t perf_case(run_t *r) {
 //===--- main ---===//
 
 typedef struct opts {
-    bool perf, verbose;
+    bool perf;
     const char *device, *op;
 } opts_t;
 
@@ -493,11 +506,10 @@ typedef struct totals {
 static bool parse_args(int argc, char **argv, opts_t *o) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "perf") == 0) o->perf = true;
-        else if (strcmp(argv[i], "-v") == 0) o->verbose = true;
         else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) o->device = argv[++i];
         else if (strcmp(argv[i], "--op") == 0 && i + 1 < argc) o->op = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [perf] [--device NAME] [--op NAME] [-v]\n", argv[0]);
+            fprintf(stderr, "usage: %s [perf] [--device NAME] [--op NAME]\n", argv[0]);
             return false;
         }
     }

@@ -13,6 +13,9 @@
 #include "../../abi/rt_plugin.h"
 #include "../../abi/rt_quant.h"
 #include "../../abi/rt_tensor.h"
+#include "kern.h"
+
+#include <stdatomic.h>
 
 #define RT_CPU_ALIGN 64 /* bytes: buffer alignment and scratch padding (one cache line) */
 
@@ -74,13 +77,27 @@ typedef struct rt_cpu_error {
 
 /* What each thread gets for one node, as ggml's compute params: thread ith
  * of nth does its share, with wsize bytes of private scratch at wdata
- * (RT_CPU_ALIGN-aligned, as large as the node's rt_cpu_op_wsize asked). */
+ * (RT_CPU_ALIGN-aligned, as large as the node's rt_cpu_op_wsize asked) and
+ * the node's shared scratch (rt_cpu_op_shared_wsize bytes, the same for
+ * every thread). A node runs in rt_cpu_op_phases phases with a barrier
+ * between them, so phase 1 may read what every thread wrote to the shared
+ * scratch in phase 0. *counter is 0 when each phase starts: threads that
+ * take work items dynamically count them off with rt_cpu_claim. */
 typedef struct rt_cpu_params {
     int32_t ith, nth;
+    int32_t phase;
     void *wdata;
     size_t wsize;
+    void *shared;
+    size_t shared_size;
+    _Atomic int64_t *counter;
     rt_cpu_error_t *error;
 } rt_cpu_params_t;
+
+/* The next unclaimed work item of this phase (>= n_items when none is left). */
+static inline int64_t rt_cpu_claim(const rt_cpu_params_t *p) {
+    return atomic_fetch_add_explicit(p->counter, 1, memory_order_relaxed);
+}
 
 void rt_cpu_report(const rt_cpu_params_t *p, rt_status_t status, const char *fmt, ...)
     RT_PRINTF(3, 4);
@@ -101,6 +118,8 @@ void rt_cpu_ops_init(void);
 bool rt_cpu_op_supported(const rt_tensor_t *node);
 bool rt_cpu_op_computes(rt_op_t op);  /* false for NONE and the view family */
 size_t rt_cpu_op_wsize(const rt_tensor_t *node);  /* scratch bytes per thread */
+size_t rt_cpu_op_shared_wsize(const rt_tensor_t *node); /* scratch bytes shared by the threads */
+int32_t rt_cpu_op_phases(const rt_tensor_t *node);      /* >= 1 */
 void rt_cpu_op_compute(const rt_cpu_params_t *p, rt_tensor_t *node);
 
 //===--- types and row conversion (ops.c) ---===//
@@ -216,6 +235,8 @@ RT_CPU_KERNEL(soft_max);   /* ops_norm.c */
 RT_CPU_KERNEL(diag_mask_inf); /* ops_norm.c */
 RT_CPU_KERNEL(argmax);     /* ops_norm.c */
 RT_CPU_KERNEL(mul_mat);    /* ops_mul_mat.c */
+size_t rt_cpu_shared_wsize_mul_mat(const rt_tensor_t *node);
+int32_t rt_cpu_phases_mul_mat(const rt_tensor_t *node);
 RT_CPU_KERNEL(rope);       /* ops_rope.c */
 
 #endif /* RT_CPU_H */

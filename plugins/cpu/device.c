@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* device.c: the CPU plugin's one device. Its properties (model name from
- * /proc/cpuinfo, memory from /proc/meminfo or sysconf), its one buffer type
- * (host memory, "CPU") and the host-pointer extension, which buffer types it
- * can compute on, and its queues: each queue is a thread pool
- * (threadpool.c), and graph_compute checks every node before it runs any. */
+ * /proc/cpuinfo, memory from /proc/meminfo or sysconf, the kernel path in
+ * the description), its one buffer type (host memory, "CPU") and the
+ * host-pointer extension, which buffer types it can compute on, and its
+ * queues: each queue is a thread pool (threadpool.c), and graph_compute
+ * checks every node before it runs any. */
 #include "cpu.h"
 
 #include <sched.h>
@@ -82,10 +83,13 @@ static rt_status_t rt_cpu_get_props(void *device, rt_device_props_t *props) {
     if (RT_STRUCT_HAS(props, rt_device_props_t, kind)) props->kind = RT_DEVICE_KIND_CPU;
     if (RT_STRUCT_HAS(props, rt_device_props_t, name))
         snprintf(props->name, sizeof props->name, "%s", dev->model);
-    if (RT_STRUCT_HAS(props, rt_device_props_t, description))
+    if (RT_STRUCT_HAS(props, rt_device_props_t, description)) {
+        char isa[128];
+        rt_cpu_isa_describe(isa, sizeof isa);
         snprintf(props->description, sizeof props->description,
-                 "host CPU, %d online CPUs, rt cpu plugin %s", (int)dev->n_cpus,
+                 "host CPU, %d online CPUs, kernels %s, rt cpu plugin %s", (int)dev->n_cpus, isa,
                  RT_VERSION_STRING);
+    }
     if (RT_STRUCT_HAS(props, rt_device_props_t, memory_total)) props->memory_total = total;
     if (RT_STRUCT_HAS(props, rt_device_props_t, memory_free)) props->memory_free = avail;
     if (RT_STRUCT_HAS(props, rt_device_props_t, caps))

@@ -2,7 +2,8 @@
 /* entry.c: the CPU plugin's one exported symbol and its plugin table.
  * rt_plugin_query negotiates the ABI version; create allocates the plugin
  * instance (through the host's allocator) holding the host table and the
- * single device, which device.c fills in. Nothing here touches hardware. */
+ * single device, which device.c fills in, once isa.c has chosen the kernel
+ * path (create fails when RT_CPU_ISA names one the machine cannot run). */
 #include "cpu.h"
 
 #include <string.h>
@@ -35,6 +36,8 @@ static rt_status_t rt_cpu_plugin_create(const rt_host_t *host, void **out_plugin
         return RT_ERR_INCOMPATIBLE;
     }
     if (!out_plugin) return host->set_error(RT_ERR_INVALID_ARGUMENT, "cpu: out_plugin is NULL");
+    char why[160];
+    if (!rt_cpu_isa_init(why, sizeof why)) return host->set_error(RT_ERR_UNSUPPORTED, "cpu: %s", why);
     const rt_allocator_t *a = &host->allocator;
     rt_cpu_plugin_t *p = a->realloc(a->user_data, NULL, 0, sizeof *p);
     if (!p)
@@ -79,7 +82,7 @@ static const rt_plugin_t rt_cpu_plugin = {
     .struct_size = sizeof(rt_plugin_t),
     .abi_version = RT_ABI_VERSION,
     .name = "cpu",
-    .description = "host CPU, multithreaded reference kernels",
+    .description = "host CPU: SIMD kernels (scalar, AVX2, AVX-512, NEON) chosen at start",
     .version = RT_VERSION_STRING,
     .flags = 0,
     .next = NULL,

@@ -6,23 +6,14 @@
  * and the strided row iterator every row-wise kernel walks. */
 #include "cpu.h"
 
-#include <pthread.h>
 #include <string.h>
 
 //===--- element types ---===//
 
-/* Every binary16 value as a float: one load instead of the branchy decode
- * of rt_fp16_to_fp32 (the same values: the table is built with it). */
-static float rt_cpu_f16_table[1 << 16];
-static pthread_once_t rt_cpu_f16_once = PTHREAD_ONCE_INIT;
-
-static void rt_cpu_f16_table_fill(void) {
-    for (uint32_t h = 0; h < (1u << 16); h++) rt_cpu_f16_table[h] = rt_fp16_to_fp32((uint16_t)h);
-}
-
-void rt_cpu_ops_init(void) {
-    pthread_once(&rt_cpu_f16_once, rt_cpu_f16_table_fill);
-}
+/* Contiguous rows go through the kernel table (rt_cpu_k, chosen when the
+ * plugin started); Q4_0 is quantised by the reference codec (only cache
+ * writes and casts produce it). */
+void rt_cpu_ops_init(void) {}
 
 static void rt_cpu_f32_to_f32(const void *src, float *dst, int64_t n) {
     memcpy(dst, src, (size_t)n * sizeof dst[0]);
@@ -33,34 +24,31 @@ static void rt_cpu_f32_from_f32(const float *src, void *dst, int64_t n) {
 }
 
 static void rt_cpu_f16_to_f32(const void *src, float *dst, int64_t n) {
-    rt_cpu_load_f32(RT_TYPE_F16, src, sizeof(uint16_t), dst, n);
+    rt_cpu_k->vec->f16_to_f32(src, dst, n);
 }
 
 static void rt_cpu_f16_from_f32(const float *src, void *dst, int64_t n) {
-    rt_cpu_store_f32(RT_TYPE_F16, dst, sizeof(uint16_t), src, n);
+    rt_cpu_k->vec->f32_to_f16(src, dst, n);
 }
 
 static void rt_cpu_bf16_to_f32(const void *src, float *dst, int64_t n) {
-    rt_cpu_load_f32(RT_TYPE_BF16, src, sizeof(uint16_t), dst, n);
+    rt_cpu_k->vec->bf16_to_f32(src, dst, n);
 }
 
 static void rt_cpu_bf16_from_f32(const float *src, void *dst, int64_t n) {
-    rt_cpu_store_f32(RT_TYPE_BF16, dst, sizeof(uint16_t), src, n);
+    rt_cpu_k->vec->f32_to_bf16(src, dst, n);
 }
 
 static void rt_cpu_q8_0_to_f32(const void *src, float *dst, int64_t n) {
-    const rt_block_q8_0_t *b = src;
-    for (int64_t i = 0; i < n / RT_QK8_0; i++) rt_dequantize_block_q8_0(&b[i], dst + i * RT_QK8_0);
+    rt_cpu_k->vec->q8_0_to_f32(src, dst, n);
 }
 
 static void rt_cpu_q8_0_from_f32(const float *src, void *dst, int64_t n) {
-    rt_block_q8_0_t *b = dst;
-    for (int64_t i = 0; i < n / RT_QK8_0; i++) rt_quantize_block_q8_0(src + i * RT_QK8_0, &b[i]);
+    rt_cpu_k->vec->f32_to_q8_0(src, dst, n);
 }
 
 static void rt_cpu_q4_0_to_f32(const void *src, float *dst, int64_t n) {
-    const rt_block_q4_0_t *b = src;
-    for (int64_t i = 0; i < n / RT_QK4_0; i++) rt_dequantize_block_q4_0(&b[i], dst + i * RT_QK4_0);
+    rt_cpu_k->vec->q4_0_to_f32(src, dst, n);
 }
 
 static void rt_cpu_q4_0_from_f32(const float *src, void *dst, int64_t n) {
@@ -101,12 +89,20 @@ void rt_cpu_load_f32(rt_type_t type, const void *src, size_t stride, float *dst,
         for (int64_t i = 0; i < n; i++) memcpy(&dst[i], s + i * stride, sizeof dst[0]);
         return;
     case RT_TYPE_F16:
+        if (stride == sizeof h) {
+            rt_cpu_f16_to_f32(s, dst, n);
+            return;
+        }
         for (int64_t i = 0; i < n; i++) {
             memcpy(&h, s + i * stride, sizeof h);
-            dst[i] = rt_cpu_f16_table[h];
+            dst[i] = rt_fp16_to_fp32(h);
         }
         return;
     case RT_TYPE_BF16:
+        if (stride == sizeof h) {
+            rt_cpu_bf16_to_f32(s, dst, n);
+            return;
+        }
         for (int64_t i = 0; i < n; i++) {
             memcpy(&h, s + i * stride, sizeof h);
             dst[i] = rt_bf16_to_fp32(h);
@@ -129,12 +125,20 @@ void rt_cpu_store_f32(rt_type_t type, void *dst, size_t stride, const float *src
         for (int64_t i = 0; i < n; i++) memcpy(d + i * stride, &src[i], sizeof src[0]);
         return;
     case RT_TYPE_F16:
+        if (stride == sizeof h) {
+            rt_cpu_f16_from_f32(src, d, n);
+            return;
+        }
         for (int64_t i = 0; i < n; i++) {
             h = rt_fp32_to_fp16(src[i]);
             memcpy(d + i * stride, &h, sizeof h);
         }
         return;
     case RT_TYPE_BF16:
+        if (stride == sizeof h) {
+            rt_cpu_bf16_from_f32(src, d, n);
+            return;
+        }
         for (int64_t i = 0; i < n; i++) {
             h = rt_fp32_to_bf16(src[i]);
             memcpy(d + i * stride, &h, sizeof h);
@@ -210,13 +214,19 @@ void rt_cpu_map_rows(const rt_cpu_params_t *p, rt_tensor_t *dst, rt_cpu_row_fn f
 
 //===--- dispatch ---===//
 
+/* shared_wsize and phases are optional: none, and one phase. */
 typedef struct rt_cpu_op_entry {
     bool (*supports)(const rt_tensor_t *node);
     size_t (*wsize)(const rt_tensor_t *node);
     void (*compute)(const rt_cpu_params_t *p, rt_tensor_t *node);
+    size_t (*shared_wsize)(const rt_tensor_t *node);
+    int32_t (*phases)(const rt_tensor_t *node);
 } rt_cpu_op_entry_t;
 
-#define RT_CPU_OP(name) { rt_cpu_supports_##name, rt_cpu_wsize_##name, rt_cpu_compute_##name }
+#define RT_CPU_OP(name) { rt_cpu_supports_##name, rt_cpu_wsize_##name, rt_cpu_compute_##name, NULL, NULL }
+#define RT_CPU_OP_PHASED(name)                                                       \
+    { rt_cpu_supports_##name, rt_cpu_wsize_##name, rt_cpu_compute_##name,            \
+      rt_cpu_shared_wsize_##name, rt_cpu_phases_##name }
 
 static const rt_cpu_op_entry_t rt_cpu_ops[] = {
     [RT_OP_CONT] = RT_CPU_OP(copy),
@@ -229,7 +239,7 @@ static const rt_cpu_op_entry_t rt_cpu_ops[] = {
     [RT_OP_SCALE] = RT_CPU_OP(unary),
     [RT_OP_NORM] = RT_CPU_OP(norm),
     [RT_OP_RMS_NORM] = RT_CPU_OP(norm),
-    [RT_OP_MUL_MAT] = RT_CPU_OP(mul_mat),
+    [RT_OP_MUL_MAT] = RT_CPU_OP_PHASED(mul_mat),
     [RT_OP_SOFT_MAX] = RT_CPU_OP(soft_max),
     [RT_OP_DIAG_MASK_INF] = RT_CPU_OP(diag_mask_inf),
     [RT_OP_GELU] = RT_CPU_OP(unary),
@@ -266,6 +276,16 @@ bool rt_cpu_op_supported(const rt_tensor_t *node) {
 size_t rt_cpu_op_wsize(const rt_tensor_t *node) {
     const rt_cpu_op_entry_t *e = rt_cpu_op_entry(node->op);
     return e ? e->wsize(node) : 0;
+}
+
+size_t rt_cpu_op_shared_wsize(const rt_tensor_t *node) {
+    const rt_cpu_op_entry_t *e = rt_cpu_op_entry(node->op);
+    return e && e->shared_wsize ? e->shared_wsize(node) : 0;
+}
+
+int32_t rt_cpu_op_phases(const rt_tensor_t *node) {
+    const rt_cpu_op_entry_t *e = rt_cpu_op_entry(node->op);
+    return e && e->phases ? e->phases(node) : 1;
 }
 
 void rt_cpu_op_compute(const rt_cpu_params_t *p, rt_tensor_t *node) {

@@ -5,55 +5,17 @@
  * through the shared row iterator: a row of F32 with unit stride is used in
  * place, anything else (F16, BF16, other strides) is converted into the
  * thread's scratch, computed as floats and converted back. The arithmetic
- * runs in loops over a whole row, selected per row rather than per element. */
+ * is the kernel table's vector loops over whole rows (kern_vec.c). */
 #include "cpu.h"
 
-#include <math.h>
-
-//===--- vector loops ---===//
-
-typedef void (*rt_cpu_vv_fn)(float *d, const float *x, const float *y, int64_t n);
-typedef void (*rt_cpu_vs_fn)(float *d, const float *x, float y, int64_t n);
-
-static inline float rt_cpu_silu(float x) {
-    return x / (1.0f + expf(-x));
-}
-
-/* d = x op y for a vector y (vv) and for one value y (vs, b->ne[0] == 1). */
-#define RT_CPU_BINARY(name, expr)                                                        \
-    static void rt_cpu_vv_##name(float *d, const float *x, const float *y, int64_t n) {  \
-        for (int64_t i = 0; i < n; i++) d[i] = expr(x[i], y[i]);                         \
-    }                                                                                    \
-    static void rt_cpu_vs_##name(float *d, const float *x, float y, int64_t n) {         \
-        for (int64_t i = 0; i < n; i++) d[i] = expr(x[i], y);                            \
+static int rt_cpu_binary_index(rt_op_t op) {
+    switch (op) {
+    case RT_OP_ADD: return RT_CPU_BIN_ADD;
+    case RT_OP_SUB: return RT_CPU_BIN_SUB;
+    case RT_OP_MUL: return RT_CPU_BIN_MUL;
+    case RT_OP_DIV: return RT_CPU_BIN_DIV;
+    default: return RT_CPU_BIN_SWIGLU;
     }
-
-#define RT_CPU_ADD(x, y) ((x) + (y))
-#define RT_CPU_SUB(x, y) ((x) - (y))
-#define RT_CPU_MUL(x, y) ((x) * (y))
-#define RT_CPU_DIV(x, y) ((x) / (y))
-#define RT_CPU_SWIGLU(x, y) (rt_cpu_silu(x) * (y))
-
-RT_CPU_BINARY(add, RT_CPU_ADD)
-RT_CPU_BINARY(sub, RT_CPU_SUB)
-RT_CPU_BINARY(mul, RT_CPU_MUL)
-RT_CPU_BINARY(div, RT_CPU_DIV)
-RT_CPU_BINARY(swiglu, RT_CPU_SWIGLU)
-
-static void rt_cpu_v_scale(float *d, const float *x, float s, int64_t n) {
-    for (int64_t i = 0; i < n; i++) d[i] = x[i] * s;
-}
-
-static void rt_cpu_v_gelu(float *d, const float *x, int64_t n) {
-    const float c = 0.7978845608028654f; /* sqrt(2/pi) */
-    for (int64_t i = 0; i < n; i++) {
-        const float v = x[i];
-        d[i] = 0.5f * v * (1.0f + tanhf(c * (v + 0.044715f * v * v * v)));
-    }
-}
-
-static void rt_cpu_v_silu(float *d, const float *x, int64_t n) {
-    for (int64_t i = 0; i < n; i++) d[i] = rt_cpu_silu(x[i]);
 }
 
 //===--- binary ops ---===//
@@ -77,16 +39,6 @@ size_t rt_cpu_wsize_binary(const rt_tensor_t *node) {
     return rt_cpu_wsize_rows(3, node->ne[0]);
 }
 
-static void rt_cpu_binary_fns(rt_op_t op, rt_cpu_vv_fn *out_vv, rt_cpu_vs_fn *out_vs) {
-    switch (op) {
-    case RT_OP_ADD: *out_vv = rt_cpu_vv_add, *out_vs = rt_cpu_vs_add; return;
-    case RT_OP_SUB: *out_vv = rt_cpu_vv_sub, *out_vs = rt_cpu_vs_sub; return;
-    case RT_OP_MUL: *out_vv = rt_cpu_vv_mul, *out_vs = rt_cpu_vs_mul; return;
-    case RT_OP_DIV: *out_vv = rt_cpu_vv_div, *out_vs = rt_cpu_vs_div; return;
-    default: *out_vv = rt_cpu_vv_swiglu, *out_vs = rt_cpu_vs_swiglu; return;
-    }
-}
-
 /* d = x op y over n elements, y repeating every m (m divides n). */
 static void rt_cpu_binary_row(rt_cpu_vv_fn vv, rt_cpu_vs_fn vs, float *d, const float *x,
                               const float *y, int64_t n, int64_t m) {
@@ -100,9 +52,9 @@ static void rt_cpu_binary_row(rt_cpu_vv_fn vv, rt_cpu_vs_fn vs, float *d, const 
 void rt_cpu_compute_binary(const rt_cpu_params_t *p, rt_tensor_t *dst) {
     const rt_tensor_t *a = dst->src[0], *b = dst->src[1];
     const int64_t n = dst->ne[0], m = b->ne[0];
-    rt_cpu_vv_fn vv;
-    rt_cpu_vs_fn vs;
-    rt_cpu_binary_fns(dst->op, &vv, &vs);
+    const int k = rt_cpu_binary_index(dst->op);
+    const rt_cpu_vv_fn vv = rt_cpu_k->vec->vv[k];
+    const rt_cpu_vs_fn vs = rt_cpu_k->vec->vs[k];
     float *sx = rt_cpu_scratch(p, 0, n), *sy = rt_cpu_scratch(p, 1, n);
     float *sd = rt_cpu_scratch(p, 2, n);
     rt_cpu_rows_t it;
@@ -133,9 +85,9 @@ static void rt_cpu_unary_row(const rt_tensor_t *dst, const rt_cpu_rows_t *it, fl
                              const float *x, int64_t n) {
     (void)it;
     switch (dst->op) {
-    case RT_OP_SCALE: rt_cpu_v_scale(d, x, rt_cpu_param_f32(dst, 0), n); return;
-    case RT_OP_GELU: rt_cpu_v_gelu(d, x, n); return;
-    default: rt_cpu_v_silu(d, x, n); return;
+    case RT_OP_SCALE: rt_cpu_k->vec->vs[RT_CPU_BIN_MUL](d, x, rt_cpu_param_f32(dst, 0), n); return;
+    case RT_OP_GELU: rt_cpu_k->vec->gelu(d, x, n); return;
+    default: rt_cpu_k->vec->silu(d, x, n); return;
     }
 }
 

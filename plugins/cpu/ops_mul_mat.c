@@ -1,117 +1,155 @@
 /* SPDX-License-Identifier: MIT */
 /* ops_mul_mat.c: MUL_MAT, c[m, n] = dot(row m of a, row n of b) for every
  * matrix of b's dims 2 and 3 (c = b . a^T), a broadcast over them as ggml
- * does (b's matrix i2 reads a's matrix i2 / (b2 / a2)). The output is cut
- * into tiles of RT_CPU_MM_ROWS rows of a by RT_CPU_MM_COLS rows of b, and
- * each thread takes a contiguous run of tiles, ordered so that consecutive
- * tiles share their rows of a: those are converted to F32 (or dequantised)
- * once into the thread's scratch and dotted with every b row of the run.
- * F32 rows of a are used in place. Accumulation is in F32. */
+ * does (b's matrix i2 reads a's matrix i2 / (b2 / a2)). This file owns the
+ * shapes, the strides and the threads; the arithmetic is the kernel table's
+ * (kern.h). Four paths, by a's type and N = b's rows per matrix:
+ *
+ *   N <= RT_CPU_MV_MAX_N, F32/F16/BF16 a: matvec, one pass over a.
+ *   N <= RT_CPU_MV_MAX_N, Q8_0/Q4_0 a:    phase 0 quantises b's rows to Q8_0
+ *       once (shared scratch); phase 1 runs the integer dot products.
+ *   larger N, F32/F16/BF16 a:             the blocked, packed gemm.
+ *   larger N, Q8_0/Q4_0 a:                phase 0 rounds b's rows through
+ *       Q8_0 into F32 (shared scratch), phase 1 the gemm; the products
+ *       are the integer path's, so a result does not depend on N.
+ *
+ * Work items are (matrix, run of rows of a), claimed dynamically from the
+ * pool's counter so a thread slowed by a busy core takes fewer. b may be
+ * any view whose rows are contiguous (the seed's permuted Q): rows are read
+ * in place, never copied. */
 #include "cpu.h"
 
-#define RT_CPU_MM_ROWS 16 /* rows of a per tile, converted together */
-#define RT_CPU_MM_COLS 64 /* rows of b per tile */
+#define RT_CPU_MV_MAX_N 8          /* b rows per matrix up to which matvec runs */
+#define RT_CPU_MV_CHUNK_BYTES 65536 /* bytes of a per matvec work item */
+
+typedef enum { MM_MATVEC, MM_MATVEC_Q, MM_GEMM, MM_GEMM_Q } rt_cpu_mm_path_t;
+
+static bool rt_cpu_is_quant(rt_type_t t) {
+    return t == RT_TYPE_Q8_0 || t == RT_TYPE_Q4_0;
+}
+
+static rt_cpu_mm_path_t rt_cpu_mm_path(const rt_tensor_t *node) {
+    const bool q = rt_cpu_is_quant(node->src[0]->type);
+    if (node->src[1]->ne[1] <= RT_CPU_MV_MAX_N) return q ? MM_MATVEC_Q : MM_MATVEC;
+    return q ? MM_GEMM_Q : MM_GEMM;
+}
 
 bool rt_cpu_supports_mul_mat(const rt_tensor_t *node) {
     const rt_tensor_t *a = node->src[0], *b = node->src[1];
     if (!a || !b || node->type != RT_TYPE_F32 || b->type != RT_TYPE_F32) return false;
     const rt_cpu_type_t *ta = rt_cpu_type(a->type);
     if (!ta->to_f32 || a->nb[0] != ta->size || a->ne[0] % ta->blck != 0) return false;
-    if (b->nb[0] != sizeof(float) || a->ne[0] != b->ne[0]) return false;
+    if (b->nb[0] != sizeof(float) || a->ne[0] != b->ne[0] || node->nb[0] != sizeof(float))
+        return false;
     if (a->ne[2] <= 0 || a->ne[3] <= 0 || b->ne[2] % a->ne[2] || b->ne[3] % a->ne[3]) return false;
     return node->ne[0] == a->ne[1] && node->ne[1] == b->ne[1] && node->ne[2] == b->ne[2] &&
            node->ne[3] == b->ne[3];
 }
 
+/* Bytes of one prepared row of b in the shared scratch (0: b used as is). */
+static size_t rt_cpu_mm_prep_row(const rt_tensor_t *node) {
+    const int64_t K = node->src[1]->ne[0];
+    switch (rt_cpu_mm_path(node)) {
+    case MM_MATVEC_Q: return rt_cpu_q8a_size(K);
+    case MM_GEMM_Q: return (size_t)K * sizeof(float);
+    default: return 0;
+    }
+}
+
 size_t rt_cpu_wsize_mul_mat(const rt_tensor_t *node) {
+    const rt_cpu_mm_path_t path = rt_cpu_mm_path(node);
+    return path == MM_GEMM || path == MM_GEMM_Q ? rt_cpu_k->mm->gemm_wsize : 0;
+}
+
+size_t rt_cpu_shared_wsize_mul_mat(const rt_tensor_t *node) {
+    return rt_cpu_mm_prep_row(node) * (size_t)rt_cpu_nelements(node->src[1]) /
+           (size_t)node->src[1]->ne[0];
+}
+
+int32_t rt_cpu_phases_mul_mat(const rt_tensor_t *node) {
+    return rt_cpu_mm_prep_row(node) ? 2 : 1;
+}
+
+//===--- phase 0: b's rows, prepared once ---===//
+
+/* Row r of b (all matrices, rows fastest) to row r of the shared scratch. */
+static void rt_cpu_mm_prepare(const rt_cpu_params_t *p, const rt_tensor_t *node) {
+    const rt_tensor_t *b = node->src[1];
+    const size_t row = rt_cpu_mm_prep_row(node);
+    const bool q8a = rt_cpu_mm_path(node) == MM_MATVEC_Q;
+    rt_cpu_rows_t it;
+    rt_cpu_rows_init(&it, b->ne, p->ith, p->nth);
+    while (rt_cpu_rows_next(&it)) {
+        const float *x = rt_cpu_row(b, it.i1, it.i2, it.i3);
+        char *dst = (char *)p->shared + (size_t)it.ir * row;
+        if (q8a)
+            rt_cpu_k->quant->quantize_q8a(x, b->ne[0], dst);
+        else
+            rt_cpu_k->quant->roundtrip_q8(x, b->ne[0], (float *)dst);
+    }
+}
+
+//===--- phase 1: work items ---===//
+
+/* The product for b's matrix `batch` (i2 fastest). */
+static rt_cpu_mm_t rt_cpu_mm_operands(const rt_cpu_params_t *p, const rt_tensor_t *node,
+                                      int64_t batch) {
+    const rt_tensor_t *a = node->src[0], *b = node->src[1];
+    const int64_t i2 = batch % b->ne[2], i3 = batch / b->ne[2];
+    const int64_t a2 = i2 / (b->ne[2] / a->ne[2]), a3 = i3 / (b->ne[3] / a->ne[3]);
+    rt_cpu_mm_t g = {
+        .a = (const char *)a->data + a2 * a->nb[2] + a3 * a->nb[3],
+        .lda = a->nb[1],
+        .atype = a->type,
+        .M = a->ne[1],
+        .K = a->ne[0],
+        .b = (const char *)b->data + i2 * b->nb[2] + i3 * b->nb[3],
+        .ldb = b->nb[1],
+        .N = b->ne[1],
+        .c = (char *)node->data + i2 * node->nb[2] + i3 * node->nb[3],
+        .ldc = node->nb[1],
+    };
+    const size_t row = rt_cpu_mm_prep_row(node);
+    if (row) {
+        g.b = (const char *)p->shared + (size_t)(batch * b->ne[1]) * row;
+        g.ldb = row;
+    }
+    return g;
+}
+
+/* Rows of a per work item: a gemm block, or enough bytes to amortise a
+ * claim, but no more than leaves four items per thread. */
+static int64_t rt_cpu_mm_chunk(const rt_cpu_params_t *p, const rt_tensor_t *node) {
     const rt_tensor_t *a = node->src[0];
-    return a->type == RT_TYPE_F32 ? 0 : rt_cpu_wsize_rows(1, RT_CPU_MM_ROWS * a->ne[0]);
+    const rt_cpu_mm_path_t path = rt_cpu_mm_path(node);
+    if (path == MM_GEMM || path == MM_GEMM_Q) return rt_cpu_k->mm->gemm_rows;
+    int64_t rows = RT_CPU_MV_CHUNK_BYTES / (int64_t)(a->nb[1] ? a->nb[1] : 1);
+    const int64_t fair = (a->ne[1] + 4 * p->nth - 1) / (4 * p->nth);
+    if (rows > fair) rows = fair;
+    return rows < 4 ? 4 : (rows + 3) / 4 * 4;
 }
 
-/* Sixteen independent sums so the compiler can keep them in vector lanes
- * (float addition is not associative, so it will not reorder one sum). */
-static float rt_cpu_dot(const float *x, const float *y, int64_t n) {
-    float acc[16] = { 0 };
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-#pragma GCC unroll 16
-        for (int k = 0; k < 16; k++) acc[k] += x[i + k] * y[i + k];
-    }
-    float s = 0.0f;
-    for (; i < n; i++) s += x[i] * y[i];
-    for (int k = 0; k < 16; k++) s += acc[k];
-    return s;
-}
-
-/* One tile's position: which matrix, which rows of a, which rows of b. */
-typedef struct rt_cpu_mm_tile {
-    int64_t i2, i3;         /* b's (and c's) matrix */
-    int64_t m0, m1;         /* rows of a */
-    int64_t n0, n1;         /* rows of b */
-    int64_t a_key;          /* equal for tiles that share rows of a */
-} rt_cpu_mm_tile_t;
-
-static rt_cpu_mm_tile_t rt_cpu_mm_tile(const rt_tensor_t *a, const rt_tensor_t *b, int64_t t) {
-    const int64_t n_mt = (a->ne[1] + RT_CPU_MM_ROWS - 1) / RT_CPU_MM_ROWS;
-    const int64_t n_nt = (b->ne[1] + RT_CPU_MM_COLS - 1) / RT_CPU_MM_COLS;
-    rt_cpu_mm_tile_t tile;
-    const int64_t nt = t % n_nt;
-    tile.a_key = t / n_nt;
-    const int64_t mt = tile.a_key % n_mt, batch = tile.a_key / n_mt;
-    tile.i2 = batch % b->ne[2];
-    tile.i3 = batch / b->ne[2];
-    tile.m0 = mt * RT_CPU_MM_ROWS;
-    tile.m1 = tile.m0 + RT_CPU_MM_ROWS < a->ne[1] ? tile.m0 + RT_CPU_MM_ROWS : a->ne[1];
-    tile.n0 = nt * RT_CPU_MM_COLS;
-    tile.n1 = tile.n0 + RT_CPU_MM_COLS < b->ne[1] ? tile.n0 + RT_CPU_MM_COLS : b->ne[1];
-    return tile;
-}
-
-/* Points rows[] at the tile's rows of a as F32: in place, or converted into buf. */
-static void rt_cpu_mm_load_a(const rt_tensor_t *a, const rt_tensor_t *b,
-                             const rt_cpu_mm_tile_t *tile, float *buf, const float **rows) {
-    const int64_t K = a->ne[0];
-    const int64_t i2 = tile->i2 / (b->ne[2] / a->ne[2]), i3 = tile->i3 / (b->ne[3] / a->ne[3]);
-    const rt_cpu_type_t *ta = rt_cpu_type(a->type);
-    for (int64_t m = tile->m0; m < tile->m1; m++) {
-        const void *row = rt_cpu_row(a, m, i2, i3);
-        if (a->type == RT_TYPE_F32) {
-            rows[m - tile->m0] = row;
-        } else {
-            float *dst = buf + (m - tile->m0) * K;
-            ta->to_f32(row, dst, K);
-            rows[m - tile->m0] = dst;
-        }
-    }
-}
-
-static void rt_cpu_mm_tile_compute(const rt_tensor_t *a, const rt_tensor_t *b, rt_tensor_t *c,
-                                   const rt_cpu_mm_tile_t *tile, const float *const *rows) {
-    const int64_t K = a->ne[0];
-    for (int64_t n = tile->n0; n < tile->n1; n++) {
-        const float *y = rt_cpu_row(b, n, tile->i2, tile->i3);
-        char *out = rt_cpu_row(c, n, tile->i2, tile->i3);
-        for (int64_t m = tile->m0; m < tile->m1; m++)
-            *(float *)(out + m * c->nb[0]) = rt_cpu_dot(rows[m - tile->m0], y, K);
+static void rt_cpu_mm_run(const rt_cpu_params_t *p, const rt_cpu_mm_t *g,
+                          rt_cpu_mm_path_t path, int64_t m0, int64_t m1) {
+    switch (path) {
+    case MM_MATVEC: rt_cpu_k->mm->matvec(g, m0, m1); return;
+    case MM_MATVEC_Q: rt_cpu_k->quant->matvec_q(g, m0, m1); return;
+    default: rt_cpu_k->mm->gemm(g, m0, m1, p->wdata); return;
     }
 }
 
 void rt_cpu_compute_mul_mat(const rt_cpu_params_t *p, rt_tensor_t *dst) {
-    const rt_tensor_t *a = dst->src[0], *b = dst->src[1];
-    const int64_t n_tiles = ((a->ne[1] + RT_CPU_MM_ROWS - 1) / RT_CPU_MM_ROWS) *
-                            ((b->ne[1] + RT_CPU_MM_COLS - 1) / RT_CPU_MM_COLS) * b->ne[2] *
-                            b->ne[3];
-    int64_t begin, end;
-    rt_cpu_split(n_tiles, p->ith, p->nth, &begin, &end);
-    float *buf = a->type == RT_TYPE_F32 ? NULL : rt_cpu_scratch(p, 0, RT_CPU_MM_ROWS * a->ne[0]);
-    const float *rows[RT_CPU_MM_ROWS];
-    int64_t loaded = -1;
-    for (int64_t t = begin; t < end; t++) {
-        const rt_cpu_mm_tile_t tile = rt_cpu_mm_tile(a, b, t);
-        if (tile.a_key != loaded) {
-            rt_cpu_mm_load_a(a, b, &tile, buf, rows);
-            loaded = tile.a_key;
-        }
-        rt_cpu_mm_tile_compute(a, b, dst, &tile, rows);
+    if (p->phase == 0 && rt_cpu_phases_mul_mat(dst) == 2) {
+        rt_cpu_mm_prepare(p, dst);
+        return;
+    }
+    const rt_tensor_t *b = dst->src[1];
+    const rt_cpu_mm_path_t path = rt_cpu_mm_path(dst);
+    const int64_t M = dst->src[0]->ne[1], chunk = rt_cpu_mm_chunk(p, dst);
+    const int64_t n_chunks = (M + chunk - 1) / chunk, n_items = n_chunks * b->ne[2] * b->ne[3];
+    for (int64_t item = rt_cpu_claim(p); item < n_items; item = rt_cpu_claim(p)) {
+        const rt_cpu_mm_t g = rt_cpu_mm_operands(p, dst, item / n_chunks);
+        const int64_t m0 = item % n_chunks * chunk;
+        rt_cpu_mm_run(p, &g, path, m0, m0 + chunk < M ? m0 + chunk : M);
     }
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* ops_norm.c: ops that look at a whole row before writing it. NORM and
- * RMS_NORM (eps from op_params, sums in double), SOFT_MAX (scale and an
- * optional F32/F16 mask, max-subtracted for stability), DIAG_MASK_INF and
- * ARGMAX. Rows come from the shared iterator and are read in place when
- * they are plain F32, through the thread's scratch otherwise.
+ * RMS_NORM (eps from op_params), SOFT_MAX (scale and an optional F32/F16
+ * mask, max-subtracted for stability), DIAG_MASK_INF and ARGMAX. Rows come
+ * from the shared iterator and are read in place when they are plain F32,
+ * through the thread's scratch otherwise; the row arithmetic of the first
+ * three is the kernel table's (kern_vec.c).
  *
  * Infinities in SOFT_MAX: -inf entries (masked) get weight 0. A row whose
  * entries are all -inf has no finite weight to normalise by, so its output
@@ -26,30 +27,13 @@ size_t rt_cpu_wsize_norm(const rt_tensor_t *node) {
     return rt_cpu_wsize_rows(2, node->ne[0]);
 }
 
-static void rt_cpu_norm_row(float *d, const float *x, int64_t n, float eps) {
-    double sum = 0.0;
-    for (int64_t i = 0; i < n; i++) sum += x[i];
-    const float mean = (float)(sum / (double)n);
-    double var = 0.0;
-    for (int64_t i = 0; i < n; i++) var += (double)(x[i] - mean) * (double)(x[i] - mean);
-    const float inv = (float)(1.0 / sqrt(var / (double)n + (double)eps));
-    for (int64_t i = 0; i < n; i++) d[i] = (x[i] - mean) * inv;
-}
-
-static void rt_cpu_rms_norm_row(float *d, const float *x, int64_t n, float eps) {
-    double sum = 0.0;
-    for (int64_t i = 0; i < n; i++) sum += (double)x[i] * (double)x[i];
-    const float inv = (float)(1.0 / sqrt(sum / (double)n + (double)eps));
-    for (int64_t i = 0; i < n; i++) d[i] = x[i] * inv;
-}
-
 static void rt_cpu_norm_any_row(const rt_tensor_t *dst, const rt_cpu_rows_t *it, float *d,
                                 const float *x, int64_t n) {
     (void)it;
     if (dst->op == RT_OP_NORM)
-        rt_cpu_norm_row(d, x, n, rt_cpu_param_f32(dst, 0));
+        rt_cpu_k->vec->norm(d, x, n, rt_cpu_param_f32(dst, 0));
     else
-        rt_cpu_rms_norm_row(d, x, n, rt_cpu_param_f32(dst, 0));
+        rt_cpu_k->vec->rms_norm(d, x, n, rt_cpu_param_f32(dst, 0));
 }
 
 void rt_cpu_compute_norm(const rt_cpu_params_t *p, rt_tensor_t *dst) {
@@ -73,27 +57,6 @@ size_t rt_cpu_wsize_soft_max(const rt_tensor_t *node) {
     return rt_cpu_wsize_rows(3, node->ne[0]);
 }
 
-/* d = softmax(x*scale + mask); mask may be NULL. d may be x. */
-static void rt_cpu_soft_max_row(float *d, const float *x, const float *mask, float scale,
-                                int64_t n) {
-    float max = -INFINITY;
-    for (int64_t i = 0; i < n; i++) {
-        d[i] = x[i] * scale + (mask ? mask[i] : 0.0f);
-        if (d[i] > max) max = d[i];
-    }
-    if (max == -INFINITY) {
-        memset(d, 0, (size_t)n * sizeof d[0]);
-        return;
-    }
-    double sum = 0.0;
-    for (int64_t i = 0; i < n; i++) {
-        d[i] = expf(d[i] - max);
-        sum += d[i];
-    }
-    const float inv = (float)(1.0 / sum);
-    for (int64_t i = 0; i < n; i++) d[i] *= inv;
-}
-
 void rt_cpu_compute_soft_max(const rt_cpu_params_t *p, rt_tensor_t *dst) {
     const rt_tensor_t *a = dst->src[0], *m = dst->src[1];
     const int64_t n = dst->ne[0];
@@ -110,7 +73,7 @@ void rt_cpu_compute_soft_max(const rt_cpu_params_t *p, rt_tensor_t *dst) {
               : NULL;
         void *drow = rt_cpu_row(dst, it.i1, it.i2, it.i3);
         float *d = rt_cpu_row_out(dst, drow, sd);
-        rt_cpu_soft_max_row(d, x, mask, scale, n);
+        rt_cpu_k->vec->soft_max(d, x, mask, scale, n);
         rt_cpu_row_commit(dst, drow, d, n);
     }
 }

@@ -5,7 +5,8 @@
  * elements (NORMAL) or n_dims/2 apart (NEOX); elements from n_dims on pass
  * through. Rows come head-fastest from the shared iterator, so each thread
  * computes a position's cos/sin table once (angles in double, as positions
- * reach 10^5) and reuses it for every head of that token. */
+ * reach 10^5) and reuses it for every head of that token; the rotation is
+ * the kernel table's (kern_vec.c). */
 #include "cpu.h"
 
 #include <math.h>
@@ -37,31 +38,35 @@ bool rt_cpu_supports_rope(const rt_tensor_t *node) {
            (mode == RT_ROPE_MODE_NORMAL || mode == RT_ROPE_MODE_NEOX);
 }
 
+/* Scratch regions of n floats: 0 and 1 the row in and out, 2 and 3 the
+ * angle table, 4 the frequencies (n/2 doubles). */
 size_t rt_cpu_wsize_rope(const rt_tensor_t *node) {
-    return rt_cpu_wsize_rows(3, node->ne[0]);
+    return rt_cpu_wsize_rows(5, node->ne[0]);
 }
 
-/* cs[i] = cos(theta_i), cs[half + i] = sin(theta_i). */
-static void rt_cpu_rope_table(const rt_cpu_rope_t *r, int32_t pos, float *cs) {
-    const int64_t half = r->n_dims / 2;
-    const double p = (double)pos * r->freq_scale;
-    for (int64_t i = 0; i < half; i++) {
-        const double theta = p * pow(r->freq_base, -2.0 * (double)i / (double)r->n_dims);
-        cs[i] = (float)cos(theta);
-        cs[half + i] = (float)sin(theta);
-    }
+/* freq[i] = freq_scale * freq_base^(-2i/n_dims), once per node and thread. */
+static void rt_cpu_rope_freqs(const rt_cpu_rope_t *r, double *freq) {
+    for (int64_t i = 0; i < r->n_dims / 2; i++)
+        freq[i] = r->freq_scale * pow(r->freq_base, -2.0 * (double)i / (double)r->n_dims);
 }
 
-static void rt_cpu_rope_row(const rt_cpu_rope_t *r, const float *cs, float *d, const float *x,
-                            int64_t n) {
+/* The cos/sin table of one position in the layout the kernel reads
+ * (kern.h): NORMAL repeats each value over its pair and signs the sines,
+ * NEOX keeps one per pair. Angles in double: positions reach 10^5. */
+static void rt_cpu_rope_table(const rt_cpu_rope_t *r, const double *freq, int32_t pos, float *cs) {
     const int64_t half = r->n_dims / 2;
     for (int64_t i = 0; i < half; i++) {
-        const int64_t j0 = r->neox ? i : 2 * i, j1 = r->neox ? i + half : 2 * i + 1;
-        const float x0 = x[j0], x1 = x[j1], c = cs[i], s = cs[half + i];
-        d[j0] = x0 * c - x1 * s;
-        d[j1] = x0 * s + x1 * c;
+        const double theta = (double)pos * freq[i];
+        const float c = (float)cos(theta), sn = (float)sin(theta);
+        if (r->neox) {
+            cs[i] = c;
+            cs[half + i] = sn;
+        } else {
+            cs[2 * i] = cs[2 * i + 1] = c;
+            cs[r->n_dims + 2 * i] = -sn;
+            cs[r->n_dims + 2 * i + 1] = sn;
+        }
     }
-    if (d != x) memcpy(d + r->n_dims, x + r->n_dims, (size_t)(n - r->n_dims) * sizeof d[0]);
 }
 
 void rt_cpu_compute_rope(const rt_cpu_params_t *p, rt_tensor_t *dst) {
@@ -70,6 +75,8 @@ void rt_cpu_compute_rope(const rt_cpu_params_t *p, rt_tensor_t *dst) {
     const int64_t n = dst->ne[0];
     float *sx = rt_cpu_scratch(p, 0, n), *sd = rt_cpu_scratch(p, 1, n);
     float *cs = rt_cpu_scratch(p, 2, n);
+    double *freq = (double *)rt_cpu_scratch(p, 4, n);
+    rt_cpu_rope_freqs(&r, freq);
     int64_t table_i2 = -1;
     rt_cpu_rows_t it;
     rt_cpu_rows_init(&it, dst->ne, p->ith, p->nth);
@@ -77,13 +84,13 @@ void rt_cpu_compute_rope(const rt_cpu_params_t *p, rt_tensor_t *dst) {
         if (it.i2 != table_i2) {
             int32_t pos;
             memcpy(&pos, (const char *)b->data + it.i2 * b->nb[0], sizeof pos);
-            rt_cpu_rope_table(&r, pos, cs);
+            rt_cpu_rope_table(&r, freq, pos, cs);
             table_i2 = it.i2;
         }
         const float *x = rt_cpu_row_in(a, rt_cpu_row(a, it.i1, it.i2, it.i3), n, sx);
         void *drow = rt_cpu_row(dst, it.i1, it.i2, it.i3);
         float *d = rt_cpu_row_out(dst, drow, sd);
-        rt_cpu_rope_row(&r, cs, d, x, n);
+        rt_cpu_k->vec->rope(d, x, cs, r.n_dims, r.neox, n);
         rt_cpu_row_commit(dst, drow, d, n);
     }
 }

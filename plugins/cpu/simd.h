@@ -362,6 +362,7 @@ RT_INLINE void vf_transpose(rt_vf r[4]) {
 
 //===--- scalar: one lane ---===//
 #else
+#include "../../abi/rt_quant.h"
 
 #define RT_W 1
 typedef float rt_vf;
@@ -407,6 +408,7 @@ RT_INLINE rt_vm vi_gt(rt_vi a, rt_vi b) { return a > b; }
 RT_INLINE rt_vi vi_select(rt_vm m, rt_vi yes, rt_vi no) { return m ? yes : no; }
 RT_INLINE rt_vi vi_load_u16(const uint16_t *p) { return *p; }
 RT_INLINE void vi_store_u16(uint16_t *p, rt_vi v) { *p = (uint16_t)v; }
+RT_INLINE rt_vf vf_load_f16(const uint16_t *p) { return rt_fp16_to_fp32(*p); }
 RT_INLINE rt_vf vf_swap_pairs(rt_vf v) { return v; } /* unused at one lane */
 RT_INLINE rt_vm vm_n(int64_t n) { return n > 0; }
 RT_INLINE rt_vi vi_load_i8(const int8_t *p) { return *p; }

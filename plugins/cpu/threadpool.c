@@ -1,12 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /* threadpool.c: one persistent pool of threads per queue, and the graph
  * loop they run. The calling thread is thread 0 and n_threads - 1 workers
- * are the others. Between graphs workers sleep on a condition variable (no
- * spinning while idle); a graph wakes them once, then every thread walks the
- * same node list, does its ith/nth share of each node, and meets the others
- * at one barrier per computing node (spinning briefly, then yielding, since
- * nodes are short). The pool also owns the per-thread scratch, sized before
- * each graph from what its nodes ask for, so kernels never allocate. */
+ * are the others. Between graphs a worker spins for a while on the graph
+ * generation (a decode loop submits graphs back to back, and waking a
+ * sleeping thread costs tens of microseconds), then sleeps on a condition
+ * variable; the caller only takes the lock to wake sleepers. A graph is one
+ * pass of every thread over the same node list: each does its share of a
+ * node's phase (most nodes have one, rt_cpu_op_phases) and meets the others
+ * at one barrier per phase, spinning briefly and then yielding (nodes are
+ * short, and the machine may have fewer cores than threads). The last
+ * thread into a barrier resets the work counter that kernels claim items
+ * from. No node allocates and no barrier makes a system call unless a
+ * thread has to wait long: the pool owns the per-thread and the shared
+ * scratch, sized before each graph from what its nodes ask for. */
 #include "cpu.h"
 
 #include <errno.h>
@@ -34,18 +40,35 @@ struct rt_cpu_pool {
     rt_cpu_worker_t *workers;       /* n_threads - 1 */
     pthread_mutex_t mutex;
     pthread_cond_t wake;
-    uint64_t generation;            /* bumped once per graph */
-    bool stop;
+    _Atomic uint64_t generation;    /* bumped once per graph */
+    atomic_int n_sleeping;          /* workers in (or about to be in) cond_wait */
+    atomic_bool stop;
     rt_tensor_t *const *nodes;      /* the graph being run */
     int32_t n_nodes;
     void *wmem;                     /* scratch allocation, wmem_size bytes */
     size_t wmem_size;
     uint8_t *wdata;                 /* wmem aligned; thread i's at wdata + i * wsize */
     size_t wsize;                   /* bytes per thread, a multiple of RT_CPU_ALIGN */
+    uint8_t *shared;                /* after the threads' scratch, shared_size bytes */
+    size_t shared_size;
     atomic_int barrier_count;       /* threads arrived at the current barrier */
     atomic_int barrier_phase;       /* bumped when the last one arrives */
+    _Atomic int64_t counter;        /* work items claimed in the current phase */
     rt_cpu_error_t error;
 };
+
+/* Spins before a thread gives its core away: in a barrier (then yields), and
+ * between graphs (then sleeps). About 2^14 pauses are some 100 us. */
+#define RT_CPU_SPIN_BARRIER (1 << 12)
+#define RT_CPU_SPIN_IDLE (1 << 14)
+
+static inline void rt_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
 
 //===--- helpers shared by the kernels ---===//
 
@@ -79,23 +102,30 @@ void rt_cpu_split(int64_t n, int32_t ith, int32_t nth, int64_t *out_begin, int64
 
 //===--- the barrier and the graph loop ---===//
 
+/* The last thread in resets the work counter for the next phase, then
+ * releases the others (the phase bump publishes the reset). */
 static void rt_cpu_barrier(rt_cpu_pool_t *pool) {
-    if (pool->n_threads == 1) return;
+    if (pool->n_threads == 1) {
+        atomic_store_explicit(&pool->counter, 0, memory_order_relaxed);
+        return;
+    }
     const int phase = atomic_load(&pool->barrier_phase);
     if (atomic_fetch_add(&pool->barrier_count, 1) == pool->n_threads - 1) {
         atomic_store(&pool->barrier_count, 0);
+        atomic_store_explicit(&pool->counter, 0, memory_order_relaxed);
         atomic_fetch_add(&pool->barrier_phase, 1);
         return;
     }
     for (int spins = 0; atomic_load(&pool->barrier_phase) == phase; spins++) {
-        /* A node seldom takes long; past that, give the core away (the
-         * machine may have fewer cores than threads). */
-        if (spins > 1000) sched_yield();
+        if (spins < RT_CPU_SPIN_BARRIER)
+            rt_cpu_relax();
+        else
+            sched_yield();
     }
 }
 
 /* Every thread runs this for the same graph; a barrier separates two
- * computing nodes and ends the graph, and after each one every thread sees
+ * computing phases and ends the graph, and after each one every thread sees
  * the same error flag, so they all stop at the same node. */
 static void rt_cpu_run_graph(rt_cpu_pool_t *pool, int32_t ith) {
     rt_cpu_params_t p = {
@@ -103,38 +133,69 @@ static void rt_cpu_run_graph(rt_cpu_pool_t *pool, int32_t ith) {
         .nth = pool->n_threads,
         .wdata = pool->wdata + (size_t)ith * pool->wsize,
         .wsize = pool->wsize,
+        .shared = pool->shared,
+        .shared_size = pool->shared_size,
+        .counter = &pool->counter,
         .error = &pool->error,
     };
     bool first = true;
     for (int32_t i = 0; i < pool->n_nodes; i++) {
         rt_tensor_t *node = pool->nodes[i];
         if (!rt_cpu_op_computes(node->op)) continue;
-        if (!first) {
-            rt_cpu_barrier(pool);
-            if (atomic_load(&pool->error.claimed)) break;
+        const int32_t n_phases = rt_cpu_op_phases(node);
+        for (p.phase = 0; p.phase < n_phases; p.phase++) {
+            if (!first) {
+                rt_cpu_barrier(pool);
+                if (atomic_load(&pool->error.claimed)) goto done;
+            }
+            first = false;
+            rt_cpu_op_compute(&p, node);
         }
-        first = false;
-        rt_cpu_op_compute(&p, node);
     }
+done:
     rt_cpu_barrier(pool);
+}
+
+/* Until the generation moves past seen (or stop): spin, then sleep. The
+ * sleeper counts itself before its last look at the generation, and the
+ * caller bumps the generation before looking at the count, so one of the
+ * two always sees the other (both sequentially consistent). */
+static uint64_t rt_cpu_worker_wait(rt_cpu_pool_t *pool, uint64_t seen) {
+    for (int spins = 0; spins < RT_CPU_SPIN_IDLE; spins++) {
+        const uint64_t g = atomic_load(&pool->generation);
+        if (g != seen || atomic_load(&pool->stop)) return g;
+        rt_cpu_relax();
+    }
+    pthread_mutex_lock(&pool->mutex);
+    atomic_fetch_add(&pool->n_sleeping, 1);
+    while (!atomic_load(&pool->stop) && atomic_load(&pool->generation) == seen)
+        pthread_cond_wait(&pool->wake, &pool->mutex);
+    atomic_fetch_sub(&pool->n_sleeping, 1);
+    pthread_mutex_unlock(&pool->mutex);
+    return atomic_load(&pool->generation);
 }
 
 static void *rt_cpu_worker_main(void *arg) {
     rt_cpu_worker_t *w = arg;
     rt_cpu_pool_t *pool = w->pool;
     uint64_t seen = 0;
-    pthread_mutex_lock(&pool->mutex);
     for (;;) {
-        while (!pool->stop && pool->generation == seen)
-            pthread_cond_wait(&pool->wake, &pool->mutex);
-        if (pool->stop) break;
-        seen = pool->generation;
-        pthread_mutex_unlock(&pool->mutex);
+        seen = rt_cpu_worker_wait(pool, seen);
+        if (atomic_load(&pool->stop)) break;
         rt_cpu_run_graph(pool, w->ith);
-        pthread_mutex_lock(&pool->mutex);
     }
-    pthread_mutex_unlock(&pool->mutex);
     return NULL;
+}
+
+/* Bumps the generation; takes the lock only when a worker may sleep. */
+static void rt_cpu_pool_wake(rt_cpu_pool_t *pool, bool stop) {
+    if (stop) atomic_store(&pool->stop, true);
+    atomic_fetch_add(&pool->generation, 1);
+    if (atomic_load(&pool->n_sleeping) > 0 || stop) {
+        pthread_mutex_lock(&pool->mutex);
+        pthread_cond_broadcast(&pool->wake);
+        pthread_mutex_unlock(&pool->mutex);
+    }
 }
 
 //===--- scratch ---===//
@@ -143,18 +204,24 @@ static void *rt_cpu_worker_main(void *arg) {
  * *out_any says whether any node computes at all. */
 static rt_status_t rt_cpu_pool_reserve(rt_cpu_pool_t *pool, rt_tensor_t *const *nodes,
                                        int32_t n_nodes, bool *out_any) {
-    size_t wsize = 0;
+    size_t wsize = 0, shared = 0;
     *out_any = false;
     for (int32_t i = 0; i < n_nodes; i++) {
         if (!rt_cpu_op_computes(nodes[i]->op)) continue;
         const size_t w = rt_cpu_pad(rt_cpu_op_wsize(nodes[i]));
+        const size_t s = rt_cpu_pad(rt_cpu_op_shared_wsize(nodes[i]));
         if (w > wsize) wsize = w;
+        if (s > shared) shared = s;
         *out_any = true;
     }
     if (!*out_any) return RT_OK;
-    const size_t need = wsize * (size_t)pool->n_threads + RT_CPU_ALIGN;
+    const size_t need = wsize * (size_t)pool->n_threads + shared + RT_CPU_ALIGN;
     pool->wsize = wsize;
-    if (need <= pool->wmem_size) return RT_OK;
+    pool->shared_size = shared;
+    if (need <= pool->wmem_size) {
+        pool->shared = pool->wdata + wsize * (size_t)pool->n_threads;
+        return RT_OK;
+    }
     const rt_allocator_t *a = &pool->host->allocator;
     if (pool->wmem) a->realloc(a->user_data, pool->wmem, pool->wmem_size, 0);
     pool->wmem = a->realloc(a->user_data, NULL, 0, need);
@@ -166,6 +233,7 @@ static rt_status_t rt_cpu_pool_reserve(rt_cpu_pool_t *pool, rt_tensor_t *const *
                                      need, (int)pool->n_threads);
     const uintptr_t p = (uintptr_t)pool->wmem;
     pool->wdata = (uint8_t *)pool->wmem + ((RT_CPU_ALIGN - p % RT_CPU_ALIGN) % RT_CPU_ALIGN);
+    pool->shared = pool->wdata + wsize * (size_t)pool->n_threads;
     return RT_OK;
 }
 
@@ -174,12 +242,10 @@ rt_status_t rt_cpu_pool_compute(rt_cpu_pool_t *pool, rt_tensor_t *const *nodes, 
     rt_status_t st = rt_cpu_pool_reserve(pool, nodes, n_nodes, &any);
     if (st != RT_OK || !any) return st; /* views only: nothing to wake the workers for */
     atomic_store(&pool->error.claimed, 0);
-    pthread_mutex_lock(&pool->mutex);
-    pool->nodes = nodes;
+    atomic_store(&pool->counter, 0);
+    pool->nodes = nodes; /* published by the generation bump */
     pool->n_nodes = n_nodes;
-    pool->generation++;
-    pthread_cond_broadcast(&pool->wake);
-    pthread_mutex_unlock(&pool->mutex);
+    rt_cpu_pool_wake(pool, false);
     rt_cpu_run_graph(pool, 0);
     if (atomic_load(&pool->error.claimed))
         return pool->host->set_error(pool->error.status, "cpu: %s", pool->error.message);
@@ -240,6 +306,10 @@ rt_status_t rt_cpu_pool_create(const rt_host_t *host, int32_t n_threads, const i
     pool->workers = workers;
     pthread_mutex_init(&pool->mutex, NULL);
     pthread_cond_init(&pool->wake, NULL);
+    atomic_init(&pool->generation, 0);
+    atomic_init(&pool->n_sleeping, 0);
+    atomic_init(&pool->stop, false);
+    atomic_init(&pool->counter, 0);
     atomic_init(&pool->barrier_count, 0);
     atomic_init(&pool->barrier_phase, 0);
     atomic_init(&pool->error.claimed, 0);
@@ -254,10 +324,7 @@ rt_status_t rt_cpu_pool_create(const rt_host_t *host, int32_t n_threads, const i
 
 void rt_cpu_pool_destroy(rt_cpu_pool_t *pool) {
     if (!pool) return;
-    pthread_mutex_lock(&pool->mutex);
-    pool->stop = true;
-    pthread_cond_broadcast(&pool->wake);
-    pthread_mutex_unlock(&pool->mutex);
+    rt_cpu_pool_wake(pool, true);
     for (int32_t i = 0; i < pool->n_started; i++) pthread_join(pool->workers[i].thread, NULL);
     pthread_cond_destroy(&pool->wake);
     pthread_mutex_destroy(&pool->mutex);

@@ -183,23 +183,20 @@ static rt_status_t vk_xfer_copy(rt_vk_device_t *dev, VkBuffer src, size_t src_of
     return st;
 }
 
-typedef enum { VK_XFER_TO_DEVICE, VK_XFER_TO_HOST, VK_XFER_FILL } vk_xfer_dir_t;
-
 /* Moves size bytes between host memory and a device buffer at off, in
- * staging-sized pieces. For VK_XFER_FILL, host points at the fill byte. */
-static rt_status_t vk_xfer(rt_vk_device_t *dev, VkBuffer buffer, size_t off, void *host,
-                           size_t size, vk_xfer_dir_t dir) {
+ * staging-sized pieces: from `in` when it is not NULL, else into `out`.
+ * With both NULL, fills the bytes with `fill`. */
+static rt_status_t vk_xfer(rt_vk_device_t *dev, VkBuffer buffer, size_t off, const void *in,
+                           void *out, uint8_t fill, size_t size) {
     rt_vk_mutex_lock(&dev->xfer_lock);
     rt_status_t st = vk_staging_reserve(dev, size);
     for (size_t done = 0; st == RT_OK && done < size;) {
         const size_t n = size - done < dev->staging.size ? size - done : dev->staging.size;
-        if (dir == VK_XFER_TO_DEVICE) memcpy(dev->staging.mapped, (char *)host + done, n);
-        if (dir == VK_XFER_FILL && done == 0) memset(dev->staging.mapped, *(uint8_t *)host, n);
-        if (dir == VK_XFER_TO_HOST)
-            st = vk_xfer_copy(dev, buffer, off + done, dev->staging.buffer, 0, n);
-        else
-            st = vk_xfer_copy(dev, dev->staging.buffer, 0, buffer, off + done, n);
-        if (st == RT_OK && dir == VK_XFER_TO_HOST) memcpy((char *)host + done, dev->staging.mapped, n);
+        if (in) memcpy(dev->staging.mapped, (const char *)in + done, n);
+        else if (!out && done == 0) memset(dev->staging.mapped, fill, n); /* the largest piece */
+        if (out) st = vk_xfer_copy(dev, buffer, off + done, dev->staging.buffer, 0, n);
+        else st = vk_xfer_copy(dev, dev->staging.buffer, 0, buffer, off + done, n);
+        if (st == RT_OK && out) memcpy((char *)out + done, dev->staging.mapped, n);
         done += n;
     }
     rt_vk_mutex_unlock(&dev->xfer_lock);
@@ -257,7 +254,7 @@ static rt_status_t vk_buffer_set_tensor(void *state, rt_tensor_t *t, const void 
         memcpy((char *)b->mapped + off, data, size);
         return RT_OK;
     }
-    return vk_xfer(b->dev, b->buffer, off, (void *)(uintptr_t)data, size, VK_XFER_TO_DEVICE);
+    return vk_xfer(b->dev, b->buffer, off, data, NULL, 0, size);
 }
 
 static rt_status_t vk_buffer_get_tensor(void *state, const rt_tensor_t *t, void *data,
@@ -270,7 +267,7 @@ static rt_status_t vk_buffer_get_tensor(void *state, const rt_tensor_t *t, void 
         memcpy(data, (const char *)b->mapped + off, size);
         return RT_OK;
     }
-    return vk_xfer(b->dev, b->buffer, off, data, size, VK_XFER_TO_HOST);
+    return vk_xfer(b->dev, b->buffer, off, NULL, data, 0, size);
 }
 
 static rt_status_t vk_buffer_memset_tensor(void *state, rt_tensor_t *t, uint8_t value,
@@ -283,7 +280,7 @@ static rt_status_t vk_buffer_memset_tensor(void *state, rt_tensor_t *t, uint8_t 
         memset((char *)b->mapped + off, value, size);
         return RT_OK;
     }
-    return vk_xfer(b->dev, b->buffer, off, &value, size, VK_XFER_FILL);
+    return vk_xfer(b->dev, b->buffer, off, NULL, NULL, value, size);
 }
 
 /* Device-to-device within one device; anything else goes through the host. */

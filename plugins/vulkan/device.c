@@ -274,6 +274,7 @@ static rt_status_t vk_logical_device_create(rt_vk_device_t *dev) {
     st = VK_NOTE_TRY(dev->plugin, dev->plugin->vk->fn.vkCreateDevice(dev->phys, &info, NULL, &dev->device));
     if (st == RT_OK) st = vk_device_fns_load(dev);
     if (st == RT_OK) dev->fn.vkGetDeviceQueue(dev->device, dev->queue_family, 0, &dev->queue);
+    dev->ready = st == RT_OK;
     return st;
 }
 
@@ -281,6 +282,7 @@ static rt_status_t vk_device_locks_init(rt_vk_device_t *dev) {
     if (!rt_vk_mutex_init(&dev->submit_lock)) goto fail0;
     if (!rt_vk_mutex_init(&dev->xfer_lock)) goto fail1;
     if (!rt_vk_mutex_init(&dev->pipe_lock)) goto fail2;
+    dev->locks_ready = true;
     return RT_OK;
 fail2:
     rt_vk_mutex_deinit(&dev->xfer_lock);
@@ -290,19 +292,22 @@ fail0:
     return vk_note(dev->plugin, RT_ERR_OUT_OF_MEMORY, "no mutex");
 }
 
+/* Undoes as much of vk_device_create as got done. */
 static void vk_device_destroy(rt_vk_device_t *dev) {
     if (!dev) return;
-    const rt_host_t *host = dev->host;
-    if (dev->device) {
+    if (dev->ready) {
         dev->fn.vkDeviceWaitIdle(dev->device);
         rt_vk_pipelines_destroy(dev);
         rt_vk_device_transfer_deinit(dev);
-        dev->fn.vkDestroyDevice(dev->device, NULL);
+    }
+    /* vkDestroyDevice is loaded first, so it is there whenever a device is. */
+    if (dev->device && dev->fn.vkDestroyDevice) dev->fn.vkDestroyDevice(dev->device, NULL);
+    if (dev->locks_ready) {
         rt_vk_mutex_deinit(&dev->pipe_lock);
         rt_vk_mutex_deinit(&dev->xfer_lock);
         rt_vk_mutex_deinit(&dev->submit_lock);
     }
-    rt_vk_free(host, dev, sizeof *dev);
+    rt_vk_free(dev->host, dev, sizeof *dev);
 }
 
 static rt_status_t vk_device_create(rt_vk_plugin_t *p, VkPhysicalDevice phys,
@@ -339,6 +344,7 @@ static rt_status_t vk_devices_create(rt_vk_plugin_t *p) {
     if (st != RT_OK || n == 0) return st;
     VkPhysicalDevice *phys = rt_vk_alloc(p->host, n * sizeof phys[0]);
     p->devices = rt_vk_alloc(p->host, n * sizeof p->devices[0]);
+    if (p->devices) p->cap_devices = n;
     if (!phys || !p->devices) st = vk_note(p, RT_ERR_OUT_OF_MEMORY, "no memory for %u devices", n);
     if (st == RT_OK) st = VK_NOTE_TRY(p, p->vk->fn.vkEnumeratePhysicalDevices(p->vk->instance, &n, phys));
     for (uint32_t i = 0; st == RT_OK && i < n; i++) {
@@ -371,9 +377,9 @@ rt_status_t rt_vk_plugin_start(rt_vk_plugin_t *p) {
 
 void rt_vk_plugin_stop(rt_vk_plugin_t *p) {
     for (uint32_t i = 0; i < p->n_devices; i++) vk_device_destroy(p->devices[i]);
-    if (p->devices) rt_vk_free(p->host, p->devices, p->n_devices * sizeof p->devices[0]);
+    rt_vk_free(p->host, p->devices, p->cap_devices * sizeof p->devices[0]);
     p->devices = NULL;
-    p->n_devices = 0;
+    p->n_devices = p->cap_devices = 0;
     /* The instance is the process's: see instance.c. */
 }
 

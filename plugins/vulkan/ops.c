@@ -141,6 +141,7 @@ static rt_status_t vk_node_record(rt_vk_queue_t *q, const rt_tensor_t *node) {
     VkDescriptorSet set;
     uint32_t groups[3] = { 0, 0, 0 };
     rt_status_t st = rt_vk_dispatch_build(dev, node, &d);
+    if (st == RT_OK && d.n_groups == 0) return RT_OK; /* nothing to do */
     if (st == RT_OK) st = vk_bind_all(q, &d, bound);
     if (st == RT_OK) st = vk_groups(dev, d.n_groups, groups);
     if (st == RT_OK) st = rt_vk_pipeline_get(dev, d.shader, d.spec, &pipeline);

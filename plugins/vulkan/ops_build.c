@@ -92,14 +92,14 @@ static bool vk_supports_mul_mat(const rt_vk_device_t *dev, const rt_tensor_t *n,
 }
 
 static bool vk_supports_soft_max(const rt_tensor_t *n, const rt_tensor_t *a, const rt_tensor_t *m) {
-    if (!vk_is_float(a->type) || n->type != a->type || !vk_same_shape(a, n)) return false;
+    if (a->type != RT_TYPE_F32 || n->type != a->type || !vk_same_shape(a, n)) return false;
     return !m || (vk_is_f32_f16(m->type) && m->ne[0] == a->ne[0] && m->ne[1] >= a->ne[1] &&
                   m->ne[2] > 0 && m->ne[3] > 0);
 }
 
 static bool vk_supports_rope(const rt_tensor_t *n, const rt_tensor_t *a, const rt_tensor_t *b) {
     const int32_t n_dims = n->op_params[0], mode = n->op_params[1];
-    return b && vk_is_float(a->type) && n->type == a->type && vk_same_shape(a, n) &&
+    return b && vk_is_f32_f16(a->type) && n->type == a->type && vk_same_shape(a, n) &&
            b->type == RT_TYPE_I32 && b->ne[0] == a->ne[2] && n_dims >= 0 && n_dims % 2 == 0 &&
            n_dims <= a->ne[0] && (mode == RT_ROPE_MODE_NORMAL || mode == RT_ROPE_MODE_NEOX);
 }
@@ -115,12 +115,12 @@ static bool vk_supports_compute(const rt_vk_device_t *dev, const rt_tensor_t *n)
     case RT_OP_SCALE: case RT_OP_GELU: case RT_OP_SILU:
         return vk_is_f32_f16(n->type) && a->type == n->type && vk_same_shape(a, n);
     case RT_OP_NORM: case RT_OP_RMS_NORM: case RT_OP_DIAG_MASK_INF:
-        return vk_is_float(n->type) && a->type == n->type && vk_same_shape(a, n);
+        return n->type == RT_TYPE_F32 && a->type == n->type && vk_same_shape(a, n);
     case RT_OP_MUL_MAT: return vk_supports_mul_mat(dev, n, a, b);
     case RT_OP_SOFT_MAX: return vk_supports_soft_max(n, a, b);
     case RT_OP_ROPE: return vk_supports_rope(n, a, b);
     case RT_OP_ARGMAX:
-        return vk_is_float(a->type) && n->type == RT_TYPE_I32 && n->ne[0] == a->ne[1] &&
+        return a->type == RT_TYPE_F32 && n->type == RT_TYPE_I32 && n->ne[0] == a->ne[1] &&
                n->ne[1] == a->ne[2] && n->ne[2] == a->ne[3] && n->ne[3] == 1;
     default: return false;
     }
@@ -194,9 +194,12 @@ static void vk_dispatch_init(rt_vk_dispatch_t *d, const char *shader, uint32_t w
 /* unary.comp's op ids */
 enum { VK_UNARY_COPY, VK_UNARY_SCALE, VK_UNARY_GELU, VK_UNARY_SILU, VK_UNARY_DIAG_MASK_INF };
 
-static void vk_build_unary(const rt_tensor_t *n, uint32_t op, rt_vk_dispatch_t *d) {
+static void vk_build_unary(const rt_vk_device_t *dev, const rt_tensor_t *n, uint32_t op,
+                           rt_vk_dispatch_t *d) {
     const rt_tensor_t *a = n->src[0];
+    const rt_host_t *host = dev->host;
     vk_dispatch_init(d, "unary", VK_WG, op, n);
+    d->spec[RT_VK_SPEC_EXTRA] = host->tensor_is_contiguous(a) && host->tensor_is_contiguous(n);
     d->bind[0] = a;
     vk_push_ne(d, a);
     vk_push_nb(d, a);
@@ -219,9 +222,14 @@ static void vk_build_quantize(const rt_tensor_t *n, rt_vk_dispatch_t *d) {
     d->n_groups = vk_ceil_div(n_blocks, 64);
 }
 
-static void vk_build_binary(const rt_tensor_t *n, uint32_t op, rt_vk_dispatch_t *d) {
+static void vk_build_binary(const rt_vk_device_t *dev, const rt_tensor_t *n, uint32_t op,
+                            rt_vk_dispatch_t *d) {
     const rt_tensor_t *a = n->src[0], *b = n->src[1];
+    const rt_host_t *host = dev->host;
+    const bool flat_a = host->tensor_is_contiguous(a) && host->tensor_is_contiguous(n);
+    const bool flat_b = flat_a && host->tensor_is_contiguous(b) && vk_same_shape(a, b);
     vk_dispatch_init(d, "binary", VK_WG, op, n);
+    d->spec[RT_VK_SPEC_EXTRA] = (uint32_t)flat_a | (uint32_t)flat_b << 1;
     d->bind[0] = a;
     d->bind[1] = b;
     vk_push_ne(d, a);
@@ -306,7 +314,7 @@ static void vk_build_mul_mat(const rt_tensor_t *n, rt_vk_dispatch_t *d) {
     const rt_tensor_t *a = n->src[0], *b = n->src[1];
     const uint32_t tile = b->ne[1] == 1 ? 1 : b->ne[1] <= 4 ? 4 : VK_MM_TILE_MAX;
     const uint64_t n_tiles = vk_ceil_div((uint64_t)b->ne[1], tile);
-    vk_dispatch_init(d, "mul_mat", vk_is_quant(a->type) ? 32 : 64, 0, n);
+    vk_dispatch_init(d, "mul_mat", 32, 0, n);
     d->spec[RT_VK_SPEC_EXTRA] = tile;
     d->bind[0] = a;
     d->bind[1] = b;
@@ -326,16 +334,16 @@ rt_status_t rt_vk_dispatch_build(const rt_vk_device_t *dev, const rt_tensor_t *n
     switch (node->op) {
     case RT_OP_CONT: case RT_OP_CPY:
         if (vk_is_quant(node->type)) vk_build_quantize(node, d);
-        else vk_build_unary(node, VK_UNARY_COPY, d);
+        else vk_build_unary(dev, node, VK_UNARY_COPY, d);
         break;
-    case RT_OP_SCALE: vk_build_unary(node, VK_UNARY_SCALE, d); break;
-    case RT_OP_GELU: vk_build_unary(node, VK_UNARY_GELU, d); break;
-    case RT_OP_SILU: vk_build_unary(node, VK_UNARY_SILU, d); break;
-    case RT_OP_DIAG_MASK_INF: vk_build_unary(node, VK_UNARY_DIAG_MASK_INF, d); break;
+    case RT_OP_SCALE: vk_build_unary(dev, node, VK_UNARY_SCALE, d); break;
+    case RT_OP_GELU: vk_build_unary(dev, node, VK_UNARY_GELU, d); break;
+    case RT_OP_SILU: vk_build_unary(dev, node, VK_UNARY_SILU, d); break;
+    case RT_OP_DIAG_MASK_INF: vk_build_unary(dev, node, VK_UNARY_DIAG_MASK_INF, d); break;
     case RT_OP_ADD: case RT_OP_SUB: case RT_OP_MUL: case RT_OP_DIV:
-        vk_build_binary(node, (uint32_t)(node->op - RT_OP_ADD), d);
+        vk_build_binary(dev, node, (uint32_t)(node->op - RT_OP_ADD), d);
         break;
-    case RT_OP_SWIGLU: vk_build_binary(node, 4, d); break;
+    case RT_OP_SWIGLU: vk_build_binary(dev, node, 4, d); break;
     case RT_OP_GET_ROWS: vk_build_get_rows(node, d); break;
     case RT_OP_NORM: case RT_OP_RMS_NORM: vk_build_norm(node, d); break;
     case RT_OP_SOFT_MAX: vk_build_soft_max(node, d); break;

@@ -121,8 +121,8 @@ RT_VK_INTERNAL const rt_vk_instance_t *rt_vk_instance_get(void);
 typedef struct rt_vk_plugin {
     const rt_host_t *host;
     const rt_vk_instance_t *vk;
-    rt_vk_device_t **devices;
-    uint32_t n_devices;
+    rt_vk_device_t **devices;     /* cap_devices slots, n_devices used */
+    uint32_t n_devices, cap_devices;
     char reason[256];             /* why the last start-up step failed */
 } rt_vk_plugin_t;
 
@@ -152,6 +152,8 @@ struct rt_vk_device {
     VkDevice device;
     VkQueue queue;
     uint32_t queue_family;
+    bool locks_ready;             /* the three mutexes below are initialised */
+    bool ready;                   /* device, entry points and queue are there */
     rt_vk_device_fns_t fn;
     VkPhysicalDeviceLimits limits;
     VkPhysicalDeviceMemoryProperties mem_props;

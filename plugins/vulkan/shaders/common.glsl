@@ -33,6 +33,22 @@ uint type_bytes(uint t) {
 }
 uint type_block(uint t) { return (t == T_Q8_0 || t == T_Q4_0) ? 32u : 1u; }
 
+// float -> binary16 bits, rounding to nearest even in integer arithmetic
+// (a conversion instruction may round otherwise), as abi/rt_quant.h does.
+uint f32_to_f16(float x) {
+    const uint u = floatBitsToUint(x), sign = (u >> 16) & 0x8000u, au = u & 0x7fffffffu;
+    if (au >= 0x7f800000u) return sign | 0x7c00u | (au > 0x7f800000u ? 0x200u : 0u);
+    if (au >= 0x477ff000u) return sign | 0x7c00u; // rounds past 65504
+    if (au >= 0x38800000u) return sign | ((au - 0x38000000u + 0xfffu + ((au >> 13) & 1u)) >> 13);
+    const uint e = au >> 23; // below the smallest normal half: a subnormal or zero
+    if (e < 102u) return sign;
+    const uint m = (au & 0x7fffffu) | 0x800000u, shift = 126u - e;
+    const uint rem = m & ((1u << shift) - 1u), half_ulp = 1u << (shift - 1u);
+    uint q = m >> shift;
+    if (rem > half_ulp || (rem == half_ulp && (q & 1u) != 0u)) q++;
+    return sign | q;
+}
+
 // float -> bfloat16 bits, rounding to nearest even (quiet NaN kept).
 uint f32_to_bf16(float x) {
     uint u = floatBitsToUint(x);
@@ -52,7 +68,7 @@ float load##n(uint off) {                                                       
     return b##n##_f32.v[off >> 2];                                                   \
 }                                                                                    \
 void store##n(uint off, float x) {                                                   \
-    if (TYPE == T_F16) b##n##_f16.v[off >> 1] = float16_t(x);                        \
+    if (TYPE == T_F16) b##n##_u16.v[off >> 1] = uint16_t(f32_to_f16(x));             \
     else if (TYPE == T_BF16) b##n##_u16.v[off >> 1] = uint16_t(f32_to_bf16(x));      \
     else b##n##_f32.v[off >> 2] = x;                                                 \
 }                                                                                    \

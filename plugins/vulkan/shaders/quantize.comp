@@ -20,7 +20,7 @@ void write_q8_0(uint off) {
     float amax = 0.0;
     for (uint j = 0u; j < 32u; j++) amax = max(amax, abs(x[j]));
     const float d = amax / 127.0, id = d != 0.0 ? 1.0 / d : 0.0;
-    store16_3(off, packHalf2x16(vec2(d, 0.0)) & 0xffffu);
+    store16_3(off, f32_to_f16(d));
     for (uint j = 0u; j < 32u; j += 2u) {
         const uint q0 = uint(round_away(x[j] * id)) & 0xffu, q1 = uint(round_away(x[j + 1u] * id)) & 0xffu;
         store16_3(off + 2u + j, q0 | (q1 << 8));
@@ -32,7 +32,7 @@ void write_q4_0(uint off) {
     for (uint j = 0u; j < 32u; j++)
         if (abs(x[j]) > amax) { amax = abs(x[j]); m = x[j]; }
     const float d = m / -8.0, id = d != 0.0 ? 1.0 / d : 0.0;
-    store16_3(off, packHalf2x16(vec2(d, 0.0)) & 0xffffu);
+    store16_3(off, f32_to_f16(d));
     uint q[16];
     for (uint j = 0u; j < 16u; j++) {
         const uint q0 = uint(min(15, int(x[j] * id + 8.5))), q1 = uint(min(15, int(x[j + 16u] * id + 8.5)));

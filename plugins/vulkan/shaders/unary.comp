@@ -3,6 +3,8 @@
 // same logical index in the source: CONT and CPY between float types (the
 // shapes may differ, the counts match), SCALE, GELU, SILU and
 // DIAG_MASK_INF. Source and destination may be the same bytes.
+// EXTRA = 1 when both are contiguous: element i is then at i * its size,
+// and the index arithmetic (divisions, slow on software devices) is skipped.
 #version 450
 #include "common.glsl"
 
@@ -30,13 +32,15 @@ float gelu(float x) {
 void main() {
     const uint i = thread_flat();
     if (i >= pc.n) return;
-    const uvec4 ia = unravel(i, pc.ne_a);
-    const uvec4 id = unravel(i, pc.ne_d);
-    const float x = load0(pc.offs.x + offset4(ia, pc.nb_a));
+    const bool direct = EXTRA == 1u && OP != OP_DIAG_MASK_INF;
+    const uvec4 id = direct ? uvec4(0u) : unravel(i, pc.ne_d);
+    const uint oa = direct ? i * type_bytes(TYPE0) : offset4(unravel(i, pc.ne_a), pc.nb_a);
+    const uint od = direct ? i * type_bytes(TYPE3) : offset4(id, pc.nb_d);
+    const float x = load0(pc.offs.x + oa);
     float y = x;
     if (OP == OP_SCALE) y = x * pc.f;
     else if (OP == OP_GELU) y = gelu(x);
     else if (OP == OP_SILU) y = x / (1.0 + exp(-x));
     else if (OP == OP_DIAG_MASK_INF && int(id.x) > pc.i + int(id.y)) y = NEG_INF;
-    store3(pc.offs.w + offset4(id, pc.nb_d), y);
+    store3(pc.offs.w + od, y);
 }

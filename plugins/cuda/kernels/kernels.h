@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/* kernels.h: the one interface between the CUDA plugin's host files (C11)
+ * and its kernels (CUDA C++, kernels/*.cu). The host side packs each node
+ * into an rt_cu_node_t (plain shapes, byte strides and device addresses, so
+ * that no kernel reads an rt_tensor_t the core may change afterwards) and
+ * calls one launcher per kernel family on the queue's stream. Launchers
+ * only enqueue: they return the launch's cudaError_t and never synchronise,
+ * so that the same calls work eagerly and under CUDA graph capture.
+ *
+ * Element types are those of abi/rt_tensor.h. Kernels read any F32, F16,
+ * BF16, Q8_0 and Q4_0 row (quantised rows contiguous, nb[0] the block size)
+ * and write F32, F16 or BF16 (Q8_0/Q4_0 only through rt_cu_launch_copy). */
+#ifndef RT_CU_KERNELS_H
+#define RT_CU_KERNELS_H
+
+#include <cuda_runtime_api.h>
+
+#include "../../../abi/rt_tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RT_CU_INTERNAL __attribute__((visibility("hidden")))
+
+/* A tensor as a kernel sees it: element (i0, i1, i2, i3) is at
+ * data + i0*nb[0] + i1*nb[1] + i2*nb[2] + i3*nb[3] (i0 in blocks for a
+ * quantised type). */
+typedef struct rt_cu_tensor {
+    char *data;                 /* device address of element 0 */
+    int32_t type;               /* RT_TYPE_* */
+    int32_t reserved;
+    int64_t ne[RT_MAX_DIMS];    /* elements per dimension */
+    int64_t nb[RT_MAX_DIMS];    /* stride in bytes per dimension */
+} rt_cu_tensor_t;
+
+#define RT_CU_MAX_SRC 3
+
+/* One node: its op, op_params, result and the sources its kernel reads. */
+typedef struct rt_cu_node {
+    int32_t op;                                  /* RT_OP_* */
+    int32_t params[RT_MAX_OP_PARAMS / 4];        /* the node's op_params */
+    rt_cu_tensor_t dst;
+    rt_cu_tensor_t src[RT_CU_MAX_SRC];           /* unused ones are zero */
+} rt_cu_node_t;
+
+//===--- launchers: each enqueues one node's kernel on stream ---===//
+
+/* CONT and CPY: src[0] -> dst in logical order. Any readable type to F32,
+ * F16 or BF16; F32/F16/BF16 to Q8_0/Q4_0 (dst contiguous); any type to
+ * itself (I32 and quantised blocks are moved as bytes). Also the plugin's
+ * own conversions (weights to F16, activations to F16/BF16 for cuBLAS). */
+RT_CU_INTERNAL cudaError_t rt_cu_launch_copy(const rt_cu_node_t *n, cudaStream_t stream);
+/* GET_ROWS: dst F32 row (i1, i2, i3) = row src[1][i1, i2, i3] of src[0]'s
+ * matrix (i2, i3); an index out of range gives a row of zeros. */
+RT_CU_INTERNAL cudaError_t rt_cu_launch_get_rows(const rt_cu_node_t *n, cudaStream_t stream);
+/* ADD, SUB, MUL, DIV (src[1] repeating into src[0]) and SWIGLU. */
+RT_CU_INTERNAL cudaError_t rt_cu_launch_binary(const rt_cu_node_t *n, cudaStream_t stream);
+/* SCALE, GELU, SILU, DIAG_MASK_INF. */
+RT_CU_INTERNAL cudaError_t rt_cu_launch_unary(const rt_cu_node_t *n, cudaStream_t stream);
+/* NORM, RMS_NORM. */
+RT_CU_INTERNAL cudaError_t rt_cu_launch_norm(const rt_cu_node_t *n, cudaStream_t stream);
+/* SOFT_MAX with an optional mask in src[1]. */
+RT_CU_INTERNAL cudaError_t rt_cu_launch_soft_max(const rt_cu_node_t *n, cudaStream_t stream);
+RT_CU_INTERNAL cudaError_t rt_cu_launch_argmax(const rt_cu_node_t *n, cudaStream_t stream);
+RT_CU_INTERNAL cudaError_t rt_cu_launch_rope(const rt_cu_node_t *n, cudaStream_t stream);
+
+/* MUL_MAT, matrix times a few vectors: every type of a, F32 accumulation,
+ * for b->ne[1] <= RT_CU_MMV_MAX_COLS. */
+#define RT_CU_MMV_MAX_COLS 8
+RT_CU_INTERNAL cudaError_t rt_cu_launch_mul_mat_vec(const rt_cu_node_t *n, cudaStream_t stream);
+/* MUL_MAT, any shape: shared-memory tiles, F32 arithmetic throughout. The
+ * fallback when cuBLAS is missing, and the exact path for small products. */
+RT_CU_INTERNAL cudaError_t rt_cu_launch_mul_mat_tiled(const rt_cu_node_t *n, cudaStream_t stream);
+
+/* The pointer arrays of cublasGemmBatchedEx for a MUL_MAT whose batch
+ * cannot be one stride: batch t (i2 = t % b2, i3 = t / b2 over dst's dims 2
+ * and 3) gets a + (i2/r2)*a.nb2 + (i3/r3)*a.nb3, and the same for b and
+ * dst without broadcast. ptrs holds 3 * n_batch pointers: a's, b's, dst's. */
+RT_CU_INTERNAL cudaError_t rt_cu_launch_gemm_ptrs(const rt_cu_tensor_t *a, const rt_cu_tensor_t *b,
+                                                  const rt_cu_tensor_t *dst, void **ptrs,
+                                                  cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RT_CU_KERNELS_H */

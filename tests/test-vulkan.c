@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: MIT */
+/* test-vulkan.c: the Vulkan plugin's own paths, through the public API:
+ * device properties, both buffer types, transfers through the staging
+ * buffer (in pieces, at odd offsets), memset, clear, device-to-device
+ * copies, supports_op saying no, and graphs submitted back to back without
+ * waiting. The arithmetic itself is rt-test-ops' job (every op against the
+ * CPU plugin). Without a Vulkan device (no loader, no driver) every test
+ * passes after checking that the plugin loaded with zero devices. */
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static rt_device_t *vulkan_device(void) {
+    rt_registry_t *reg = tu_registry();
+    assert_non_null(reg);
+    rt_device_t *dev = rt_registry_device_by_name(reg, "vulkan0");
+    if (!dev) {
+        for (int32_t i = 0; i < rt_registry_plugin_count(reg); i++) {
+            const rt_plugin_info_t *p = rt_registry_plugin(reg, i);
+            if (strcmp(p->name, "vulkan") == 0) assert_int_equal(p->n_devices, 0); /* vulkan-1.1 */
+        }
+        printf("no Vulkan device: nothing to test\n");
+    }
+    return dev;
+}
+
+static rt_context_t *no_alloc_context(void) {
+    rt_context_params_t p = {.struct_size = sizeof p, .no_alloc = true,
+                             .mem_size = 64 * rt_tensor_overhead() + rt_graph_overhead(64)};
+    rt_context_t *ctx = NULL;
+    assert_int_equal(rt_context_create(&p, &ctx), RT_OK);
+    return ctx;
+}
+
+static void fill_bytes(uint8_t *p, size_t n, uint64_t seed) {
+    tu_seed(seed);
+    for (size_t i = 0; i < n; i++) p[i] = (uint8_t)tu_next();
+}
+
+//===--- vulkan-2: properties ---===//
+
+static void test_props(void **state) {
+    (void)state;
+    rt_device_t *dev = vulkan_device();
+    if (!dev) return;
+    rt_device_props_t p = {.struct_size = sizeof p};
+    assert_int_equal(rt_device_get_props(dev, &p), RT_OK);
+    assert_true(p.kind != RT_DEVICE_KIND_CPU);                                  /* vulkan-2.1 */
+    if (strstr(p.name, "llvmpipe")) assert_int_equal(p.kind, RT_DEVICE_KIND_SOFTWARE);
+    assert_int_equal(p.has_uuid, 1);                                             /* vulkan-2.2 */
+    assert_true(p.caps & RT_DEVICE_CAP_HOST_BUFFER);
+    assert_true(p.memory_total > 0 && p.memory_free <= p.memory_total);        /* vulkan-2.3 */
+    assert_int_equal(rt_device_buffer_type_count(dev), 2);                      /* vulkan-2.4 */
+    assert_false(rt_buffer_type_is_host(rt_device_buffer_type(dev, 0)));
+    assert_true(rt_buffer_type_is_host(rt_device_buffer_type(dev, 1)));
+    assert_string_equal(rt_buffer_type_name(rt_device_buffer_type(dev, 0)), "Vulkan0");
+}
+
+//===--- vulkan-3: transfers ---===//
+
+/* Writes, partly overwrites, memsets and reads back a tensor of n bytes in
+ * a buffer of type buft_index; 80 MiB goes through the 64 MiB staging
+ * buffer in two pieces. */
+static void round_trip(rt_device_t *dev, int32_t buft_index, int64_t n) {
+    rt_context_t *ctx = no_alloc_context();
+    rt_tensor_t *t = rt_new_tensor_1d(ctx, RT_TYPE_I32, n / 4);
+    rt_buffer_t *buf = NULL;
+    assert_int_equal(rt_alloc_ctx_tensors(ctx, rt_device_buffer_type(dev, buft_index), &buf), RT_OK);
+    uint8_t *want = malloc((size_t)n), *got = malloc((size_t)n), *part = malloc(4099);
+    assert_true(want && got && part);
+    fill_bytes(want, (size_t)n, 1);
+    fill_bytes(part, 4099, 2);
+    assert_int_equal(rt_tensor_set(t, want, 0, (size_t)n), RT_OK);            /* vulkan-3.1 */
+    assert_int_equal(rt_tensor_set(t, part, 1001, 4099), RT_OK);              /* odd offset, size */
+    memcpy(want + 1001, part, 4099);
+    assert_int_equal(rt_tensor_memset(t, 0xa5, (size_t)n - 7, 5), RT_OK);    /* vulkan-3.2 */
+    memset(want + n - 7, 0xa5, 5);
+    assert_int_equal(rt_tensor_get(t, got, 0, (size_t)n), RT_OK);
+    assert_memory_equal(got, want, (size_t)n);
+    assert_int_equal(rt_tensor_get(t, got, 3, 10), RT_OK);                    /* vulkan-3.3 */
+    assert_memory_equal(got, want + 3, 10);
+    assert_int_equal(rt_buffer_clear(buf, 0x3c), RT_OK);                      /* vulkan-3.4 */
+    assert_int_equal(rt_tensor_get(t, got, 0, (size_t)n), RT_OK);
+    memset(want, 0x3c, (size_t)n);
+    assert_memory_equal(got, want, (size_t)n);
+    free(want);
+    free(got);
+    free(part);
+    rt_buffer_free(buf);
+    rt_context_destroy(ctx);
+}
+
+static void test_transfers(void **state) {
+    (void)state;
+    rt_device_t *dev = vulkan_device();
+    if (!dev) return;
+    round_trip(dev, 0, 1 << 16);
+    round_trip(dev, 0, 80 << 20);
+    round_trip(dev, 1, 1 << 16);
+}
+
+/* vulkan-3.5: a host-visible buffer gives host addresses the CPU can use. */
+static void test_host_buffer(void **state) {
+    (void)state;
+    rt_device_t *dev = vulkan_device();
+    if (!dev) return;
+    rt_context_t *ctx = no_alloc_context();
+    rt_tensor_t *t = rt_new_tensor_1d(ctx, RT_TYPE_F32, 64);
+    rt_buffer_t *buf = NULL;
+    assert_int_equal(rt_alloc_ctx_tensors(ctx, rt_device_buffer_type(dev, 1), &buf), RT_OK);
+    for (int i = 0; i < 64; i++) ((float *)t->data)[i] = (float)i;
+    float got[64];
+    assert_int_equal(rt_tensor_get(t, got, 0, sizeof got), RT_OK);
+    for (int i = 0; i < 64; i++) assert_true(got[i] == (float)i);
+    rt_buffer_free(buf);
+    rt_context_destroy(ctx);
+}
+
+/* vulkan-3.6: a copy between two tensors of the device. */
+static void test_device_copy(void **state) {
+    (void)state;
+    rt_device_t *dev = vulkan_device();
+    if (!dev) return;
+    rt_context_t *ctx = no_alloc_context();
+    rt_tensor_t *a = rt_new_tensor_1d(ctx, RT_TYPE_F32, 1000), *b = rt_new_tensor_1d(ctx, RT_TYPE_F32, 1000);
+    rt_buffer_t *buf = NULL;
+    assert_int_equal(rt_alloc_ctx_tensors(ctx, rt_device_buffer_type(dev, 0), &buf), RT_OK);
+    float x[1000], y[1000];
+    tu_fill(x, 1000, -1.0f, 1.0f);
+    assert_int_equal(rt_tensor_set(a, x, 0, sizeof x), RT_OK);
+    assert_int_equal(rt_tensor_copy(a, b), RT_OK);
+    assert_int_equal(rt_tensor_get(b, y, 0, sizeof y), RT_OK);
+    assert_memory_equal(x, y, sizeof x);
+    rt_buffer_free(buf);
+    rt_context_destroy(ctx);
+}
+
+//===--- vulkan-4: supports_op ---===//
+
+static void test_supports_op(void **state) {
+    (void)state;
+    rt_device_t *dev = vulkan_device();
+    if (!dev) return;
+    rt_context_t *ctx = no_alloc_context();
+    rt_tensor_t *q = rt_new_tensor_2d(ctx, RT_TYPE_Q8_0, 64, 4);
+    rt_tensor_t *f = rt_new_tensor_2d(ctx, RT_TYPE_F32, 64, 4);
+    assert_true(rt_device_supports_op(dev, rt_transpose(ctx, f)));            /* vulkan-4.1 */
+    assert_true(rt_device_supports_op(dev, rt_mul_mat(ctx, q, f)));
+    assert_false(rt_device_supports_op(dev, rt_cont(ctx, q)));                /* vulkan-4.2 */
+    assert_false(rt_device_supports_op(dev, rt_get_rows(ctx, rt_transpose(ctx, f),
+                                                        rt_new_tensor_1d(ctx, RT_TYPE_I32, 2))));
+    rt_context_destroy(ctx);
+}
+
+//===--- vulkan-5: graphs back to back ---===//
+
+/* y = x * 2 + 1 in one graph, z = y * y in the next, submitted without
+ * waiting in between: the second must see the first's results. */
+static void test_back_to_back(void **state) {
+    (void)state;
+    rt_device_t *dev = vulkan_device();
+    if (!dev) return;
+    rt_context_t *ctx = no_alloc_context();
+    const int64_t n = 4096;
+    rt_tensor_t *x = rt_new_tensor_1d(ctx, RT_TYPE_F32, n), *one = rt_new_tensor_1d(ctx, RT_TYPE_F32, 1);
+    rt_tensor_t *y = rt_add(ctx, rt_scale(ctx, x, 2.0f), one);
+    rt_tensor_t *z = rt_mul(ctx, y, y);
+    rt_graph_t *g1 = rt_graph_create(ctx, 16), *g2 = rt_graph_create(ctx, 16);
+    rt_graph_build_forward_expand(g1, y);
+    rt_graph_build_forward_expand(g2, z);
+    rt_buffer_t *buf = NULL;
+    assert_int_equal(rt_alloc_ctx_tensors(ctx, rt_device_buffer_type(dev, 0), &buf), RT_OK);
+    float *xs = malloc((size_t)n * sizeof *xs), *zs = malloc((size_t)n * sizeof *zs), o = 1.0f;
+    tu_fill(xs, (size_t)n, -1.0f, 1.0f);
+    assert_int_equal(rt_tensor_set(x, xs, 0, (size_t)n * sizeof *xs), RT_OK);
+    assert_int_equal(rt_tensor_set(one, &o, 0, sizeof o), RT_OK);
+    rt_queue_t *q = NULL;
+    assert_int_equal(rt_queue_create(dev, NULL, &q), RT_OK);
+    for (int rep = 0; rep < 3; rep++) {
+        assert_int_equal(rt_queue_compute_async(q, g1), RT_OK);               /* vulkan-5.1 */
+        assert_int_equal(rt_queue_compute_async(q, g2), RT_OK);
+    }
+    assert_int_equal(rt_queue_synchronize(q), RT_OK);
+    assert_int_equal(rt_tensor_get(z, zs, 0, (size_t)n * sizeof *zs), RT_OK);
+    for (int64_t i = 0; i < n; i++) {
+        const float yi = xs[i] * 2.0f + 1.0f;
+        assert_true(zs[i] == yi * yi);                                          /* vulkan-5.2 */
+    }
+    rt_queue_destroy(q);
+    free(xs);
+    free(zs);
+    rt_buffer_free(buf);
+    rt_context_destroy(ctx);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_props),
+        cmocka_unit_test(test_transfers),
+        cmocka_unit_test(test_host_buffer),
+        cmocka_unit_test(test_device_copy),
+        cmocka_unit_test(test_supports_op),
+        cmocka_unit_test(test_back_to_back),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

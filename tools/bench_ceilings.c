@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: MIT */
+/* bench_ceilings.c: see bench_ceilings.h. The FMA and read loops are
+ * compiled for AVX-512 and AVX2 with target attributes and chosen by what
+ * the CPU and the OS allow (CPUID and XCR0, as the CPU plugin does); the
+ * threads are pinned one per processor of the process's affinity mask, as
+ * the CPU plugin's queue pins its workers. A ceiling is the best of several
+ * runs (interference only ever lowers it). */
+#include "bench_ceilings.h"
+#include "bench.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__)
+#  include <cpuid.h>
+#  include <immintrin.h>
+#  define BENCH_X86 1
+#endif
+
+//===--- running a loop on every thread ---===//
+
+typedef struct mb_thread {
+    void (*fn)(void *state, int ith);
+    void *state;
+    int ith, cpu;
+    pthread_barrier_t *start;
+} mb_thread_t;
+
+static void *mb_main(void *arg) {
+    mb_thread_t *t = arg;
+    if (t->cpu >= 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(t->cpu, &set);
+        pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    }
+    pthread_barrier_wait(t->start);
+    t->fn(t->state, t->ith);
+    return NULL;
+}
+
+/* The i-th processor of the affinity mask, or -1. */
+static int mb_cpu(int i) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return -1;
+    for (int c = 0, seen = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &set) && seen++ == i) return c;
+    return -1;
+}
+
+/* Seconds from the common start until the last thread is done. */
+static double mb_run(int threads, void (*fn)(void *, int), void *state) {
+    pthread_t tid[64];
+    mb_thread_t t[64];
+    pthread_barrier_t start;
+    if (threads > 64) threads = 64;
+    pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
+    for (int i = 0; i < threads; i++) {
+        t[i] = (mb_thread_t){ fn, state, i, mb_cpu(i), &start };
+        pthread_create(&tid[i], NULL, mb_main, &t[i]);
+    }
+    pthread_barrier_wait(&start);
+    const double t0 = bench_now();
+    for (int i = 0; i < threads; i++) pthread_join(tid[i], NULL);
+    const double dt = bench_now() - t0;
+    pthread_barrier_destroy(&start);
+    return dt;
+}
+
+//===--- what the machine runs ---===//
+
+#ifdef BENCH_X86
+static uint64_t xcr0(void) {
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((uint64_t)hi << 32) | lo;
+}
+
+static int x86_level(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c >> 27 & 1) || !(c >> 12 & 1)) return 0;
+    const uint64_t x = xcr0();
+    if ((x & 6) != 6 || __get_cpuid_max(0, NULL) < 7) return 0;
+    __cpuid_count(7, 0, a, b, c, d);
+    if ((b >> 16 & 1) && (x & 0xe6) == 0xe6) return 2;
+    return b >> 5 & 1;
+}
+#endif
+
+//===--- FMA throughput ---===//
+
+static volatile float mb_sink;
+
+#ifdef BENCH_X86
+/* 24 independent chains: more than latency times throughput on any core. */
+__attribute__((target("avx512f"))) static void fma_zmm(void *state, int ith) {
+    const long iters = *(const long *)state;
+    __m512 acc[24];
+    const __m512 b = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-6f);
+    for (int i = 0; i < 24; i++) acc[i] = _mm512_set1_ps((float)(i + ith));
+    for (long it = 0; it < iters; it++) {
+#pragma GCC unroll 24
+        for (int i = 0; i < 24; i++) acc[i] = _mm512_fmadd_ps(acc[i], b, c);
+    }
+    for (int i = 1; i < 24; i++) acc[0] = _mm512_add_ps(acc[0], acc[i]);
+    mb_sink = _mm512_reduce_add_ps(acc[0]);
+}
+
+__attribute__((target("avx2,fma"))) static void fma_ymm(void *state, int ith) {
+    const long iters = *(const long *)state;
+    __m256 acc[12];
+    const __m256 b = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-6f);
+    for (int i = 0; i < 12; i++) acc[i] = _mm256_set1_ps((float)(i + ith));
+    for (long it = 0; it < iters; it++) {
+#pragma GCC unroll 12
+        for (int i = 0; i < 12; i++) acc[i] = _mm256_fmadd_ps(acc[i], b, c);
+    }
+    for (int i = 1; i < 12; i++) acc[0] = _mm256_add_ps(acc[0], acc[i]);
+    float v[8];
+    _mm256_storeu_ps(v, acc[0]);
+    mb_sink = v[0] + v[7];
+}
+#endif
+
+static void fma_scalar(void *state, int ith) {
+    const long iters = *(const long *)state;
+    float acc[8];
+    for (int i = 0; i < 8; i++) acc[i] = (float)(i + ith);
+    for (long it = 0; it < iters; it++)
+        for (int i = 0; i < 8; i++) acc[i] = __builtin_fmaf(acc[i], 0.999999f, 1e-6f);
+    mb_sink = acc[0] + acc[7];
+}
+
+void bench_ceil_init(bench_ceil_t *c, int threads) {
+    memset(c, 0, sizeof *c);
+    c->threads = threads > 0 ? threads : 1;
+    c->isa = "scalar";
+#ifdef BENCH_X86
+    const int level = x86_level();
+    c->isa = level == 2 ? "avx512" : level == 1 ? "avx2" : "scalar";
+#endif
+}
+
+double bench_ceil_fma(bench_ceil_t *c) {
+    if (c->fma_gflops > 0) return c->fma_gflops;
+    void (*fn)(void *, int) = fma_scalar;
+    double flops_per_iter = 8 * 2;
+#ifdef BENCH_X86
+    if (strcmp(c->isa, "avx512") == 0) fn = fma_zmm, flops_per_iter = 24 * 16 * 2;
+    else if (strcmp(c->isa, "avx2") == 0) fn = fma_ymm, flops_per_iter = 12 * 8 * 2;
+#endif
+    long iters = 1 << 16;
+    while (mb_run(c->threads, fn, &iters) < 0.05 && iters < (1L << 34)) iters *= 4;
+    for (int r = 0; r < 7; r++) {
+        const double g = flops_per_iter * (double)iters * c->threads / mb_run(c->threads, fn, &iters) * 1e-9;
+        if (g > c->fma_gflops) c->fma_gflops = g;
+    }
+    return c->fma_gflops;
+}
+
+//===--- read bandwidth ---===//
+
+typedef struct rd_state {
+    const float *p;
+    size_t n;      /* floats, a multiple of 64 * threads */
+    int threads;
+    long reps;
+} rd_state_t;
+
+#ifdef BENCH_X86
+__attribute__((target("avx512f"))) static float rd_zmm(const float *p, size_t n, long reps) {
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    for (long r = 0; r < reps; r++)
+        for (size_t i = 0; i < n; i += 64) {
+            s0 = _mm512_add_ps(s0, _mm512_load_ps(p + i));
+            s1 = _mm512_add_ps(s1, _mm512_load_ps(p + i + 16));
+            s2 = _mm512_add_ps(s2, _mm512_load_ps(p + i + 32));
+            s3 = _mm512_add_ps(s3, _mm512_load_ps(p + i + 48));
+        }
+    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+}
+
+__attribute__((target("avx2"))) static float rd_ymm(const float *p, size_t n, long reps) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    for (long r = 0; r < reps; r++)
+        for (size_t i = 0; i < n; i += 32) {
+            s0 = _mm256_add_ps(s0, _mm256_load_ps(p + i));
+            s1 = _mm256_add_ps(s1, _mm256_load_ps(p + i + 8));
+            s2 = _mm256_add_ps(s2, _mm256_load_ps(p + i + 16));
+            s3 = _mm256_add_ps(s3, _mm256_load_ps(p + i + 24));
+        }
+    float v[8];
+    _mm256_storeu_ps(v, _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+    return v[0] + v[7];
+}
+#endif
+
+static float rd_scalar(const float *p, size_t n, long reps) {
+    float s[8] = {0};
+    for (long r = 0; r < reps; r++)
+        for (size_t i = 0; i < n; i += 8)
+            for (int k = 0; k < 8; k++) s[k] += p[i + k];
+    return s[0] + s[7];
+}
+
+static const char *rd_isa;
+
+static void rd_thread(void *state, int ith) {
+    const rd_state_t *s = state;
+    const size_t part = s->n / (size_t)s->threads;
+    const float *p = s->p + part * (size_t)ith;
+#ifdef BENCH_X86
+    if (strcmp(rd_isa, "avx512") == 0) {
+        mb_sink = rd_zmm(p, part, s->reps);
+        return;
+    }
+    if (strcmp(rd_isa, "avx2") == 0) {
+        mb_sink = rd_ymm(p, part, s->reps);
+        return;
+    }
+#endif
+    mb_sink = rd_scalar(p, part, s->reps);
+}
+
+static double read_measure(const bench_ceil_t *c, size_t bytes) {
+    const size_t unit = 64 * sizeof(float) * (size_t)c->threads;
+    bytes = (bytes + unit - 1) / unit * unit;
+    float *p = aligned_alloc(64, bytes);
+    if (p == NULL) return 0;
+    memset(p, 0, bytes);
+    rd_isa = c->isa;
+    rd_state_t s = { p, bytes / sizeof(float), c->threads, 1 };
+    mb_run(c->threads, rd_thread, &s); /* into the caches (or not) */
+    s.reps = (long)(1e9 / (double)bytes) + 1;
+    double best = 0;
+    for (int r = 0; r < 5; r++) {
+        const double g = (double)bytes * (double)s.reps / mb_run(c->threads, rd_thread, &s) * 1e-9;
+        if (g > best) best = g;
+    }
+    free(p);
+    return best;
+}
+
+double bench_ceil_read(bench_ceil_t *c, size_t bytes) {
+    for (int i = 0; i < c->n_sizes; i++)
+        if (c->sizes[i] == bytes) return c->gbs[i];
+    const double g = read_measure(c, bytes);
+    if (c->n_sizes < BENCH_CEIL_MAX_SIZES) {
+        c->sizes[c->n_sizes] = bytes;
+        c->gbs[c->n_sizes++] = g;
+    }
+    return g;
+}
+
+//===--- OpenBLAS ---===//
+
+enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
+typedef void (*sgemm_fn)(int order, int ta, int tb, int m, int n, int k, float alpha,
+                         const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                         int ldc);
+
+static struct {
+    bool tried;
+    sgemm_fn sgemm;
+    void (*set_threads)(int);
+} blas;
+
+bool bench_blas_available(void) {
+    if (!blas.tried) {
+        blas.tried = true;
+        void *h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+        if (h != NULL) {
+            blas.sgemm = (sgemm_fn)dlsym(h, "cblas_sgemm");
+            blas.set_threads = (void (*)(int))dlsym(h, "openblas_set_num_threads");
+        }
+    }
+    return blas.sgemm != NULL;
+}
+
+double bench_blas_sgemm(const float *a, const float *b, float *c, int64_t M, int64_t N, int64_t K,
+                        int threads, int reps) {
+    if (!bench_blas_available()) return 0;
+    if (blas.set_threads) blas.set_threads(threads);
+    double t[64];
+    if (reps > 64) reps = 64;
+    for (int r = -1; r < reps; r++) { /* the first run warms up */
+        const double t0 = bench_now();
+        blas.sgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_TRANS, (int)N, (int)M, (int)K, 1.0f, b,
+                   (int)K, a, (int)K, 0.0f, c, (int)M);
+        if (r >= 0) t[r] = bench_now() - t0;
+    }
+    return bench_median(t, (size_t)reps);
+}

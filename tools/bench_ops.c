@@ -1,0 +1,546 @@
+/* SPDX-License-Identifier: MIT */
+/* bench_ops.c: `rt-bench ops`, the speed of single ops on a device (cpu0 by
+ * default) at the shapes of a real transformer, through the public API:
+ * each row is a one-op graph in its own context, placed by
+ * rt_alloc_ctx_tensors, filled with random data and run on one queue; the
+ * time is the median of repeated rt_queue_compute calls after a warm-up.
+ *
+ * MUL_MAT runs m x k weights (m 4096; k 4096 and 14336, the attention and
+ * FFN projections of a 7B/8B model) of each weight type against n rows of
+ * F32 activations (n 1 to 512: decode to prompt). The other ops run at
+ * llama-7B sizes for a batch of --tokens rows. Each row prints the time,
+ * GFLOPS and GB/s (bytes every operand occupies, read or written once), and
+ * their ratios to the ceilings the same run measures (bench_ceilings.h):
+ * the FMA peak of the queue's thread count, the read bandwidth of a buffer
+ * as large as the op's weights (or all its operands), which tells the cache
+ * level it lives in, and for F32 MUL_MAT the speed of OpenBLAS's sgemm on
+ * the same shape ("n/a" without libopenblas.so.0). --json prints the same
+ * rows as one JSON array. */
+#include "bench.h"
+#include "bench_ceilings.h"
+
+#include "../abi/rt.h"
+
+#include <math.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define OPS_MAX_LIST 16
+#define OPS_N_EMBD 4096
+#define OPS_N_FF 11008
+#define OPS_N_HEAD 32
+#define OPS_HEAD_DIM 128
+#define OPS_N_VOCAB 32000
+
+typedef struct ops_args {
+    const char *device;
+    const char *ops;      /* comma list, NULL: all */
+    const char *types;    /* comma list of weight types, NULL: all */
+    int64_t ns[OPS_MAX_LIST], ks[OPS_MAX_LIST];
+    int n_ns, n_ks;
+    int64_t m, tokens;
+    int threads;          /* 0: the device's default */
+    double min_time;      /* seconds of timed runs per row, at least 3 runs */
+    int max_reps;
+    bool json, no_blas;
+} ops_args_t;
+
+typedef struct bench {
+    const ops_args_t *a;
+    rt_device_t *dev;
+    rt_queue_t *q;
+    bench_ceil_t ceil;
+    int n_printed;        /* JSON rows so far */
+    int failures;
+} bench_t;
+
+/* One result. flops 0: not an arithmetic op; blas_time 0: no comparison. */
+typedef struct ops_row {
+    const char *op;
+    char types[32];
+    int64_t m, n, k;
+    double time, flops, bytes, blas_time;
+    size_t level_bytes;   /* the buffer size whose read bandwidth is the bound */
+} ops_row_t;
+
+//===--- arguments ---===//
+
+static const rt_type_t all_types[] = {RT_TYPE_F32, RT_TYPE_F16, RT_TYPE_BF16, RT_TYPE_Q8_0,
+                                      RT_TYPE_Q4_0};
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: rt-bench ops [options]\n"
+            "  --op LIST       ops to run (default all): mul_mat rms_norm norm soft_max rope silu\n"
+            "                  gelu swiglu add mul scale get_rows cpy cont\n"
+            "  --type LIST     weight types for mul_mat and get_rows (default f32,f16,bf16,q8_0,q4_0)\n"
+            "  --n LIST        mul_mat activation rows (default 1,2,4,8,32,128,512)\n"
+            "  --k LIST        mul_mat depths (default 4096,14336)\n"
+            "  --m M           mul_mat weight rows (default 4096)\n"
+            "  --tokens T      rows of the other ops (default 512)\n"
+            "  --threads N     queue threads (default: the device's)\n"
+            "  --time S        seconds of timed runs per row, at least 3 runs (default 0.3)\n"
+            "  --reps N        at most N timed runs per row (default 50)\n"
+            "  --no-openblas   skip the OpenBLAS comparison\n"
+            "  --device NAME   device to run on (default cpu0)\n"
+            "  --json          the rows as a JSON array\n");
+}
+
+static int parse_list(const char *s, int64_t *out, int max) {
+    int n = 0;
+    for (char *end; *s && n < max; s = *end ? end + 1 : end) {
+        const long long v = strtoll(s, &end, 10);
+        if (end == s || v <= 0 || (*end && *end != ',')) return -1;
+        out[n++] = v;
+    }
+    return n;
+}
+
+/* 0: parsed; 1: help shown; 2: usage error. */
+static int parse_one(int argc, char **argv, int *i, ops_args_t *a) {
+    const char *o = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+    if (strcmp(o, "--json") == 0) return a->json = true, 0;
+    if (strcmp(o, "--no-openblas") == 0) return a->no_blas = true, 0;
+    if (strcmp(o, "-h") == 0 || strcmp(o, "--help") == 0) return usage(stdout), 1;
+    if (v == NULL) return 2;
+    ++*i;
+    if (strcmp(o, "--op") == 0) a->ops = v;
+    else if (strcmp(o, "--type") == 0) a->types = v;
+    else if (strcmp(o, "--device") == 0) a->device = v;
+    else if (strcmp(o, "--n") == 0) return (a->n_ns = parse_list(v, a->ns, OPS_MAX_LIST)) > 0 ? 0 : 2;
+    else if (strcmp(o, "--k") == 0) return (a->n_ks = parse_list(v, a->ks, OPS_MAX_LIST)) > 0 ? 0 : 2;
+    else if (strcmp(o, "--m") == 0) return (a->m = atoll(v)) > 0 ? 0 : 2;
+    else if (strcmp(o, "--tokens") == 0) return (a->tokens = atoll(v)) > 0 ? 0 : 2;
+    else if (strcmp(o, "--threads") == 0) return (a->threads = atoi(v)) > 0 ? 0 : 2;
+    else if (strcmp(o, "--time") == 0) return (a->min_time = atof(v)) >= 0 ? 0 : 2;
+    else if (strcmp(o, "--reps") == 0) return (a->max_reps = atoi(v)) >= 3 ? 0 : 2;
+    else return 2;
+    return 0;
+}
+
+static int parse(int argc, char **argv, ops_args_t *a) {
+    for (int i = 1; i < argc; i++) {
+        const int r = parse_one(argc, argv, &i, a);
+        if (r == 2) {
+            fprintf(stderr, "rt-bench ops: bad option or value near '%s'\n", argv[i]);
+            usage(stderr);
+        }
+        if (r != 0) return r;
+    }
+    return 0;
+}
+
+/* Whether `name` is in the comma list (NULL: every name is). */
+static bool listed(const char *list, const char *name) {
+    if (list == NULL) return true;
+    const size_t n = strlen(name);
+    for (const char *p = list; (p = strstr(p, name)) != NULL; p += n)
+        if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == '\0')) return true;
+    return false;
+}
+
+//===--- output ---===//
+
+static double per(double x, double y) { return x > 0 && y > 0 ? x / y : -1; }
+
+static void print_ratio(double r) {
+    if (r < 0)
+        printf("  %7s", "n/a");
+    else
+        printf("  %7.2f", r);
+}
+
+static void json_num(const char *key, double v, bool last) {
+    if (v < 0)
+        printf("\"%s\": null%s", key, last ? "" : ", ");
+    else
+        printf("\"%s\": %.6g%s", key, v, last ? "" : ", ");
+}
+
+static void row_json(bench_t *b, const ops_row_t *r, double gf, double gbs, double rf, double rr,
+                     double rb) {
+    const double bw = bench_ceil_read(&b->ceil, r->level_bytes);
+    printf("%s\n  {\"op\": \"%s\", \"types\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, "
+           "\"threads\": %d, ", b->n_printed++ ? "," : "", r->op, r->types, (long long)r->m,
+           (long long)r->n, (long long)r->k, b->ceil.threads);
+    json_num("time_ms", r->time > 0 ? r->time * 1e3 : -1, false);
+    json_num("gflops", gf, false);
+    json_num("gbs", gbs, false);
+    json_num("read_bw_gbs", bw, false);
+    json_num("ratio_to_fma_peak", rf, false);
+    json_num("ratio_to_read_bw", rr, false);
+    json_num("ratio_to_openblas", rb, true);
+    printf("}");
+}
+
+static void row_print(bench_t *b, const ops_row_t *r) {
+    const double gf = r->flops > 0 ? r->flops / r->time * 1e-9 : -1;
+    const double gbs = r->bytes / r->time * 1e-9;
+    const double rf = per(gf, bench_ceil_fma(&b->ceil));
+    const double rr = per(gbs, bench_ceil_read(&b->ceil, r->level_bytes));
+    const double rb = r->blas_time > 0 ? r->blas_time / r->time : -1;
+    if (b->a->json) {
+        row_json(b, r, gf, gbs, rf, rr, rb);
+        return;
+    }
+    printf("%-9s %-12s %6lld %6lld %6lld %10.3f", r->op, r->types, (long long)r->m,
+           (long long)r->n, (long long)r->k, r->time * 1e3);
+    if (gf < 0)
+        printf(" %9s", "-");
+    else
+        printf(" %9.1f", gf);
+    printf(" %9.1f %9.1f", gbs, bench_ceil_read(&b->ceil, r->level_bytes));
+    print_ratio(rf);
+    print_ratio(rr);
+    print_ratio(rb);
+    printf("\n");
+    fflush(stdout);
+}
+
+static void print_header(bench_t *b) {
+    rt_device_props_t p = {.struct_size = sizeof p};
+    rt_device_get_props(b->dev, &p);
+    const double peak = bench_ceil_fma(&b->ceil);
+    if (b->a->json) {
+        printf("[\n  {\"op\": \"fma_peak\", \"types\": \"%s\", \"m\": 0, \"n\": 0, \"k\": 0, "
+               "\"threads\": %d, \"gflops\": %.6g}", b->ceil.isa, b->ceil.threads, peak);
+        b->n_printed = 1;
+        return;
+    }
+    printf("rt-bench ops: %s (%s)\n  %s\n", rt_device_name(b->dev), p.name, p.description);
+    printf("ceilings (measured now, best of several runs, %d threads): FMA %.1f GFLOPS (%s); "
+           "read GB/s: of a buffer the size of the row's weights (all operands for other ops)\n",
+           b->ceil.threads, peak, b->ceil.isa);
+    printf("%-9s %-12s %6s %6s %6s %10s %9s %9s %9s  %7s  %7s  %7s\n", "op", "types", "m", "n",
+           "k", "time ms", "GFLOPS", "GB/s", "read GB/s", "x fma", "x read", "x blas");
+}
+
+//===--- data ---===//
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+
+static float rand_uniform(float lo, float hi) {
+    rng ^= rng >> 12, rng ^= rng << 25, rng ^= rng >> 27;
+    return lo + (hi - lo) * (float)((rng * 0x2545f4914f6cdd1dull) >> 40) * (1.0f / 16777216.0f);
+}
+
+/* Random values in [lo, hi) in t's type, a batch of rows at a time
+ * (contiguous tensors; I32 gets integers in [0, hi)). */
+static rt_status_t fill(rt_tensor_t *t, float lo, float hi) {
+    const int64_t ne0 = t->ne[0], rows = rt_nrows(t), batch = 1024;
+    const size_t row_bytes = rt_row_size(t->type, ne0);
+    float *v = malloc((size_t)(ne0 * batch) * sizeof *v);
+    char *staging = malloc(row_bytes * (size_t)batch);
+    rt_status_t st = v && staging ? RT_OK : RT_ERR_OUT_OF_MEMORY;
+    for (int64_t r0 = 0; r0 < rows && st == RT_OK; r0 += batch) {
+        const int64_t nr = rows - r0 < batch ? rows - r0 : batch;
+        for (int64_t i = 0; i < ne0 * nr; i++) {
+            const float x = rand_uniform(lo, hi);
+            if (t->type == RT_TYPE_I32) ((int32_t *)(void *)v)[i] = (int32_t)floorf(x);
+            else v[i] = x;
+        }
+        if (t->type != RT_TYPE_I32) rt_quantize(t->type, v, staging, ne0 * nr);
+        st = rt_tensor_set(t, t->type == RT_TYPE_I32 ? (void *)v : staging,
+                           (size_t)r0 * row_bytes, (size_t)nr * row_bytes);
+    }
+    free(v);
+    free(staging);
+    return st;
+}
+
+//===--- timing ---===//
+
+/* Median seconds of the graph after one warm-up run; 0 on failure. */
+static double time_graph(bench_t *b, rt_graph_t *g) {
+    double t[256];
+    double t0 = bench_now();
+    rt_status_t st = rt_queue_compute(b->q, g);
+    const double once = bench_now() - t0;
+    int reps = once > 0 ? (int)(b->a->min_time / once) : 3;
+    reps = reps < 3 ? 3 : reps > b->a->max_reps ? b->a->max_reps : reps;
+    for (int r = 0; r < reps && st == RT_OK; r++) {
+        t0 = bench_now();
+        st = rt_queue_compute(b->q, g);
+        t[r] = bench_now() - t0;
+    }
+    if (st != RT_OK) {
+        fprintf(stderr, "rt-bench ops: rt_queue_compute: %s: %s\n", rt_status_name(st),
+                rt_last_error());
+        b->failures++;
+        return 0;
+    }
+    return bench_median(t, (size_t)reps);
+}
+
+/* Places ctx's tensors on the device, fills the inputs (NULL-terminated),
+ * and times the graph of out. */
+typedef struct ops_input {
+    rt_tensor_t *t;
+    float lo, hi;
+} ops_input_t;
+
+static double run_graph(bench_t *b, rt_context_t *ctx, rt_tensor_t *out, const ops_input_t *in) {
+    rt_graph_t *g = rt_graph_create(ctx, 16);
+    rt_graph_build_forward_expand(g, out);
+    rt_buffer_t *buf = NULL;
+    rt_status_t st = rt_alloc_ctx_tensors(ctx, rt_device_buffer_type(b->dev, 0), &buf);
+    for (int i = 0; in[i].t != NULL && st == RT_OK; i++) st = fill(in[i].t, in[i].lo, in[i].hi);
+    double t = 0;
+    if (st == RT_OK) {
+        t = time_graph(b, g);
+    } else {
+        fprintf(stderr, "rt-bench ops: %s: %s\n", rt_status_name(st), rt_last_error());
+        b->failures++;
+    }
+    rt_buffer_free(buf);
+    return t;
+}
+
+static rt_context_t *new_context(void) {
+    rt_context_t *ctx = NULL;
+    const rt_context_params_t p = {.struct_size = sizeof p, .mem_size = 1 << 20, .no_alloc = true};
+    return rt_context_create(&p, &ctx) == RT_OK ? ctx : NULL;
+}
+
+//===--- MUL_MAT ---===//
+
+/* OpenBLAS on the same F32 shape: the same weights, random activations. */
+static double blas_time(bench_t *b, const float *a_host, int64_t M, int64_t N, int64_t K) {
+    float *bh = malloc((size_t)(N * K) * sizeof *bh), *ch = malloc((size_t)(N * M) * sizeof *ch);
+    double t = 0;
+    if (bh && ch) {
+        for (int64_t i = 0; i < N * K; i++) bh[i] = rand_uniform(-1, 1);
+        t = bench_blas_sgemm(a_host, bh, ch, M, N, K, b->ceil.threads, 3);
+    }
+    free(bh);
+    free(ch);
+    return t;
+}
+
+static void bench_mul_mat_n(bench_t *b, rt_tensor_t *a, const float *a_host, int64_t n) {
+    rt_context_t *ctx = new_context();
+    if (ctx == NULL) return;
+    const int64_t K = a->ne[0], M = a->ne[1];
+    rt_tensor_t *bt = rt_new_tensor_2d(ctx, RT_TYPE_F32, K, n);
+    rt_tensor_t *c = rt_mul_mat(ctx, a, bt);
+    const ops_input_t in[] = {{bt, -1, 1}, {NULL, 0, 0}};
+    ops_row_t r = {.op = "mul_mat", .m = M, .n = n, .k = K, .flops = 2.0 * (double)(M * n * K)};
+    snprintf(r.types, sizeof r.types, "%s x f32", rt_type_name(a->type));
+    r.time = run_graph(b, ctx, c, in);
+    r.bytes = (double)(rt_nbytes(a) + rt_nbytes(bt) + rt_nbytes(c));
+    r.level_bytes = rt_nbytes(a);
+    if (r.time > 0 && a_host) r.blas_time = blas_time(b, a_host, M, n, K);
+    if (r.time > 0) row_print(b, &r);
+    rt_context_destroy(ctx);
+}
+
+/* One weight matrix, then every n against it. */
+static void bench_mul_mat_weights(bench_t *b, rt_type_t type, int64_t k) {
+    rt_context_t *ctx = new_context();
+    rt_tensor_t *a = ctx ? rt_new_tensor_2d(ctx, type, k, b->a->m) : NULL;
+    rt_buffer_t *buf = NULL;
+    float *a_host = NULL;
+    rt_status_t st = a ? rt_alloc_ctx_tensors(ctx, rt_device_buffer_type(b->dev, 0), &buf)
+                       : RT_ERR_OUT_OF_MEMORY;
+    if (st == RT_OK) st = fill(a, -1, 1);
+    if (st == RT_OK && type == RT_TYPE_F32 && !b->a->no_blas && bench_blas_available()) {
+        a_host = malloc(rt_nbytes(a));
+        if (a_host && rt_tensor_get(a, a_host, 0, rt_nbytes(a)) != RT_OK) free(a_host), a_host = NULL;
+    }
+    if (st != RT_OK) {
+        fprintf(stderr, "rt-bench ops: weights %s {%lld, %lld}: %s: %s\n", rt_type_name(type),
+                (long long)k, (long long)b->a->m, rt_status_name(st), rt_last_error());
+        b->failures++;
+    }
+    for (int i = 0; i < b->a->n_ns && st == RT_OK; i++) bench_mul_mat_n(b, a, a_host, b->a->ns[i]);
+    free(a_host);
+    rt_buffer_free(buf);
+    rt_context_destroy(ctx);
+}
+
+static void bench_mul_mat(bench_t *b) {
+    for (size_t t = 0; t < sizeof all_types / sizeof all_types[0]; t++) {
+        if (!listed(b->a->types, rt_type_name(all_types[t]))) continue;
+        for (int i = 0; i < b->a->n_ks; i++) bench_mul_mat_weights(b, all_types[t], b->a->ks[i]);
+    }
+}
+
+//===--- the other ops ---===//
+
+/* An op graph at llama-7B sizes for T tokens: out, its inputs, and the
+ * bytes its operands occupy. */
+typedef struct ops_case {
+    rt_tensor_t *out;
+    ops_input_t in[4];
+    int64_t m, n;
+} ops_case_t;
+
+static void in_set(ops_case_t *c, int i, rt_tensor_t *t, float lo, float hi) {
+    c->in[i] = (ops_input_t){t, lo, hi};
+}
+
+static rt_tensor_t *x2(rt_context_t *ctx, int64_t ne0, int64_t T, ops_case_t *c, int i) {
+    rt_tensor_t *t = rt_new_tensor_2d(ctx, RT_TYPE_F32, ne0, T);
+    in_set(c, i, t, -2, 2);
+    c->m = ne0, c->n = T;
+    return t;
+}
+
+static void build_rowwise(rt_context_t *ctx, const char *op, int64_t T, ops_case_t *c) {
+    const bool ff = strcmp(op, "silu") == 0 || strcmp(op, "gelu") == 0 || strcmp(op, "swiglu") == 0;
+    rt_tensor_t *x = x2(ctx, ff ? OPS_N_FF : OPS_N_EMBD, T, c, 0);
+    if (strcmp(op, "rms_norm") == 0) c->out = rt_rms_norm(ctx, x, 1e-5f);
+    else if (strcmp(op, "norm") == 0) c->out = rt_norm(ctx, x, 1e-5f);
+    else if (strcmp(op, "silu") == 0) c->out = rt_silu(ctx, x);
+    else if (strcmp(op, "gelu") == 0) c->out = rt_gelu(ctx, x);
+    else if (strcmp(op, "scale") == 0) c->out = rt_scale(ctx, x, 0.125f);
+    else if (strcmp(op, "swiglu") == 0) c->out = rt_swiglu(ctx, x, x2(ctx, OPS_N_FF, T, c, 1));
+    else if (strcmp(op, "add") == 0) c->out = rt_add(ctx, x, x2(ctx, OPS_N_EMBD, T, c, 1));
+    else if (strcmp(op, "mul") == 0) c->out = rt_mul(ctx, x, x2(ctx, OPS_N_EMBD, 1, c, 1));
+    c->m = x->ne[0], c->n = T;
+}
+
+/* KQ of every head over a causal window of T keys, scaled and masked. */
+static void build_soft_max(rt_context_t *ctx, int64_t T, ops_case_t *c) {
+    rt_tensor_t *kq = rt_new_tensor_3d(ctx, RT_TYPE_F32, T, T, OPS_N_HEAD);
+    rt_tensor_t *mask = rt_new_tensor_2d(ctx, RT_TYPE_F32, T, T);
+    in_set(c, 0, kq, -4, 4);
+    in_set(c, 1, mask, -1, 0);
+    c->out = rt_soft_max_ext(ctx, kq, mask, 1.0f / sqrtf(OPS_HEAD_DIM));
+    c->m = T, c->n = T * OPS_N_HEAD;
+}
+
+static void build_rope(rt_context_t *ctx, int64_t T, ops_case_t *c) {
+    rt_tensor_t *q = rt_new_tensor_3d(ctx, RT_TYPE_F32, OPS_HEAD_DIM, OPS_N_HEAD, T);
+    rt_tensor_t *pos = rt_new_tensor_1d(ctx, RT_TYPE_I32, T);
+    in_set(c, 0, q, -2, 2);
+    in_set(c, 1, pos, 0, 4096);
+    c->out = rt_rope(ctx, q, pos, OPS_HEAD_DIM, RT_ROPE_MODE_NORMAL);
+    c->m = OPS_HEAD_DIM, c->n = OPS_N_HEAD * T;
+}
+
+static void build_get_rows(rt_context_t *ctx, rt_type_t type, int64_t T, ops_case_t *c) {
+    rt_tensor_t *emb = rt_new_tensor_2d(ctx, type, OPS_N_EMBD, OPS_N_VOCAB);
+    rt_tensor_t *ids = rt_new_tensor_1d(ctx, RT_TYPE_I32, T);
+    in_set(c, 0, emb, -1, 1);
+    in_set(c, 1, ids, 0, OPS_N_VOCAB);
+    c->out = rt_get_rows(ctx, emb, ids);
+    c->m = OPS_N_EMBD, c->n = T;
+}
+
+/* cpy: this step's K into an F16 cache; cont: permuted heads made contiguous. */
+static void build_copy(rt_context_t *ctx, const char *op, int64_t T, ops_case_t *c) {
+    if (strcmp(op, "cpy") == 0) {
+        rt_tensor_t *k = x2(ctx, OPS_N_EMBD, T, c, 0);
+        rt_tensor_t *cache = rt_new_tensor_1d(ctx, RT_TYPE_F16, OPS_N_EMBD * T * 2);
+        c->out = rt_cpy(ctx, k, rt_view_2d(ctx, cache, OPS_N_EMBD, T, OPS_N_EMBD * 2,
+                                           (size_t)(OPS_N_EMBD * T) * 2));
+        return;
+    }
+    rt_tensor_t *q = rt_new_tensor_3d(ctx, RT_TYPE_F32, OPS_HEAD_DIM, OPS_N_HEAD, T);
+    in_set(c, 0, q, -2, 2);
+    c->out = rt_cont(ctx, rt_permute(ctx, q, 0, 2, 1, 3));
+    c->m = OPS_HEAD_DIM, c->n = OPS_N_HEAD * T;
+}
+
+/* Bytes of the result and of every input (each touched once). */
+static double case_bytes(const ops_case_t *c) {
+    double bytes = (double)rt_nbytes(c->out);
+    for (int i = 0; c->in[i].t != NULL; i++) {
+        const rt_tensor_t *t = c->in[i].t;
+        bytes += t->ne[1] == OPS_N_VOCAB ? (double)(rt_row_size(t->type, t->ne[0]) * (size_t)c->n)
+                                         : (double)rt_nbytes(t);
+    }
+    return bytes;
+}
+
+static void bench_other(bench_t *b, const char *op, rt_type_t type) {
+    rt_context_t *ctx = new_context();
+    if (ctx == NULL) return;
+    const int64_t T = b->a->tokens;
+    ops_case_t c = {0};
+    if (strcmp(op, "soft_max") == 0) build_soft_max(ctx, T, &c);
+    else if (strcmp(op, "rope") == 0) build_rope(ctx, T, &c);
+    else if (strcmp(op, "get_rows") == 0) build_get_rows(ctx, type, T, &c);
+    else if (strcmp(op, "cpy") == 0 || strcmp(op, "cont") == 0) build_copy(ctx, op, T, &c);
+    else build_rowwise(ctx, op, T, &c);
+    ops_row_t r = {.op = op, .m = c.m, .n = c.n};
+    snprintf(r.types, sizeof r.types, "%s", strcmp(op, "cpy") == 0 ? "f32 -> f16"
+                                             : rt_type_name(c.in[0].t->type));
+    r.time = run_graph(b, ctx, c.out, c.in);
+    r.bytes = case_bytes(&c);
+    r.level_bytes = (size_t)r.bytes;
+    if (r.time > 0) row_print(b, &r);
+    rt_context_destroy(ctx);
+}
+
+static const char *const other_ops[] = {"rms_norm", "norm", "soft_max", "rope", "silu", "gelu",
+                                        "swiglu", "add", "mul", "scale", "get_rows", "cpy", "cont"};
+
+static void bench_others(bench_t *b) {
+    for (size_t i = 0; i < sizeof other_ops / sizeof other_ops[0]; i++) {
+        if (!listed(b->a->ops, other_ops[i])) continue;
+        if (strcmp(other_ops[i], "get_rows") != 0) {
+            bench_other(b, other_ops[i], RT_TYPE_F32);
+            continue;
+        }
+        for (size_t t = 0; t < sizeof all_types / sizeof all_types[0]; t++)
+            if (listed(b->a->types, rt_type_name(all_types[t])))
+                bench_other(b, other_ops[i], all_types[t]);
+    }
+}
+
+//===--- main ---===//
+
+static int run(bench_t *b) {
+    print_header(b);
+    if (listed(b->a->ops, "mul_mat")) bench_mul_mat(b);
+    bench_others(b);
+    if (b->a->json) printf("\n]\n");
+    return b->failures ? 1 : 0;
+}
+
+static int open_queue(bench_t *b, rt_registry_t *reg) {
+    b->dev = rt_registry_device_by_name(reg, b->a->device);
+    if (b->dev == NULL) {
+        fprintf(stderr, "rt-bench ops: no device %s (plugins searched in %s)\n", b->a->device,
+                rt_registry_search_path(reg));
+        return 1;
+    }
+    int threads = b->a->threads;
+    if (threads == 0) {
+        cpu_set_t set;
+        threads = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+    }
+    const rt_queue_options_t o = {.struct_size = sizeof o, .n_threads = threads};
+    const rt_status_t st = rt_queue_create(b->dev, &o, &b->q);
+    if (st != RT_OK) {
+        fprintf(stderr, "rt-bench ops: rt_queue_create: %s: %s\n", rt_status_name(st),
+                rt_last_error());
+        return 1;
+    }
+    bench_ceil_init(&b->ceil, threads);
+    return 0;
+}
+
+int bench_ops_main(int argc, char **argv) {
+    ops_args_t a = {.device = "cpu0", .ns = {1, 2, 4, 8, 32, 128, 512}, .n_ns = 7,
+                    .ks = {4096, 14336}, .n_ks = 2, .m = 4096, .tokens = 512, .min_time = 0.3,
+                    .max_reps = 50};
+    const int parsed = parse(argc, argv, &a);
+    if (parsed != 0) return parsed == 1 ? 0 : 2;
+    rt_registry_t *reg = NULL;
+    rt_status_t st = rt_registry_create(NULL, &reg);
+    if (st != RT_OK) {
+        fprintf(stderr, "rt-bench ops: rt_registry_create: %s: %s\n", rt_status_name(st),
+                rt_last_error());
+        return 1;
+    }
+    bench_t b = {.a = &a};
+    int rc = open_queue(&b, reg);
+    if (rc == 0) rc = run(&b);
+    rt_queue_destroy(b.q);
+    rt_registry_destroy(reg);
+    return rc;
+}
