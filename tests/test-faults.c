@@ -108,7 +108,8 @@ static bool step_ok(rt_status_t st, const char *sentinel_copy, const char *step,
 static const char *build_path(char *buf, const char *rel) {
     char dir[PATH_SIZE];
     assert_non_null(realpath(tu_build_dir(), dir));
-    snprintf(buf, PATH_SIZE, "%s/%s", dir, rel);
+    const int n = snprintf(buf, PATH_SIZE, "%s/%s", dir, rel);
+    if (n < 0 || n >= PATH_SIZE) fail_msg("%s/%s is too long", dir, rel);
     return buf;
 }
 

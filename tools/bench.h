@@ -11,6 +11,8 @@
 int bench_alloc_main(int argc, char **argv);
 /* rt-bench ops: op speed against the machine's measured ceilings (bench_ops.c). */
 int bench_ops_main(int argc, char **argv);
+/* rt-bench model: prompt and generation tokens per second (bench_model.c). */
+int bench_model_main(int argc, char **argv);
 
 /* Monotonic time in seconds. */
 double bench_now(void);

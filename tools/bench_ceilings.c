@@ -30,43 +30,50 @@ typedef struct mb_thread {
     pthread_barrier_t *start;
 } mb_thread_t;
 
+static void mb_pin(int cpu) {
+    if (cpu < 0) return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
 static void *mb_main(void *arg) {
     mb_thread_t *t = arg;
-    if (t->cpu >= 0) {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET(t->cpu, &set);
-        pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-    }
+    mb_pin(t->cpu);
     pthread_barrier_wait(t->start);
     t->fn(t->state, t->ith);
     return NULL;
 }
 
 /* The i-th processor of the affinity mask, or -1. */
-static int mb_cpu(int i) {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) != 0) return -1;
+static int mb_cpu(const cpu_set_t *set, int i) {
     for (int c = 0, seen = 0; c < CPU_SETSIZE; c++)
-        if (CPU_ISSET(c, &set) && seen++ == i) return c;
+        if (CPU_ISSET(c, set) && seen++ == i) return c;
     return -1;
 }
 
-/* Seconds from the common start until the last thread is done. */
+/* Seconds from the common start until the last thread is done. The caller
+ * is thread 0 (pinned meanwhile), so no thread waits for a free core. */
 static double mb_run(int threads, void (*fn)(void *, int), void *state) {
     pthread_t tid[64];
     mb_thread_t t[64];
     pthread_barrier_t start;
+    cpu_set_t mask;
+    const bool have_mask = pthread_getaffinity_np(pthread_self(), sizeof mask, &mask) == 0;
     if (threads > 64) threads = 64;
-    pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
-    for (int i = 0; i < threads; i++) {
-        t[i] = (mb_thread_t){ fn, state, i, mb_cpu(i), &start };
+    pthread_barrier_init(&start, NULL, (unsigned)threads);
+    for (int i = 1; i < threads; i++) {
+        t[i] = (mb_thread_t){ fn, state, i, have_mask ? mb_cpu(&mask, i) : -1, &start };
         pthread_create(&tid[i], NULL, mb_main, &t[i]);
     }
+    if (have_mask) mb_pin(mb_cpu(&mask, 0));
     pthread_barrier_wait(&start);
     const double t0 = bench_now();
-    for (int i = 0; i < threads; i++) pthread_join(tid[i], NULL);
+    fn(state, 0);
+    for (int i = 1; i < threads; i++) pthread_join(tid[i], NULL);
     const double dt = bench_now() - t0;
+    if (have_mask) pthread_setaffinity_np(pthread_self(), sizeof mask, &mask);
     pthread_barrier_destroy(&start);
     return dt;
 }

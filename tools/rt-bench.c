@@ -20,6 +20,7 @@ typedef struct bench_cmd {
 static const bench_cmd_t commands[] = {
     {"alloc", "graph allocator: peak, lower bound, reserve and alloc_graph time", bench_alloc_main},
     {"ops", "op speed at transformer shapes, against the machine's ceilings and OpenBLAS", bench_ops_main},
+    {"model", "a model's prompt and generation tokens per second", bench_model_main},
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

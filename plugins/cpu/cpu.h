@@ -112,14 +112,15 @@ void rt_cpu_split(int64_t n, int32_t ith, int32_t nth, int64_t *out_begin, int64
 
 //===--- ops (ops.c) ---===//
 
-/* Builds the shared conversion tables once per process; create calls it. */
-void rt_cpu_ops_init(void);
-
 bool rt_cpu_op_supported(const rt_tensor_t *node);
 bool rt_cpu_op_computes(rt_op_t op);  /* false for NONE and the view family */
 size_t rt_cpu_op_wsize(const rt_tensor_t *node);  /* scratch bytes per thread */
 size_t rt_cpu_op_shared_wsize(const rt_tensor_t *node); /* scratch bytes shared by the threads */
 int32_t rt_cpu_op_phases(const rt_tensor_t *node);      /* >= 1 */
+/* Threads worth splitting the node over, at most nth: one for a node so
+ * small that the others' share would cost more in cache traffic and
+ * waiting than it saves. */
+int32_t rt_cpu_op_threads(const rt_tensor_t *node, int32_t nth);
 void rt_cpu_op_compute(const rt_cpu_params_t *p, rt_tensor_t *node);
 
 //===--- types and row conversion (ops.c) ---===//
@@ -172,20 +173,24 @@ static inline void rt_cpu_row_commit(const rt_tensor_t *t, void *row, const floa
 
 //===--- the strided row iterator (ops.c) ---===//
 
-/* Walks thread ith's share of the rows (i1, i2, i3) of a shape, i1 fastest:
+/* Walks the rows (i1, i2, i3) of a shape, i1 fastest, in runs the threads
+ * of a node claim from the pool's counter, so a thread slowed by a busy
+ * core takes fewer (the node's phase must not claim items otherwise):
  *
  *     rt_cpu_rows_t it;
- *     rt_cpu_rows_init(&it, dst->ne, p->ith, p->nth);
+ *     rt_cpu_rows_init(&it, dst->ne, p);
  *     while (rt_cpu_rows_next(&it)) { char *d = rt_cpu_row(dst, it.i1, it.i2, it.i3); ... }
  */
 typedef struct rt_cpu_rows {
     int64_t ne1, ne2;       /* of the shape walked */
-    int64_t ir, end;        /* flat index of the current row; one past the share */
+    int64_t nr, chunk;      /* rows in all; rows per claim */
+    int64_t ir, end;        /* flat index of the current row; end of the current run */
     int64_t i1, i2, i3;     /* indices of the current row */
+    _Atomic int64_t *counter;
     bool started;
 } rt_cpu_rows_t;
 
-void rt_cpu_rows_init(rt_cpu_rows_t *it, const int64_t ne[RT_MAX_DIMS], int32_t ith, int32_t nth);
+void rt_cpu_rows_init(rt_cpu_rows_t *it, const int64_t ne[RT_MAX_DIMS], const rt_cpu_params_t *p);
 bool rt_cpu_rows_next(rt_cpu_rows_t *it);
 
 static inline void *rt_cpu_row(const rt_tensor_t *t, int64_t i1, int64_t i2, int64_t i3) {

@@ -266,7 +266,6 @@ static void rt_cpu_device_fill_tables(rt_cpu_device_t *dev) {
 void rt_cpu_device_init(rt_cpu_device_t *dev, const rt_host_t *host) {
     memset(dev, 0, sizeof *dev);
     dev->host = host;
-    rt_cpu_ops_init();
     dev->n_cpus = rt_cpu_online();
     if (!rt_cpu_proc_value("/proc/cpuinfo", "model name", dev->model, sizeof dev->model))
         snprintf(dev->model, sizeof dev->model, "CPU");

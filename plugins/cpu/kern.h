@@ -66,6 +66,9 @@ typedef struct rt_cpu_kern_vec {
      * element of the pair; NEOX: cs[0..h) cosines, cs[h..2h) sines, h = n_dims/2.
      * Elements from n_dims to n are copied. */
     void (*rope)(float *d, const float *x, const float *cs, int64_t n_dims, bool neox, int64_t n);
+    /* s = sin(x), c = cos(x) to about 1 ulp for |x| <= pi/4 (the caller
+     * reduces the angle). */
+    void (*sincos)(const float *x, float *s, float *c, int64_t n);
 } rt_cpu_kern_vec_t;
 
 //===--- matrix products (kern_mm.c, kern_quant.c) ---===//
@@ -95,18 +98,23 @@ typedef struct rt_cpu_kern_mm {
     void (*matvec)(const rt_cpu_mm_t *g, int64_t m0, int64_t m1);
 } rt_cpu_kern_mm_t;
 
-/* Activations quantised for the integer dot products, one row of K (a
- * multiple of 32) elements: K/32 blocks of 32 int8 (Q8_0's rounding, so
- * d*q is what rt_quantize + rt_dequantize of the row give), then K/32 F32
- * scales d (the F16-rounded value), then per block 8 int32 lane corrections
- * -8 * (sum of its bytes 4i..4i+3), which turn a dot with unsigned Q4_0
- * nibbles into the dot with (nibble - 8). */
+/* Activations quantised for the integer dot products: a row of K (a
+ * multiple of 32) elements becomes K/32 blocks of 32 int8 with Q8_0's
+ * rounding (so d*q is what rt_quantize + rt_dequantize give), each with its
+ * F16-rounded scale d and two sets of int32 lane corrections, -8 and -128
+ * times sums of 4 of its bytes: an unsigned-by-signed dot product (x86's)
+ * of Q4_0's nibbles q, or of Q8_0's w + 128, started from them ends as
+ * sum((q - 8)*a), or sum(w*a). Where each part sits is the kernel variant's
+ * business (kern_quant.c), within rt_cpu_q8a_size bytes per row: 128 bytes
+ * a block, rounded up to a pair. */
 static inline size_t rt_cpu_q8a_size(int64_t K) {
-    return (size_t)(K / 32) * (32 + 4 + 32);
+    return (size_t)((K / 32 + 1) / 2) * 256;
 }
 
 typedef struct rt_cpu_kern_quant {
-    void (*quantize_q8a)(const float *x, int64_t K, void *row);
+    /* atype: the weights' type the row will meet (a kernel may order the
+     * bytes for it). */
+    void (*quantize_q8a)(const float *x, int64_t K, rt_type_t atype, void *row);
     /* x rounded through Q8_0 and back: what the integer path multiplies by. */
     void (*roundtrip_q8)(const float *x, int64_t K, float *out);
     /* matvec for Q8_0/Q4_0 a with activation rows from quantize_q8a. */

@@ -22,7 +22,9 @@
 
 #ifdef RT_SIMD_ON
 
-#if defined(RT_SIMD_AVX512)
+#if defined(MM_NV) /* tile sizes set on the command line, for tuning */
+#  define MV_RM 4
+#elif defined(RT_SIMD_AVX512)
 #  define MM_NV 3  /* vectors of a per tile row: 48 rows of a */
 #  define MM_MR 8  /* rows of b per tile: 24 accumulators of 32 registers */
 #  define MV_RM 4
@@ -40,8 +42,12 @@
 #  define MV_RM 2
 #endif
 #define MM_P (MM_NV * RT_W)   /* rows of a per packed panel */
-#define MM_KC 256             /* depth per packed block: a multiple of 32 and of RT_W */
-#define MM_PANELS 4           /* panels per work block */
+#ifndef MM_KC
+#  define MM_KC 512           /* depth per packed block: a multiple of 32 and of RT_W */
+#endif
+#ifndef MM_PANELS
+#  define MM_PANELS 4         /* panels per work block */
+#endif
 #define MM_MC (MM_PANELS * MM_P)
 #define MV_NB 4               /* rows of b per matvec pass */
 
@@ -118,20 +124,20 @@ static void tile(int64_t kc, const float *restrict ap, const float *const bp[MM_
                  size_t ldc, int64_t nr, int64_t mvalid, bool accumulate) {
     rt_vf acc[MM_MR][MM_NV];
     const float *b[MM_MR];
-    RT_UNROLL(8)
+    RT_UNROLL(16)
     for (int j = 0; j < MM_MR; j++) {
         b[j] = bp[j];
-        RT_UNROLL(4)
+        RT_UNROLL(16)
         for (int v = 0; v < MM_NV; v++) acc[j][v] = vf_zero();
     }
     for (int64_t k = 0; k < kc; k++, ap += MM_P) {
         rt_vf a[MM_NV];
-        RT_UNROLL(4)
+        RT_UNROLL(16)
         for (int v = 0; v < MM_NV; v++) a[v] = vf_load(ap + v * RT_W);
-        RT_UNROLL(8)
+        RT_UNROLL(16)
         for (int j = 0; j < MM_MR; j++) {
             const rt_vf bj = vf_set1(b[j][k]);
-            RT_UNROLL(4)
+            RT_UNROLL(16)
             for (int v = 0; v < MM_NV; v++) acc[j][v] = vf_fma(a[v], bj, acc[j][v]);
         }
     }
@@ -204,26 +210,40 @@ RT_INLINE rt_vf a_load(rt_type_t t, const char *row, int64_t k, int64_t n) {
     return n < RT_W ? vf_load_part((const float *)row + k, n) : vf_load((const float *)row + k);
 }
 
+/* One RT_W-block of the RM x NB dot products, k to k + n (n <= RT_W). */
+RT_INLINE void mv_step(rt_type_t t, const char *const *ar, const float *const *br, int64_t k,
+                       int64_t n, int RM, int NB, rt_vf acc[MV_RM][MV_NB]) {
+    rt_vf x[MV_NB];
+    RT_UNROLL(4)
+    for (int j = 0; j < NB; j++) x[j] = n < RT_W ? vf_load_part(br[j] + k, n) : vf_load(br[j] + k);
+    RT_UNROLL(4)
+    for (int i = 0; i < RM; i++) {
+#ifdef MV_PF
+        __builtin_prefetch(ar[i] + row_offset(t, k) + MV_PF);
+#endif
+        const rt_vf w = a_load(t, ar[i], k, n);
+        RT_UNROLL(4)
+        for (int j = 0; j < NB; j++) acc[i][j] = vf_fma(w, x[j], acc[i][j]);
+    }
+}
+
 /* c[n0 + j][m + i] for i < RM, j < NB: RM*NB dot products over K at once,
- * each of a's RT_W-blocks loaded once for the NB rows of b. */
+ * each of a's RT_W-blocks loaded (and converted) once for the NB rows of b. */
 RT_INLINE void mv_tile(const rt_cpu_mm_t *g, rt_type_t t, int64_t m, int64_t n0, int RM, int NB) {
     const char *ar[MV_RM];
     const float *br[MV_NB];
     rt_vf acc[MV_RM][MV_NB];
+    RT_UNROLL(4)
     for (int i = 0; i < RM; i++) {
         ar[i] = g->a + (size_t)(m + i) * g->lda;
+        RT_UNROLL(4)
         for (int j = 0; j < NB; j++) acc[i][j] = vf_zero();
     }
+    RT_UNROLL(4)
     for (int j = 0; j < NB; j++) br[j] = (const float *)(g->b + (size_t)(n0 + j) * g->ldb);
-    for (int64_t k = 0; k < g->K; k += RT_W) {
-        const int64_t n = g->K - k < RT_W ? g->K - k : RT_W;
-        rt_vf x[MV_NB];
-        for (int j = 0; j < NB; j++) x[j] = n < RT_W ? vf_load_part(br[j] + k, n) : vf_load(br[j] + k);
-        for (int i = 0; i < RM; i++) {
-            const rt_vf w = a_load(t, ar[i], k, n);
-            for (int j = 0; j < NB; j++) acc[i][j] = vf_fma(w, x[j], acc[i][j]);
-        }
-    }
+    const int64_t kf = g->K - g->K % RT_W;
+    for (int64_t k = 0; k < kf; k += RT_W) mv_step(t, ar, br, k, RT_W, RM, NB, acc);
+    if (kf < g->K) mv_step(t, ar, br, kf, g->K - kf, RM, NB, acc);
     for (int j = 0; j < NB; j++) {
         float *c = (float *)(g->c + (size_t)(n0 + j) * g->ldc);
         for (int i = 0; i < RM; i++) c[m + i] = vf_hsum(acc[i][j]);
@@ -262,7 +282,7 @@ static void mm_matvec(const rt_cpu_mm_t *g, int64_t m0, int64_t m1) {
 }
 
 static const rt_cpu_kern_mm_t kern_mm = {
-    .gemm_rows = MM_P,
+    .gemm_rows = MM_MC,
     .gemm_wsize = MM_WSIZE,
     .gemm = mm_gemm,
     .matvec = mm_matvec,

@@ -1,21 +1,33 @@
 /* SPDX-License-Identifier: MIT */
 /* kern_quant.c: products with Q8_0 and Q4_0 weights, compiled per variant.
- * Activations are quantised to Q8_0 once per row (quantize_q8a, the layout
- * of kern.h), and each block pair is an integer dot product scaled by the
- * two F16 scales, accumulated in F32:
+ * Activations are quantised to Q8_0 once per row (quantize_q8a), and each
+ * block is an integer dot product scaled by the two F16 scales, summed in
+ * F32. x86 multiplies unsigned bytes by signed ones, so the weights are
+ * made unsigned and the activation row carries the lane corrections:
  *
- *   Q8_0 x Q8_0: |w| times a with w's sign (so the unsigned-by-signed
- *                multiply of x86 applies): VNNI vpdpbusd, or vpmaddubsw
- *                then vpmaddwd (no saturation: |w|*|a| <= 128*127, pairs
- *                <= 32512);
- *   Q4_0 x Q8_0: the nibbles q (0..15) times a, with the row's stored
- *                -8*sum(a) lane corrections as the accumulator's start, so
- *                the lanes hold sum((q - 8)*a).
+ *   Q4_0: its nibbles q (0..15) as they are, from the c8 lanes:
+ *         the lanes end as sums of (q - 8)*a.
+ *   Q8_0: with VNNI, w + 128 (w xor 0x80) from the c128 lanes; without,
+ *         |w| times a with w's sign (vpmaddubsw cannot overflow: a pair of
+ *         products is at most 2*128*127).
  *
- * The scalar and NEON variants compute the same integer sums in C. The
- * result differs from the F32 product by the rounding of the activations
- * to Q8_0 only (and the order of the F32 sums); roundtrip_q8 gives that
- * rounding in F32 so the blocked F32 path (gemm) computes the same sums. */
+ * The layouts of an activation row, by variant (offsets in bytes):
+ *
+ *   per block (AVX2, scalar, NEON): block b at 128*b: qs[32], d x 8 (F32),
+ *       c8[8], c128[8]; lane l covers bytes 4l..4l+3.
+ *   AVX-512 pairs: blocks 2p, 2p+1 at 256*p: qs[64], d x 8 for each (16),
+ *       c8[16], c128[16]: one 512-bit register per part.
+ *   VNNI halves: blocks 2p, 2p+1 at 256*p: elements 0..15 of both (32
+ *       bytes), then 16..31 of both, then at +64, +128, +192: d, c8, c128,
+ *       4 lanes for each block; lane l of a block covers bytes 4l..4l+3 of
+ *       both its halves. 256-bit registers: Zen 4 runs 512-bit operations
+ *       in two passes, and the halves need no lane shuffles.
+ *
+ * A lone last block is a pair whose second block is zero. The scalar and
+ * NEON variants compute the same integer sums in C. A result differs from
+ * the F32 product by the activations' rounding to Q8_0 and the order of the
+ * F32 sums only; roundtrip_q8 gives that rounding in F32 so that the
+ * blocked F32 path (gemm) computes the same products. */
 #include "kern.h"
 #include "simd.h"
 
@@ -24,49 +36,69 @@
 #ifdef RT_SIMD_ON
 
 #if defined(RT_SIMD_AVX512) || defined(RT_SIMD_AVX2)
-#  define QK_X86 1
 #  include <immintrin.h>
 #endif
 
 /* The row kernels of the same variant (the VNNI one shares AVX-512's). */
 #if defined(RT_CPU_KERN_AVX512VNNI)
 #  define QK_VEC() rt_cpu_kern_vec_avx512()
+#  define QK_VNNI 1
 #else
 #  define QK_VEC() RT_KS(rt_cpu_kern_vec)()
 #endif
 
-#define QK_NB 4 /* activation rows per pass */
-#define QK_RM 2 /* weight rows per pass */
+#if defined(RT_SIMD_AVX512)
+#  define QK_STEP 2   /* blocks per step, and per layout unit */
+#else
+#  define QK_STEP 1
+#endif
+#define QK_UNIT (128 * QK_STEP) /* bytes of an activation row per step */
 
-//===--- the activation rows ---===//
+#define QK_RM 4 /* most weight rows per pass */
+/* Bytes ahead in each weight row to prefetch: the rows are read a few
+ * blocks at a time, side by side, which the hardware prefetchers follow
+ * less well than one stream (5-10% on weights in DRAM). */
+#define QK_PREFETCH 1536
+#define QK_NB 4 /* most activation rows per pass */
 
-typedef struct q8a_row {
-    const int8_t *qs;     /* 32 per block */
-    const float *d;       /* one per block */
-    const int32_t *corr;  /* 8 per block */
-} q8a_row_t;
+//===--- activation rows ---===//
 
-static q8a_row_t q8a_view(const char *row, int64_t K) {
-    const size_t nb = (size_t)(K / 32);
-    return (q8a_row_t){ (const int8_t *)row, (const float *)(row + nb * 32),
-                        (const int32_t *)(row + nb * 36) };
+/* Block b (of a row's blocks) placed in the variant's layout. */
+static void q8a_place(char *row, int64_t b, const int8_t q[32], float d) {
+    int32_t s[8];
+    for (int l = 0; l < 8; l++) s[l] = q[4 * l] + q[4 * l + 1] + q[4 * l + 2] + q[4 * l + 3];
+#if defined(QK_VNNI)
+    char *u = row + (b / 2) * 256;
+    const int h = (int)(b % 2);
+    memcpy(u + 16 * h, q, 16);
+    memcpy(u + 32 + 16 * h, q + 16, 16);
+    for (int l = 0; l < 4; l++) {
+        const float dl = d;
+        const int32_t c8 = -8 * (s[l] + s[l + 4]), c128 = -128 * (s[l] + s[l + 4]);
+        memcpy(u + 64 + 16 * h + 4 * l, &dl, 4);
+        memcpy(u + 128 + 16 * h + 4 * l, &c8, 4);
+        memcpy(u + 192 + 16 * h + 4 * l, &c128, 4);
+    }
+#else
+    char *u = row + (b / QK_STEP) * QK_UNIT + (b % QK_STEP) * 32;
+    memcpy(u, q, 32);
+    for (int l = 0; l < 8; l++) {
+        const int32_t c8 = -8 * s[l], c128 = -128 * s[l];
+        memcpy(u + 32 * QK_STEP + 4 * l, &d, 4);
+        memcpy(u + 64 * QK_STEP + 4 * l, &c8, 4);
+        memcpy(u + 96 * QK_STEP + 4 * l, &c128, 4);
+    }
+#endif
 }
 
-static void quantize_q8a(const float *x, int64_t K, void *row) {
+static void quantize_q8a(const float *x, int64_t K, rt_type_t atype, void *row) {
+    (void)atype;
     const rt_cpu_kern_vec_t *v = QK_VEC();
-    const size_t nb = (size_t)(K / 32);
-    int8_t *qs = row;
-    float *d = (float *)((char *)row + nb * 32);
-    int32_t *corr = (int32_t *)((char *)row + nb * 36);
-    for (size_t b = 0; b < nb; b++) {
+    memset(row, 0, rt_cpu_q8a_size(K)); /* the second block of a lone last one */
+    for (int64_t b = 0; b < K / 32; b++) {
         rt_block_q8_0_t blk;
         v->f32_to_q8_0(x + b * 32, &blk, 32);
-        memcpy(qs + b * 32, blk.qs, sizeof blk.qs);
-        d[b] = rt_fp16_to_fp32(blk.d);
-        for (int l = 0; l < 8; l++) {
-            const int8_t *q = blk.qs + 4 * l;
-            corr[b * 8 + (size_t)l] = -8 * (q[0] + q[1] + q[2] + q[3]);
-        }
+        q8a_place(row, b, blk.qs, rt_fp16_to_fp32(blk.d));
     }
 }
 
@@ -79,143 +111,264 @@ static void roundtrip_q8(const float *x, int64_t K, float *out) {
     }
 }
 
-//===--- block dot products ---===//
+//===--- AVX-512 with VNNI: 256-bit halves of a pair ---===//
+#if defined(QK_VNNI)
 
-#ifdef QK_X86
+typedef __m256 qacc_t;
 
-/* Eight int32 lanes whose sum is the block's integer dot product. */
-RT_INLINE __m256i dot_q8(__m256i w_abs, __m256i w, __m256i a) {
-    const __m256i sa = _mm256_sign_epi8(a, w);
-#if defined(RT_CPU_KERN_AVX512VNNI)
-    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), w_abs, sa);
-#else
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(w_abs, sa), _mm256_set1_epi16(1));
-#endif
-}
-
-RT_INLINE __m256i dot_q4(__m256i q, __m256i a, __m256i corr) {
-#if defined(RT_CPU_KERN_AVX512VNNI)
-    return _mm256_dpbusd_epi32(corr, q, a);
-#else
-    return _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(q, a), _mm256_set1_epi16(1)),
-                            corr);
-#endif
-}
-
-/* A weight block as dot_q8/dot_q4 take it: Q8_0 bytes (and their absolute
- * values), or Q4_0 nibbles in element order (low nibbles, then high). */
+/* Blocks b, b + 1 (or b alone: two false) of a weight row, unsigned. */
 typedef struct wblk {
-    __m256i q, q_abs;
-    float d;
+    __m256i lo, hi;  /* elements 0..15 of both blocks, then 16..31 */
+    __m256 d;        /* scales, 4 lanes each */
 } wblk_t;
 
-RT_INLINE wblk_t w_load(rt_type_t t, const char *row, int64_t b) {
+RT_INLINE __m256i two_halves(const uint8_t *p0, const uint8_t *p1, bool two) {
+    const __m128i h1 = two ? _mm_loadu_si128((const __m128i *)p1) : _mm_setzero_si128();
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)p0)), h1, 1);
+}
+
+RT_INLINE __m256 two_scales(uint16_t d0, uint16_t d1) {
+    return _mm256_cvtph_ps(_mm_unpacklo_epi64(_mm_set1_epi16((short)d0), _mm_set1_epi16((short)d1)));
+}
+
+RT_INLINE wblk_t w_load(rt_type_t t, const char *row, int64_t b, bool two) {
     wblk_t w;
     if (t == RT_TYPE_Q8_0) {
-        const rt_block_q8_0_t *blk = (const rt_block_q8_0_t *)row + b;
-        w.q = _mm256_loadu_si256((const __m256i *)blk->qs);
-        w.q_abs = _mm256_sign_epi8(w.q, w.q);
-        w.d = _cvtsh_ss(blk->d);
+        const rt_block_q8_0_t *x = (const rt_block_q8_0_t *)row + b;
+        const __m256i flip = _mm256_set1_epi8((char)0x80);
+        const uint8_t *q0 = (const uint8_t *)x[0].qs, *q1 = (const uint8_t *)x[1].qs;
+        w.lo = _mm256_xor_si256(two_halves(q0, q1, two), flip);
+        w.hi = _mm256_xor_si256(two_halves(q0 + 16, q1 + 16, two), flip);
+        w.d = two_scales(x[0].d, two ? x[1].d : 0);
     } else {
-        const rt_block_q4_0_t *blk = (const rt_block_q4_0_t *)row + b;
-        const __m128i p = _mm_loadu_si128((const __m128i *)blk->qs), m4 = _mm_set1_epi8(15);
-        w.q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(p, 4), m4), _mm_and_si128(p, m4));
-        w.q_abs = w.q;
-        w.d = _cvtsh_ss(blk->d);
+        const rt_block_q4_0_t *x = (const rt_block_q4_0_t *)row + b;
+        const __m256i p = two_halves(x[0].qs, x[1].qs, two), m4 = _mm256_set1_epi8(15);
+        w.lo = _mm256_and_si256(p, m4);
+        w.hi = _mm256_and_si256(_mm256_srli_epi16(p, 4), m4);
+        w.d = two_scales(x[0].d, two ? x[1].d : 0);
     }
     return w;
 }
 
-RT_INLINE __m256 blk_dot(rt_type_t t, const wblk_t *w, const q8a_row_t *a, int64_t b, __m256 acc) {
-    const __m256i av = _mm256_loadu_si256((const __m256i *)(a->qs + b * 32));
-    const __m256i s = t == RT_TYPE_Q8_0
-                          ? dot_q8(w->q_abs, w->q, av)
-                          : dot_q4(w->q, av, _mm256_loadu_si256((const __m256i *)(a->corr + b * 8)));
-    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(w->d * a->d[b]), acc);
+RT_INLINE qacc_t blk_dot(rt_type_t t, const wblk_t *w, const char *a, qacc_t acc) {
+    const __m256i c = _mm256_loadu_si256((const __m256i *)(a + (t == RT_TYPE_Q8_0 ? 192 : 128)));
+    __m256i s = _mm256_dpbusd_epi32(c, w->lo, _mm256_loadu_si256((const __m256i *)a));
+    s = _mm256_dpbusd_epi32(s, w->hi, _mm256_loadu_si256((const __m256i *)(a + 32)));
+    const __m256 sc = _mm256_mul_ps(w->d, _mm256_loadu_ps((const float *)(a + 64)));
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), sc, acc);
 }
 
-/* c[n0 + j][m + i], i < RM, j < NB. */
-RT_INLINE void q_tile(const rt_cpu_mm_t *g, rt_type_t t, int64_t m, int64_t n0, int RM, int NB) {
-    const char *wr[QK_RM];
-    q8a_row_t ar[QK_NB];
-    __m256 acc[QK_RM][QK_NB];
-    RT_UNROLL(2)
-    for (int i = 0; i < RM; i++) {
-        wr[i] = g->a + (size_t)(m + i) * g->lda;
-        RT_UNROLL(4)
-        for (int j = 0; j < NB; j++) acc[i][j] = _mm256_setzero_ps();
-    }
-    RT_UNROLL(4)
-    for (int j = 0; j < NB; j++) ar[j] = q8a_view(g->b + (size_t)(n0 + j) * g->ldb, g->K);
-    for (int64_t b = 0; b < g->K / 32; b++) {
-        RT_UNROLL(2)
-        for (int i = 0; i < RM; i++) {
-            const wblk_t w = w_load(t, wr[i], b);
-            RT_UNROLL(4)
-            for (int j = 0; j < NB; j++) acc[i][j] = blk_dot(t, &w, &ar[j], b, acc[i][j]);
-        }
-    }
-    for (int j = 0; j < NB; j++) {
-        float *c = (float *)(g->c + (size_t)(n0 + j) * g->ldc);
-        for (int i = 0; i < RM; i++) {
-            const __m256 v = acc[i][j];
-            __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-            s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-            c[m + i] = _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
-        }
-    }
+RT_INLINE qacc_t acc_zero(void) { return _mm256_setzero_ps(); }
+RT_INLINE float acc_sum(qacc_t v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 }
 
-#else /* scalar and NEON: the same integer sums in C */
+//===--- AVX-512 without VNNI: a pair per 512-bit register ---===//
+#elif defined(RT_SIMD_AVX512)
 
-RT_INLINE int32_t blk_isum(rt_type_t t, const char *row, int64_t b, const int8_t *a, float *out_d) {
-    int32_t s = 0;
+typedef __m512 qacc_t;
+
+typedef struct wblk {
+    __m512i q;       /* unsigned bytes (|w| or nibbles), in element order */
+    __mmask64 neg;   /* Q8_0: where w < 0 */
+    __m512 d;        /* the two scales, 8 lanes each */
+} wblk_t;
+
+RT_INLINE __m512 w_scales(uint16_t d0, uint16_t d1) {
+    const __m256i h = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16((short)d0)),
+                                              _mm_set1_epi16((short)d1), 1);
+    return _mm512_cvtph_ps(h);
+}
+
+RT_INLINE wblk_t w_load(rt_type_t t, const char *row, int64_t b, bool two) {
+    wblk_t w = { .neg = 0 };
     if (t == RT_TYPE_Q8_0) {
-        const rt_block_q8_0_t *w = (const rt_block_q8_0_t *)row + b;
-        for (int i = 0; i < 32; i++) s += w->qs[i] * a[i];
-        *out_d = rt_fp16_to_fp32(w->d);
+        const rt_block_q8_0_t *x = (const rt_block_q8_0_t *)row + b;
+        const __m256i hi = two ? _mm256_loadu_si256((const __m256i *)x[1].qs) : _mm256_setzero_si256();
+        w.q = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)x[0].qs)), hi, 1);
+        w.neg = _mm512_movepi8_mask(w.q);
+        w.q = _mm512_abs_epi8(w.q);
+        w.d = w_scales(x[0].d, two ? x[1].d : 0);
     } else {
-        const rt_block_q4_0_t *w = (const rt_block_q4_0_t *)row + b;
-        for (int i = 0; i < 16; i++)
-            s += ((w->qs[i] & 15) - 8) * a[i] + ((w->qs[i] >> 4) - 8) * a[i + 16];
-        *out_d = rt_fp16_to_fp32(w->d);
+        const rt_block_q4_0_t *x = (const rt_block_q4_0_t *)row + b;
+        const __m128i p1 = two ? _mm_loadu_si128((const __m128i *)x[1].qs) : _mm_setzero_si128();
+        const __m256i p = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)x[0].qs)), p1, 1);
+        const __m256i m4 = _mm256_set1_epi8(15);
+        const __m256i lo = _mm256_and_si256(p, m4), hi = _mm256_and_si256(_mm256_srli_epi16(p, 4), m4);
+        /* [lo0 lo1 hi0 hi1] -> [lo0 hi0 lo1 hi1]: each block's elements in order */
+        const __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+        w.q = _mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(3, 1, 2, 0));
+        w.d = w_scales(x[0].d, two ? x[1].d : 0);
     }
-    return s;
+    return w;
 }
 
-RT_INLINE void q_tile(const rt_cpu_mm_t *g, rt_type_t t, int64_t m, int64_t n0, int RM, int NB) {
-    for (int j = 0; j < NB; j++) {
-        const q8a_row_t a = q8a_view(g->b + (size_t)(n0 + j) * g->ldb, g->K);
-        float *c = (float *)(g->c + (size_t)(n0 + j) * g->ldc);
-        for (int i = 0; i < RM; i++) {
-            const char *row = g->a + (size_t)(m + i) * g->lda;
-            float acc = 0.0f, dw;
-            for (int64_t b = 0; b < g->K / 32; b++) {
-                const int32_t s = blk_isum(t, row, b, a.qs + b * 32, &dw);
-                acc += (float)s * (dw * a.d[b]);
-            }
-            c[m + i] = acc;
-        }
+RT_INLINE qacc_t blk_dot(rt_type_t t, const wblk_t *w, const char *a, qacc_t acc) {
+    const __m512i av = _mm512_loadu_si512(a), ones = _mm512_set1_epi16(1);
+    __m512i s;
+    if (t == RT_TYPE_Q8_0) {
+        const __m512i sa = _mm512_mask_sub_epi8(av, w->neg, _mm512_setzero_si512(), av);
+        s = _mm512_madd_epi16(_mm512_maddubs_epi16(w->q, sa), ones);
+    } else {
+        s = _mm512_add_epi32(_mm512_madd_epi16(_mm512_maddubs_epi16(w->q, av), ones),
+                             _mm512_loadu_si512(a + 128));
     }
+    const __m512 sc = _mm512_mul_ps(w->d, _mm512_loadu_ps((const float *)(a + 64)));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), sc, acc);
 }
+
+RT_INLINE qacc_t acc_zero(void) { return _mm512_setzero_ps(); }
+RT_INLINE float acc_sum(qacc_t v) { return _mm512_reduce_add_ps(v); }
+
+//===--- AVX2: one block per register ---===//
+#elif defined(RT_SIMD_AVX2)
+
+typedef __m256 qacc_t;
+
+typedef struct wblk {
+    __m256i q, q_abs;   /* Q8_0: w and |w|; Q4_0: the nibbles (both) */
+    __m256 d;
+} wblk_t;
+
+RT_INLINE wblk_t w_load(rt_type_t t, const char *row, int64_t b, bool two) {
+    (void)two;
+    wblk_t w;
+    if (t == RT_TYPE_Q8_0) {
+        const rt_block_q8_0_t *x = (const rt_block_q8_0_t *)row + b;
+        w.q = _mm256_loadu_si256((const __m256i *)x->qs);
+        w.q_abs = _mm256_sign_epi8(w.q, w.q);
+        w.d = _mm256_set1_ps(_cvtsh_ss(x->d));
+    } else {
+        const rt_block_q4_0_t *x = (const rt_block_q4_0_t *)row + b;
+        const __m128i p = _mm_loadu_si128((const __m128i *)x->qs), m4 = _mm_set1_epi8(15);
+        w.q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(p, 4), m4), _mm_and_si128(p, m4));
+        w.q_abs = w.q;
+        w.d = _mm256_set1_ps(_cvtsh_ss(x->d));
+    }
+    return w;
+}
+
+RT_INLINE qacc_t blk_dot(rt_type_t t, const wblk_t *w, const char *a, qacc_t acc) {
+    const __m256i av = _mm256_loadu_si256((const __m256i *)a), ones = _mm256_set1_epi16(1);
+    __m256i s;
+    if (t == RT_TYPE_Q8_0) {
+        s = _mm256_madd_epi16(_mm256_maddubs_epi16(w->q_abs, _mm256_sign_epi8(av, w->q)), ones);
+    } else {
+        s = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(w->q, av), ones),
+                             _mm256_loadu_si256((const __m256i *)(a + 64)));
+    }
+    const __m256 sc = _mm256_mul_ps(w->d, _mm256_loadu_ps((const float *)(a + 32)));
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), sc, acc);
+}
+
+RT_INLINE qacc_t acc_zero(void) { return _mm256_setzero_ps(); }
+RT_INLINE float acc_sum(qacc_t v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+
+//===--- scalar and NEON: the same integer sums in C ---===//
+#else
+
+typedef float qacc_t;
+
+typedef struct wblk {
+    int8_t q[32];  /* signed weights: Q4_0's q - 8 */
+    float d;
+} wblk_t;
+
+RT_INLINE wblk_t w_load(rt_type_t t, const char *row, int64_t b, bool two) {
+    (void)two;
+    wblk_t w;
+    if (t == RT_TYPE_Q8_0) {
+        const rt_block_q8_0_t *x = (const rt_block_q8_0_t *)row + b;
+        memcpy(w.q, x->qs, sizeof w.q);
+        w.d = rt_fp16_to_fp32(x->d);
+    } else {
+        const rt_block_q4_0_t *x = (const rt_block_q4_0_t *)row + b;
+        for (int i = 0; i < 16; i++) {
+            w.q[i] = (int8_t)((x->qs[i] & 15) - 8);
+            w.q[i + 16] = (int8_t)((x->qs[i] >> 4) - 8);
+        }
+        w.d = rt_fp16_to_fp32(x->d);
+    }
+    return w;
+}
+
+RT_INLINE qacc_t blk_dot(rt_type_t t, const wblk_t *w, const char *a, qacc_t acc) {
+    (void)t;
+    const int8_t *q = (const int8_t *)a;
+    float d;
+    memcpy(&d, a + 32, sizeof d);
+    int32_t s = 0;
+    for (int i = 0; i < 32; i++) s += w->q[i] * q[i];
+    return acc + (float)s * (w->d * d);
+}
+
+RT_INLINE qacc_t acc_zero(void) { return 0.0f; }
+RT_INLINE float acc_sum(qacc_t v) { return v; }
 
 #endif
 
 //===--- matvec_q ---===//
 
-#define QK_CASE(T, RM)                                              \
-    switch (nb) {                                                   \
-    case 1: q_tile(g, T, m, n0, RM, 1); break;                      \
-    case 2: q_tile(g, T, m, n0, RM, 2); break;                      \
-    case 3: q_tile(g, T, m, n0, RM, 3); break;                      \
-    default: q_tile(g, T, m, n0, RM, 4); break;                     \
+/* c[n0 + j][m + i], i < RM, j < NB: each weight step loaded once for the NB
+ * activation rows, QK_STEP blocks a step (a last lone block if K/32 is odd). */
+RT_INLINE void q_tile(const rt_cpu_mm_t *g, rt_type_t t, int64_t m, int64_t n0, int RM, int NB) {
+    const char *wr[QK_RM], *ar[QK_NB];
+    qacc_t acc[QK_RM][QK_NB];
+    RT_UNROLL(4)
+    for (int i = 0; i < RM; i++) {
+        wr[i] = g->a + (size_t)(m + i) * g->lda;
+        RT_UNROLL(4)
+        for (int j = 0; j < NB; j++) acc[i][j] = acc_zero();
     }
+    RT_UNROLL(4)
+    for (int j = 0; j < NB; j++) ar[j] = g->b + (size_t)(n0 + j) * g->ldb;
+    const int64_t nb = g->K / 32;
+    int64_t b = 0;
+    for (size_t u = 0; b + QK_STEP <= nb; b += QK_STEP, u += QK_UNIT) {
+        RT_UNROLL(4)
+        for (int i = 0; i < RM; i++) {
+            __builtin_prefetch(wr[i] + (size_t)b * (t == RT_TYPE_Q8_0 ? 34 : 18) + QK_PREFETCH);
+            const wblk_t w = w_load(t, wr[i], b, true);
+            RT_UNROLL(4)
+            for (int j = 0; j < NB; j++) acc[i][j] = blk_dot(t, &w, ar[j] + u, acc[i][j]);
+        }
+    }
+    if (b < nb) {
+        const size_t u = (size_t)(b / QK_STEP) * QK_UNIT;
+        for (int i = 0; i < RM; i++) {
+            const wblk_t w = w_load(t, wr[i], b, false);
+            for (int j = 0; j < NB; j++) acc[i][j] = blk_dot(t, &w, ar[j] + u, acc[i][j]);
+        }
+    }
+    for (int j = 0; j < NB; j++) {
+        float *c = (float *)(g->c + (size_t)(n0 + j) * g->ldc);
+        for (int i = 0; i < RM; i++) c[m + i] = acc_sum(acc[i][j]);
+    }
+}
 
-#define QK_TYPE(T)                                                  \
+/* Tile shapes by the activation rows of the pass: four weight rows when
+ * there are one or two (a weight step then serves four), two otherwise. */
+#define QK_ROWS(T, RM, NB)                                                      \
+    do {                                                                        \
+        int64_t m = m0;                                                         \
+        for (; m + (RM) <= m1; m += (RM)) q_tile(g, T, m, n0, RM, NB);          \
+        for (; m < m1; m++) q_tile(g, T, m, n0, 1, NB);                         \
+    } while (0)
+
+#define QK_TYPE(T)                                                              \
     static void q_rows_##T(const rt_cpu_mm_t *g, int64_t m0, int64_t m1, int64_t n0, int nb) { \
-        int64_t m = m0;                                             \
-        for (; m + QK_RM <= m1; m += QK_RM) QK_CASE(RT_TYPE_##T, QK_RM) \
-        for (; m < m1; m++) QK_CASE(RT_TYPE_##T, 1)                 \
+        switch (nb) {                                                           \
+        case 1: QK_ROWS(RT_TYPE_##T, 4, 1); break;                              \
+        case 2: QK_ROWS(RT_TYPE_##T, 4, 2); break;                              \
+        case 3: QK_ROWS(RT_TYPE_##T, 2, 3); break;                              \
+        default: QK_ROWS(RT_TYPE_##T, 2, 4); break;                             \
+        }                                                                       \
     }
 
 QK_TYPE(Q8_0)

@@ -2,7 +2,7 @@
 /* kern_vec.c: the row kernels of the kernel table (kern.h), written once in
  * simd.h's vocabulary and compiled per variant: type conversions (bit-exact
  * with abi/rt_quant.h), elementwise binary and unary ops, NORM, RMS_NORM,
- * SOFT_MAX and ROPE rows. Every loop runs over RT_W-lane blocks, the last
+ * SOFT_MAX and ROPE rows, and the sine and cosine ROPE's angles need. Every loop runs over RT_W-lane blocks, the last
  * one partial, so rows of any length and any alignment work. Reductions
  * keep several vector accumulators: independent chains for the pipeline,
  * and shorter sums for accuracy. */
@@ -247,6 +247,20 @@ static void row_rope(float *d, const float *x, const float *cs, int64_t n_dims, 
     if (d != x && n > n_dims) memcpy(d + n_dims, x + n_dims, (size_t)(n - n_dims) * sizeof d[0]);
 }
 
+/* Cephes' sinf and cosf polynomials on [-pi/4, pi/4]. */
+static void row_sincos(const float *x, float *s, float *c, int64_t n) {
+    for (int64_t i = 0; i < n; i += RT_W) {
+        const rt_vf v = vf_load_n(x, i, n), z = vf_mul(v, v);
+        rt_vf ps = vf_fma(vf_set1(-1.9515295891e-4f), z, vf_set1(8.3321608736e-3f));
+        ps = vf_fma(ps, z, vf_set1(-1.6666654611e-1f));
+        vf_store_n(s, i, n, vf_fma(vf_mul(ps, z), v, v));
+        rt_vf pc = vf_fma(vf_set1(2.443315711809948e-5f), z, vf_set1(-1.388731625493765e-3f));
+        pc = vf_fma(pc, z, vf_set1(4.166664568298827e-2f));
+        const rt_vf zz = vf_mul(z, z);
+        vf_store_n(c, i, n, vf_add(vf_fma(pc, zz, vf_mul(vf_set1(-0.5f), z)), vf_set1(1.0f)));
+    }
+}
+
 //===--- the table ---===//
 
 static const rt_cpu_kern_vec_t kern_vec = {
@@ -265,6 +279,7 @@ static const rt_cpu_kern_vec_t kern_vec = {
     .rms_norm = row_rms_norm,
     .soft_max = row_soft_max,
     .rope = row_rope,
+    .sincos = row_sincos,
 };
 
 const rt_cpu_kern_vec_t *RT_KS(rt_cpu_kern_vec)(void) {

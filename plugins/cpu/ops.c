@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* ops.c: what the kernels share. The dispatch table from op code to
- * (supports, scratch size, compute), the answer to supports_op, the table
- * of element types with their row converters (reference codecs of
- * abi/rt_quant.h, inlined so no inner loop calls a function per element),
- * and the strided row iterator every row-wise kernel walks. */
+ * (supports, scratch sizes, phases, compute), the answer to supports_op,
+ * how many threads a node is worth, the table of element types with their
+ * row converters (contiguous rows through the kernel table of kern.h,
+ * strided ones element by element with abi/rt_quant.h's codecs), and the
+ * strided row iterator every row-wise kernel walks. */
 #include "cpu.h"
 
 #include <string.h>
@@ -13,7 +14,6 @@
 /* Contiguous rows go through the kernel table (rt_cpu_k, chosen when the
  * plugin started); Q4_0 is quantised by the reference codec (only cache
  * writes and casts produce it). */
-void rt_cpu_ops_init(void) {}
 
 static void rt_cpu_f32_to_f32(const void *src, float *dst, int64_t n) {
     memcpy(dst, src, (size_t)n * sizeof dst[0]);
@@ -165,28 +165,35 @@ void rt_cpu_row_from_f32(const rt_tensor_t *t, void *row, const float *src, int6
 
 //===--- the row iterator ---===//
 
-void rt_cpu_rows_init(rt_cpu_rows_t *it, const int64_t ne[RT_MAX_DIMS], int32_t ith,
-                      int32_t nth) {
-    const int64_t nr = ne[1] * ne[2] * ne[3];
-    int64_t begin, end;
-    rt_cpu_split(nr, ith, nth, &begin, &end);
+/* About four runs per thread: few claims, and room to even out. */
+void rt_cpu_rows_init(rt_cpu_rows_t *it, const int64_t ne[RT_MAX_DIMS], const rt_cpu_params_t *p) {
     it->ne1 = ne[1];
     it->ne2 = ne[2];
-    it->ir = begin;
-    it->end = end;
+    it->nr = ne[1] * ne[2] * ne[3];
+    it->chunk = it->nr / (4 * (int64_t)p->nth);
+    if (it->chunk < 1) it->chunk = 1;
+    it->ir = it->end = 0;
+    it->counter = p->counter;
     it->started = false;
-    if (begin >= end) return;
-    it->i1 = begin % ne[1];
-    it->i2 = begin / ne[1] % ne[2];
-    it->i3 = begin / (ne[1] * ne[2]);
+}
+
+static bool rt_cpu_rows_claim(rt_cpu_rows_t *it) {
+    const int64_t begin = atomic_fetch_add_explicit(it->counter, 1, memory_order_relaxed) * it->chunk;
+    if (begin >= it->nr) return false;
+    it->ir = begin;
+    it->end = begin + it->chunk < it->nr ? begin + it->chunk : it->nr;
+    it->i1 = begin % it->ne1;
+    it->i2 = begin / it->ne1 % it->ne2;
+    it->i3 = begin / (it->ne1 * it->ne2);
+    return true;
 }
 
 bool rt_cpu_rows_next(rt_cpu_rows_t *it) {
-    if (!it->started) {
+    if (!it->started || it->ir + 1 >= it->end) {
         it->started = true;
-        return it->ir < it->end;
+        return rt_cpu_rows_claim(it);
     }
-    if (++it->ir >= it->end) return false;
+    it->ir++;
     if (++it->i1 == it->ne1) {
         it->i1 = 0;
         if (++it->i2 == it->ne2) {
@@ -202,7 +209,7 @@ void rt_cpu_map_rows(const rt_cpu_params_t *p, rt_tensor_t *dst, rt_cpu_row_fn f
     const int64_t n = dst->ne[0];
     float *sx = rt_cpu_scratch(p, 0, n), *sd = rt_cpu_scratch(p, 1, n);
     rt_cpu_rows_t it;
-    rt_cpu_rows_init(&it, dst->ne, p->ith, p->nth);
+    rt_cpu_rows_init(&it, dst->ne, p);
     while (rt_cpu_rows_next(&it)) {
         const float *x = rt_cpu_row_in(a, rt_cpu_row(a, it.i1, it.i2, it.i3), n, sx);
         void *drow = rt_cpu_row(dst, it.i1, it.i2, it.i3);
@@ -286,6 +293,24 @@ size_t rt_cpu_op_shared_wsize(const rt_tensor_t *node) {
 int32_t rt_cpu_op_phases(const rt_tensor_t *node) {
     const rt_cpu_op_entry_t *e = rt_cpu_op_entry(node->op);
     return e && e->phases ? e->phases(node) : 1;
+}
+
+/* Rough work of a node in elements touched; a product counts its
+ * multiply-adds, eight to an element (they run that many times faster). */
+static int64_t rt_cpu_op_work(const rt_tensor_t *node) {
+    if (node->op == RT_OP_MUL_MAT) {
+        const rt_tensor_t *b = node->src[1];
+        return node->src[0]->ne[0] * node->ne[0] * b->ne[1] * b->ne[2] * b->ne[3] / 8;
+    }
+    return rt_cpu_nelements(node);
+}
+
+/* About 10 us of one thread's work: below it a barrier's hand-over and the
+ * shared cache lines cost more than a second thread saves. */
+#define RT_CPU_SMALL_WORK 16384
+
+int32_t rt_cpu_op_threads(const rt_tensor_t *node, int32_t nth) {
+    return rt_cpu_op_work(node) < RT_CPU_SMALL_WORK ? 1 : nth;
 }
 
 void rt_cpu_op_compute(const rt_cpu_params_t *p, rt_tensor_t *node) {

@@ -7,7 +7,9 @@
  * element loop otherwise, and a conversion through floats when the types
  * differ; a quantised destination gathers its row as floats and quantises
  * it with abi/rt_quant.h's reference codec. Copies within one quantised
- * type move whole blocks. GET_ROWS gathers rows by I32 index into F32. */
+ * type move whole blocks. Copies between float types of one shape whose
+ * rows are dense go row to row without the cursor. GET_ROWS gathers rows by
+ * I32 index into F32. */
 #include "cpu.h"
 
 #include <string.h>
@@ -137,11 +139,39 @@ static void rt_cpu_copy_row(rt_cpu_cursor_t *c, const rt_tensor_t *dst, char *dr
     if (!same && !to_float) rt_cpu_type(dst->type)->from_f32(buf, drow, n);
 }
 
+/* Same shape, rows dense on both sides (a permuted view made contiguous,
+ * this step's K and V into the cache): row (i1, i2, i3) to the same row,
+ * no cursor; a float conversion goes through the kernel table's row
+ * converters, F32 read in place. */
+static bool rt_cpu_copy_rowwise(const rt_tensor_t *a, const rt_tensor_t *dst) {
+    return rt_cpu_same_shape(a, dst) && rt_cpu_is_float(a->type) && rt_cpu_is_float(dst->type) &&
+           a->nb[0] == rt_cpu_type(a->type)->size && dst->nb[0] == rt_cpu_type(dst->type)->size;
+}
+
+static void rt_cpu_copy_rows(const rt_cpu_params_t *p, rt_tensor_t *dst, const rt_tensor_t *a) {
+    const int64_t n = dst->ne[0];
+    float *buf = rt_cpu_scratch(p, 0, n);
+    rt_cpu_rows_t it;
+    rt_cpu_rows_init(&it, dst->ne, p);
+    while (rt_cpu_rows_next(&it)) {
+        const void *s = rt_cpu_row(a, it.i1, it.i2, it.i3);
+        void *d = rt_cpu_row(dst, it.i1, it.i2, it.i3);
+        if (a->type == dst->type)
+            memcpy(d, s, (size_t)n * rt_cpu_type(a->type)->size);
+        else
+            rt_cpu_row_from_f32(dst, d, rt_cpu_row_in(a, s, n, buf), n);
+    }
+}
+
 void rt_cpu_compute_copy(const rt_cpu_params_t *p, rt_tensor_t *dst) {
     const rt_tensor_t *a = dst->src[0];
     const bool same = a->type == dst->type;
     if (same && rt_cpu_is_dense(a) && rt_cpu_is_dense(dst)) {
         rt_cpu_copy_dense(p, dst, a);
+        return;
+    }
+    if (rt_cpu_copy_rowwise(a, dst)) {
+        rt_cpu_copy_rows(p, dst, a);
         return;
     }
     /* A same-type copy moves blocks; a conversion counts elements. */
@@ -150,7 +180,7 @@ void rt_cpu_compute_copy(const rt_cpu_params_t *p, rt_tensor_t *dst) {
     const int64_t n = dst->ne[0] / unit;
     float *buf = same ? NULL : rt_cpu_scratch(p, 0, dst->ne[0]);
     rt_cpu_rows_t it;
-    rt_cpu_rows_init(&it, dst->ne, p->ith, p->nth);
+    rt_cpu_rows_init(&it, dst->ne, p);
     while (rt_cpu_rows_next(&it)) {
         rt_cpu_cursor_seek(&c, it.ir * n);
         rt_cpu_copy_row(&c, dst, rt_cpu_row(dst, it.i1, it.i2, it.i3), n, buf);
@@ -179,7 +209,7 @@ void rt_cpu_compute_get_rows(const rt_cpu_params_t *p, rt_tensor_t *dst) {
     const int64_t n = dst->ne[0];
     float *buf = rt_cpu_scratch(p, 0, n);
     rt_cpu_rows_t it;
-    rt_cpu_rows_init(&it, dst->ne, p->ith, p->nth);
+    rt_cpu_rows_init(&it, dst->ne, p);
     while (rt_cpu_rows_next(&it)) {
         int32_t idx;
         memcpy(&idx, (const char *)b->data + it.i1 * b->nb[0] + it.i2 * b->nb[1] +

@@ -58,7 +58,7 @@ void rt_cpu_compute_binary(const rt_cpu_params_t *p, rt_tensor_t *dst) {
     float *sx = rt_cpu_scratch(p, 0, n), *sy = rt_cpu_scratch(p, 1, n);
     float *sd = rt_cpu_scratch(p, 2, n);
     rt_cpu_rows_t it;
-    rt_cpu_rows_init(&it, dst->ne, p->ith, p->nth);
+    rt_cpu_rows_init(&it, dst->ne, p);
     while (rt_cpu_rows_next(&it)) {
         const float *x = rt_cpu_row_in(a, rt_cpu_row(a, it.i1, it.i2, it.i3), n, sx);
         const float *y = rt_cpu_row_in(b, rt_cpu_row_bcast(b, it.i1, it.i2, it.i3), m, sy);

@@ -78,12 +78,12 @@ static void rt_cpu_mm_prepare(const rt_cpu_params_t *p, const rt_tensor_t *node)
     const size_t row = rt_cpu_mm_prep_row(node);
     const bool q8a = rt_cpu_mm_path(node) == MM_MATVEC_Q;
     rt_cpu_rows_t it;
-    rt_cpu_rows_init(&it, b->ne, p->ith, p->nth);
+    rt_cpu_rows_init(&it, b->ne, p);
     while (rt_cpu_rows_next(&it)) {
         const float *x = rt_cpu_row(b, it.i1, it.i2, it.i3);
         char *dst = (char *)p->shared + (size_t)it.ir * row;
         if (q8a)
-            rt_cpu_k->quant->quantize_q8a(x, b->ne[0], dst);
+            rt_cpu_k->quant->quantize_q8a(x, b->ne[0], node->src[0]->type, dst);
         else
             rt_cpu_k->quant->roundtrip_q8(x, b->ne[0], (float *)dst);
     }

@@ -64,7 +64,7 @@ void rt_cpu_compute_soft_max(const rt_cpu_params_t *p, rt_tensor_t *dst) {
     float *sx = rt_cpu_scratch(p, 0, n), *sm = rt_cpu_scratch(p, 1, n);
     float *sd = rt_cpu_scratch(p, 2, n);
     rt_cpu_rows_t it;
-    rt_cpu_rows_init(&it, dst->ne, p->ith, p->nth);
+    rt_cpu_rows_init(&it, dst->ne, p);
     while (rt_cpu_rows_next(&it)) {
         const float *x = rt_cpu_row_in(a, rt_cpu_row(a, it.i1, it.i2, it.i3), n, sx);
         /* Mask rows go by i1 (no wrap: it has at least a's rows), matrices repeat. */
@@ -134,7 +134,7 @@ void rt_cpu_compute_argmax(const rt_cpu_params_t *p, rt_tensor_t *dst) {
     const int64_t n = a->ne[0];
     float *sx = rt_cpu_scratch(p, 0, n);
     rt_cpu_rows_t it;
-    rt_cpu_rows_init(&it, a->ne, p->ith, p->nth);
+    rt_cpu_rows_init(&it, a->ne, p);
     while (rt_cpu_rows_next(&it)) {
         const float *x = rt_cpu_row_in(a, rt_cpu_row(a, it.i1, it.i2, it.i3), n, sx);
         const int32_t best = rt_cpu_argmax_row(x, n);

@@ -39,9 +39,10 @@ bool rt_cpu_supports_rope(const rt_tensor_t *node) {
 }
 
 /* Scratch regions of n floats: 0 and 1 the row in and out, 2 and 3 the
- * angle table, 4 the frequencies (n/2 doubles). */
+ * angle table, 4 the frequencies (n/2 doubles), 5 and 6 the reduced angles,
+ * their sines and cosines and quadrants (n/2 each). */
 size_t rt_cpu_wsize_rope(const rt_tensor_t *node) {
-    return rt_cpu_wsize_rows(5, node->ne[0]);
+    return rt_cpu_wsize_rows(7, node->ne[0]);
 }
 
 /* freq[i] = freq_scale * freq_base^(-2i/n_dims), once per node and thread. */
@@ -50,14 +51,39 @@ static void rt_cpu_rope_freqs(const rt_cpu_rope_t *r, double *freq) {
         freq[i] = r->freq_scale * pow(r->freq_base, -2.0 * (double)i / (double)r->n_dims);
 }
 
-/* The cos/sin table of one position in the layout the kernel reads
- * (kern.h): NORMAL repeats each value over its pair and signs the sines,
- * NEOX keeps one per pair. Angles in double: positions reach 10^5. */
-static void rt_cpu_rope_table(const rt_cpu_rope_t *r, const double *freq, int32_t pos, float *cs) {
+/* The reduced angles and sines and cosines of one position. */
+typedef struct rt_cpu_rope_tmp {
+    float *y, *s, *c;
+    int32_t *q;
+} rt_cpu_rope_tmp_t;
+
+/* theta = pos * freq[i], reduced in double (positions reach 10^5, where an
+ * F32 angle has lost its fraction) to y + q*pi/2 with |y| <= pi/4; the
+ * kernel's polynomials take y, the quadrant q mod 4 the rest:
+ * (cos, sin)(theta) = (c, s), (-s, c), (-c, -s), (s, -c). */
+static void rt_cpu_rope_angles(const rt_cpu_rope_t *r, const double *freq, int32_t pos,
+                               const rt_cpu_rope_tmp_t *t) {
     const int64_t half = r->n_dims / 2;
     for (int64_t i = 0; i < half; i++) {
-        const double theta = (double)pos * freq[i];
-        const float c = (float)cos(theta), sn = (float)sin(theta);
+        const double theta = (double)pos * freq[i], q = nearbyint(theta * (2.0 / M_PI));
+        t->y[i] = (float)(theta - q * (M_PI / 2));
+        t->q[i] = (int32_t)((int64_t)q & 3);
+    }
+    rt_cpu_k->vec->sincos(t->y, t->s, t->c, half);
+}
+
+/* The cos/sin table of one position in the layout the kernel reads
+ * (kern.h): NORMAL repeats each value over its pair and signs the sines,
+ * NEOX keeps one per pair. */
+static void rt_cpu_rope_table(const rt_cpu_rope_t *r, const double *freq, int32_t pos,
+                              const rt_cpu_rope_tmp_t *t, float *cs) {
+    const int64_t half = r->n_dims / 2;
+    rt_cpu_rope_angles(r, freq, pos, t);
+    for (int64_t i = 0; i < half; i++) {
+        const int32_t q = t->q[i];
+        const float s0 = t->s[i], c0 = t->c[i];
+        const float c = q == 0 ? c0 : q == 1 ? -s0 : q == 2 ? -c0 : s0;
+        const float sn = q == 0 ? s0 : q == 1 ? c0 : q == 2 ? -s0 : -c0;
         if (r->neox) {
             cs[i] = c;
             cs[half + i] = sn;
@@ -76,15 +102,17 @@ void rt_cpu_compute_rope(const rt_cpu_params_t *p, rt_tensor_t *dst) {
     float *sx = rt_cpu_scratch(p, 0, n), *sd = rt_cpu_scratch(p, 1, n);
     float *cs = rt_cpu_scratch(p, 2, n);
     double *freq = (double *)rt_cpu_scratch(p, 4, n);
+    float *t5 = rt_cpu_scratch(p, 5, n), *t6 = rt_cpu_scratch(p, 6, n);
+    const rt_cpu_rope_tmp_t tmp = {t5, t5 + n / 2, t6, (int32_t *)(t6 + n / 2)};
     rt_cpu_rope_freqs(&r, freq);
     int64_t table_i2 = -1;
     rt_cpu_rows_t it;
-    rt_cpu_rows_init(&it, dst->ne, p->ith, p->nth);
+    rt_cpu_rows_init(&it, dst->ne, p);
     while (rt_cpu_rows_next(&it)) {
         if (it.i2 != table_i2) {
             int32_t pos;
             memcpy(&pos, (const char *)b->data + it.i2 * b->nb[0], sizeof pos);
-            rt_cpu_rope_table(&r, freq, pos, cs);
+            rt_cpu_rope_table(&r, freq, pos, &tmp, cs);
             table_i2 = it.i2;
         }
         const float *x = rt_cpu_row_in(a, rt_cpu_row(a, it.i1, it.i2, it.i3), n, sx);

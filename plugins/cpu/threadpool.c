@@ -51,6 +51,7 @@ struct rt_cpu_pool {
     size_t wsize;                   /* bytes per thread, a multiple of RT_CPU_ALIGN */
     uint8_t *shared;                /* after the threads' scratch, shared_size bytes */
     size_t shared_size;
+    int32_t n_active;               /* threads running the current graph: 1 or n_threads */
     atomic_int barrier_count;       /* threads arrived at the current barrier */
     atomic_int barrier_phase;       /* bumped when the last one arrives */
     _Atomic int64_t counter;        /* work items claimed in the current phase */
@@ -102,15 +103,17 @@ void rt_cpu_split(int64_t n, int32_t ith, int32_t nth, int64_t *out_begin, int64
 
 //===--- the barrier and the graph loop ---===//
 
-/* The last thread in resets the work counter for the next phase, then
- * releases the others (the phase bump publishes the reset). */
-static void rt_cpu_barrier(rt_cpu_pool_t *pool) {
-    if (pool->n_threads == 1) {
+/* The last of n threads in resets the work counter for the next phase,
+ * then releases the others (the phase bump publishes the reset). n is the
+ * graph's thread count as each thread read it when the graph started: the
+ * pool's field may already hold the next graph's once the last is in. */
+static void rt_cpu_barrier(rt_cpu_pool_t *pool, int32_t n) {
+    if (n == 1) {
         atomic_store_explicit(&pool->counter, 0, memory_order_relaxed);
         return;
     }
     const int phase = atomic_load(&pool->barrier_phase);
-    if (atomic_fetch_add(&pool->barrier_count, 1) == pool->n_threads - 1) {
+    if (atomic_fetch_add(&pool->barrier_count, 1) == n - 1) {
         atomic_store(&pool->barrier_count, 0);
         atomic_store_explicit(&pool->counter, 0, memory_order_relaxed);
         atomic_fetch_add(&pool->barrier_phase, 1);
@@ -138,22 +141,24 @@ static void rt_cpu_run_graph(rt_cpu_pool_t *pool, int32_t ith) {
         .counter = &pool->counter,
         .error = &pool->error,
     };
+    const int32_t n_active = pool->n_active;
     bool first = true;
     for (int32_t i = 0; i < pool->n_nodes; i++) {
         rt_tensor_t *node = pool->nodes[i];
         if (!rt_cpu_op_computes(node->op)) continue;
         const int32_t n_phases = rt_cpu_op_phases(node);
+        p.nth = rt_cpu_op_threads(node, n_active);
         for (p.phase = 0; p.phase < n_phases; p.phase++) {
             if (!first) {
-                rt_cpu_barrier(pool);
+                rt_cpu_barrier(pool, n_active);
                 if (atomic_load(&pool->error.claimed)) goto done;
             }
             first = false;
-            rt_cpu_op_compute(&p, node);
+            if (ith < p.nth) rt_cpu_op_compute(&p, node);
         }
     }
 done:
-    rt_cpu_barrier(pool);
+    rt_cpu_barrier(pool, n_active);
 }
 
 /* Until the generation moves past seen (or stop): spin, then sleep. The
@@ -201,13 +206,15 @@ static void rt_cpu_pool_wake(rt_cpu_pool_t *pool, bool stop) {
 //===--- scratch ---===//
 
 /* Grows the scratch to what the largest node asks for; keeps it otherwise.
- * *out_any says whether any node computes at all. */
+ * *out_any says whether any node computes at all, *out_split whether any
+ * is worth more than one thread. */
 static rt_status_t rt_cpu_pool_reserve(rt_cpu_pool_t *pool, rt_tensor_t *const *nodes,
-                                       int32_t n_nodes, bool *out_any) {
+                                       int32_t n_nodes, bool *out_any, bool *out_split) {
     size_t wsize = 0, shared = 0;
-    *out_any = false;
+    *out_any = *out_split = false;
     for (int32_t i = 0; i < n_nodes; i++) {
         if (!rt_cpu_op_computes(nodes[i]->op)) continue;
+        if (rt_cpu_op_threads(nodes[i], pool->n_threads) > 1) *out_split = true;
         const size_t w = rt_cpu_pad(rt_cpu_op_wsize(nodes[i]));
         const size_t s = rt_cpu_pad(rt_cpu_op_shared_wsize(nodes[i]));
         if (w > wsize) wsize = w;
@@ -237,15 +244,18 @@ static rt_status_t rt_cpu_pool_reserve(rt_cpu_pool_t *pool, rt_tensor_t *const *
     return RT_OK;
 }
 
+/* A graph of small nodes only (a small model's decode step) runs on the
+ * calling thread alone: no wake-up, no barrier. */
 rt_status_t rt_cpu_pool_compute(rt_cpu_pool_t *pool, rt_tensor_t *const *nodes, int32_t n_nodes) {
-    bool any;
-    rt_status_t st = rt_cpu_pool_reserve(pool, nodes, n_nodes, &any);
+    bool any, split;
+    rt_status_t st = rt_cpu_pool_reserve(pool, nodes, n_nodes, &any, &split);
     if (st != RT_OK || !any) return st; /* views only: nothing to wake the workers for */
     atomic_store(&pool->error.claimed, 0);
     atomic_store(&pool->counter, 0);
     pool->nodes = nodes; /* published by the generation bump */
     pool->n_nodes = n_nodes;
-    rt_cpu_pool_wake(pool, false);
+    pool->n_active = split ? pool->n_threads : 1;
+    if (split) rt_cpu_pool_wake(pool, false);
     rt_cpu_run_graph(pool, 0);
     if (atomic_load(&pool->error.claimed))
         return pool->host->set_error(pool->error.status, "cpu: %s", pool->error.message);
@@ -303,6 +313,7 @@ rt_status_t rt_cpu_pool_create(const rt_host_t *host, int32_t n_threads, const i
     memset(pool, 0, sizeof *pool);
     pool->host = host;
     pool->n_threads = n_threads;
+    pool->n_active = n_threads;
     pool->workers = workers;
     pthread_mutex_init(&pool->mutex, NULL);
     pthread_cond_init(&pool->wake, NULL);

@@ -18,7 +18,11 @@
  *
  * Threading: CUDA's current device is per thread, so every entry point
  * that touches a device first makes it current (rt_cu_device_use). A queue
- * is driven by one thread at a time (rt_plugin.h); the pool has a lock. */
+ * is driven by one thread at a time (rt_plugin.h); the pool has a lock.
+ *
+ * Environment: RT_CUDA_GRAPHS=0 (no CUDA graph capture, graph.c),
+ * RT_CUDA_MATMUL=f32|tiled (ops_mul_mat.c), RT_CUDA_CUBLAS=PATH|0
+ * (cublas.c). */
 #ifndef RT_CU_IMPL_H
 #define RT_CU_IMPL_H
 
@@ -83,8 +87,8 @@ typedef struct rt_cu_device rt_cu_device_t;
 
 typedef struct rt_cu_plugin {
     const rt_host_t *host;
-    rt_cu_device_t *devices;      /* n_devices of them */
-    uint32_t n_devices;
+    rt_cu_device_t *devices;      /* n_devices used of cap_devices allocated */
+    uint32_t n_devices, cap_devices;
     rt_cu_cublas_t *cublas;       /* NULL: own kernels only */
     int driver_version, runtime_version; /* 13000 for 13.0; 0 unknown */
     char cublas_reason[160];      /* why cublas is NULL */
@@ -115,7 +119,7 @@ struct rt_cu_device {
     int cc_major, cc_minor;       /* compute capability */
     int n_sm;
     bool integrated;              /* shares host memory */
-    bool can_register;            /* cudaHostRegister works */
+    bool can_register;            /* offers buffer_from_host_ptr (cudaHostRegister) */
     _Atomic int32_t numa_node;    /* NUMA node nearest the device, -1 unknown */
     rt_buffer_type_desc_t bufts[RT_CU_N_BUFT];
     char buft_names[RT_CU_N_BUFT][32];
@@ -143,8 +147,8 @@ RT_CU_INTERNAL void rt_cu_plugin_stop(rt_cu_plugin_t *p);
 //===--- device memory (pool.c) ---===//
 
 RT_CU_INTERNAL bool rt_cu_pool_init(rt_cu_pool_t *pool, size_t limit);
-/* Frees every cached block; the device must be current. */
-RT_CU_INTERNAL void rt_cu_pool_deinit(rt_cu_pool_t *pool);
+/* Frees every cached block and the pool itself; the device must be current. */
+RT_CU_INTERNAL void rt_cu_pool_deinit(const rt_host_t *host, rt_cu_pool_t *pool);
 /* size bytes (>= 1) of device memory; *out_size is what was really taken
  * (give it back to rt_cu_pool_free). The device must be current. */
 RT_CU_INTERNAL rt_status_t rt_cu_pool_alloc(rt_cu_device_t *dev, size_t size, void **out_ptr,
@@ -175,6 +179,9 @@ RT_CU_INTERNAL rt_status_t rt_cu_buffer_from_host_ptr(void *device, void *ptr, s
                                                       void *state);
 /* Our buffer state behind a tensor's buffer (of any CUDA device), or NULL. */
 RT_CU_INTERNAL rt_cu_buffer_t *rt_cu_buffer_of(const rt_host_t *host, const rt_tensor_t *t);
+/* RT_OK when bytes [offset, offset + size) of t lie in b; else the error. */
+RT_CU_INTERNAL rt_status_t rt_cu_buffer_range(const rt_cu_buffer_t *b, const rt_tensor_t *t,
+                                              size_t offset, size_t size);
 
 //===--- queues, events, transfers (queue.c) ---===//
 
@@ -229,6 +236,7 @@ RT_CU_INTERNAL void rt_cu_tensor_pack(const rt_tensor_t *t, rt_cu_tensor_t *out)
 
 RT_CU_INTERNAL bool rt_cu_mul_mat_supported(const rt_tensor_t *node);
 RT_CU_INTERNAL size_t rt_cu_mul_mat_scratch(const rt_cu_device_t *dev, const rt_tensor_t *node);
-RT_CU_INTERNAL rt_status_t rt_cu_mul_mat_run(rt_cu_queue_t *q, const rt_cu_node_t *n);
+RT_CU_INTERNAL rt_status_t rt_cu_mul_mat_run(rt_cu_queue_t *q, const rt_tensor_t *node,
+                                             const rt_cu_node_t *n);
 
 #endif /* RT_CU_IMPL_H */

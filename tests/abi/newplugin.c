@@ -19,7 +19,8 @@
  * its 1.0 layout, or one extension chain malformed, for the refusal tests:
  * 1 rt_plugin_t, 2 rt_plugin_vtable_t, 3 rt_device_vtable_t,
  * 4 rt_buffer_type_desc_t, 5 an extension record smaller than its header,
- * 6 an extension chain that loops. */
+ * 6 an extension chain that loops, 7 an async record whose struct_size
+ * ends inside a function pointer (found by fuzz-plugin). */
 #include "../../abi/rt_plugin.h"
 
 #include <stdlib.h>
@@ -150,7 +151,11 @@ static rt_status_t future_get_async(void *queue, const rt_tensor_t *t, void *dat
 }
 
 static void link_device_records(future_state_t *s) {
-    s->async.base = (rt_device_ext_async_t){{sizeof s->async, RT_EXT_DEVICE_ASYNC, NULL},
+    /* 7: the record ends halfway through get_tensor_async */
+    const uint32_t async_size = FUTURE_SHRINK == 7
+                                    ? (uint32_t)offsetof(rt_device_ext_async_t, get_tensor_async) + 4
+                                    : (uint32_t)sizeof s->async;
+    s->async.base = (rt_device_ext_async_t){{async_size, RT_EXT_DEVICE_ASYNC, NULL},
                                             future_set_async, future_get_async, NULL, NULL,
                                             NULL, NULL, NULL, NULL};
     s->async.future[0] = s->async.future[1] = future_slot;

@@ -3,7 +3,7 @@
  * each type of abi/rt_tensor.h (the type is a run-time value, uniform over
  * a launch, so one kernel serves every type without an instantiation per
  * type pair), row addressing, the launch geometry of row kernels, and warp
- * and block reductions. Device code only; included by kernels/*.cu. */
+ * and block reductions. Device code only; included by each kernels/NAME.cu. */
 #ifndef RT_CU_COMMON_CUH
 #define RT_CU_COMMON_CUH
 

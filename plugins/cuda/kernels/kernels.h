@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* kernels.h: the one interface between the CUDA plugin's host files (C11)
- * and its kernels (CUDA C++, kernels/*.cu). The host side packs each node
+ * and its kernels (CUDA C++ in kernels/NAME.cu). The host side packs each node
  * into an rt_cu_node_t (plain shapes, byte strides and device addresses, so
  * that no kernel reads an rt_tensor_t the core may change afterwards) and
  * calls one launcher per kernel family on the queue's stream. Launchers

@@ -6,14 +6,19 @@
  *
  * Matrix-vector (b with at most RT_CU_MMV_MAX_COLS rows): bound by reading
  * a once. A block of 4 warps owns MMV_ROWS rows of a and one row of b; the
- * warps split K, each lane taking 8 consecutive elements per step (a warp
- * covers 256 contiguous elements, so loads coalesce), with b's 8 values
- * kept in registers for all MMV_ROWS rows. One instantiation per type of a,
- * which decodes its 8 elements with the widest loads the alignment allows:
+ * warps split K, each lane taking a group of 8 consecutive elements per
+ * step (a warp covers 256 contiguous elements, so loads coalesce), with b's
+ * group kept in registers for all MMV_ROWS rows. One instantiation per type
+ * of a, which decodes its group with the widest loads the alignment allows:
  * 16-byte loads for float rows that start on 16 bytes, 16-bit loads for
  * quantised blocks (18 and 34 bytes long, so only 2-byte aligned). A Q4_0
  * block's 32 elements are 4 groups: low nibbles of bytes 0-7 and 8-15,
- * then high nibbles of the same bytes. F32 accumulation throughout.
+ * then high nibbles of the same bytes.
+ *
+ * Float weights take F32 b and F32 arithmetic. Quantised weights take b
+ * already rounded to Q8_0 blocks (ops_mul_mat.c quantises it first, as the
+ * CPU plugin does) and multiply integers, 4 bytes at a time (__dp4a): per
+ * group sum((q_a - o) * q_b), o = 8 for Q4_0, scaled by both blocks' scales.
  *
  * Tiled (any shape, any type of a): 64x64 output tiles in shared memory,
  * elements of a converted to float as they are loaded. */
@@ -23,29 +28,55 @@
 #define MMV_ROWS 4
 #define MMV_GROUP 8 /* elements per lane per step */
 
-//===--- matrix-vector: 8 elements of a row of a ---===//
-
-/* Group g (elements 8g..8g+7) of a row of a, dotted with bv. */
-template <int TYPE>
-__device__ __forceinline__ float rt_cu_mmv_dot8(const char *row, int64_t g, bool vec, const float *bv);
-
-template <>
-__device__ __forceinline__ float rt_cu_mmv_dot8<RT_TYPE_F32>(const char *row, int64_t g, bool vec,
-                                                           const float *bv) {
-    const float *p = (const float *)row + g * MMV_GROUP;
-    float x[8];
-    if (vec) {
-        const float4 u = ((const float4 *)p)[0], v = ((const float4 *)p)[1];
-        x[0] = u.x, x[1] = u.y, x[2] = u.z, x[3] = u.w, x[4] = v.x, x[5] = v.y, x[6] = v.z, x[7] = v.w;
-    } else {
-#pragma unroll
-        for (int j = 0; j < 8; j++) x[j] = p[j];
-    }
-    float s = 0.0f;
-#pragma unroll
-    for (int j = 0; j < 8; j++) s += x[j] * bv[j];
-    return s;
+__host__ __device__ constexpr bool rt_cu_is_quant(int type) {
+    return type == RT_TYPE_Q8_0 || type == RT_TYPE_Q4_0;
 }
+
+//===--- matrix-vector: a group of b ---===//
+
+/* Group g of a row of b: 8 floats, or 8 Q8_0 values with their scale. */
+template <int TYPE, bool QUANT = rt_cu_is_quant(TYPE)>
+struct rt_cu_bgroup {
+    float v[MMV_GROUP];
+};
+
+template <int TYPE>
+struct rt_cu_bgroup<TYPE, true> {
+    int32_t q[2]; /* 8 int8, little-endian */
+    float d;
+};
+
+/* The 8 bytes at p (2-byte aligned) as two little-endian words. */
+__device__ __forceinline__ void rt_cu_load8_bytes(const uint8_t *p, uint32_t w[2]) {
+    const uint16_t *q = (const uint16_t *)p;
+    w[0] = (uint32_t)q[0] | ((uint32_t)q[1] << 16);
+    w[1] = (uint32_t)q[2] | ((uint32_t)q[3] << 16);
+}
+
+template <int TYPE>
+__device__ __forceinline__ void rt_cu_mmv_load_b(const char *row, int64_t g, bool vec,
+                                                 rt_cu_bgroup<TYPE> &bg) {
+    if constexpr (rt_cu_is_quant(TYPE)) {
+        const rt_block_q8_0_t *b = (const rt_block_q8_0_t *)row + g / 4;
+        uint32_t w[2];
+        rt_cu_load8_bytes((const uint8_t *)b->qs + (g % 4) * MMV_GROUP, w);
+        bg.q[0] = (int32_t)w[0];
+        bg.q[1] = (int32_t)w[1];
+        bg.d = rt_cu_half(b->d);
+    } else {
+        const float *p = (const float *)row + g * MMV_GROUP;
+        if (vec) {
+            const float4 u = ((const float4 *)p)[0], v = ((const float4 *)p)[1];
+            bg.v[0] = u.x, bg.v[1] = u.y, bg.v[2] = u.z, bg.v[3] = u.w;
+            bg.v[4] = v.x, bg.v[5] = v.y, bg.v[6] = v.z, bg.v[7] = v.w;
+            return;
+        }
+#pragma unroll
+        for (int j = 0; j < MMV_GROUP; j++) bg.v[j] = p[j];
+    }
+}
+
+//===--- matrix-vector: a group of a, dotted with b's ---===//
 
 /* 8 16-bit values of a float row: one 16-byte load when aligned. */
 __device__ __forceinline__ void rt_cu_load8_u16(const char *row, int64_t g, bool vec, uint16_t *h) {
@@ -61,80 +92,52 @@ __device__ __forceinline__ void rt_cu_load8_u16(const char *row, int64_t g, bool
         return;
     }
 #pragma unroll
-    for (int j = 0; j < 8; j++) h[j] = p[j];
+    for (int j = 0; j < MMV_GROUP; j++) h[j] = p[j];
 }
 
-template <>
-__device__ __forceinline__ float rt_cu_mmv_dot8<RT_TYPE_F16>(const char *row, int64_t g, bool vec,
-                                                           const float *bv) {
-    uint16_t h[8];
-    rt_cu_load8_u16(row, g, vec, h);
+template <int TYPE>
+__device__ __forceinline__ float rt_cu_mmv_dot(const char *row, int64_t g, bool vec,
+                                               const rt_cu_bgroup<TYPE> &bg) {
     float s = 0.0f;
+    if constexpr (TYPE == RT_TYPE_F32) {
+        const float *p = (const float *)row + g * MMV_GROUP;
+        float x[MMV_GROUP];
+        if (vec) {
+            const float4 u = ((const float4 *)p)[0], v = ((const float4 *)p)[1];
+            x[0] = u.x, x[1] = u.y, x[2] = u.z, x[3] = u.w, x[4] = v.x, x[5] = v.y, x[6] = v.z, x[7] = v.w;
+        } else {
 #pragma unroll
-    for (int j = 0; j < 8; j++) s += rt_cu_half(h[j]) * bv[j];
-    return s;
-}
-
-template <>
-__device__ __forceinline__ float rt_cu_mmv_dot8<RT_TYPE_BF16>(const char *row, int64_t g, bool vec,
-                                                            const float *bv) {
-    uint16_t h[8];
-    rt_cu_load8_u16(row, g, vec, h);
-    float s = 0.0f;
+            for (int j = 0; j < MMV_GROUP; j++) x[j] = p[j];
+        }
 #pragma unroll
-    for (int j = 0; j < 8; j++) s += rt_cu_bf16(h[j]) * bv[j];
-    return s;
-}
-
-/* The 8 bytes at p (2-byte aligned) as two little-endian words. */
-__device__ __forceinline__ void rt_cu_load8_bytes(const uint8_t *p, uint32_t w[2]) {
-    const uint16_t *q = (const uint16_t *)p;
-    w[0] = (uint32_t)q[0] | ((uint32_t)q[1] << 16);
-    w[1] = (uint32_t)q[2] | ((uint32_t)q[3] << 16);
-}
-
-template <>
-__device__ __forceinline__ float rt_cu_mmv_dot8<RT_TYPE_Q8_0>(const char *row, int64_t g, bool vec,
-                                                            const float *bv) {
-    const rt_block_q8_0_t *b = (const rt_block_q8_0_t *)row + g / 4;
-    uint32_t w[2];
-    rt_cu_load8_bytes((const uint8_t *)b->qs + (g % 4) * MMV_GROUP, w);
-    float s = 0.0f;
+        for (int j = 0; j < MMV_GROUP; j++) s += x[j] * bg.v[j];
+    } else if constexpr (TYPE == RT_TYPE_F16 || TYPE == RT_TYPE_BF16) {
+        uint16_t h[MMV_GROUP];
+        rt_cu_load8_u16(row, g, vec, h);
 #pragma unroll
-    for (int j = 0; j < 8; j++) s += (float)(int8_t)(w[j / 4] >> (8 * (j % 4))) * bv[j];
-    return rt_cu_half(b->d) * s;
-}
-
-template <>
-__device__ __forceinline__ float rt_cu_mmv_dot8<RT_TYPE_Q4_0>(const char *row, int64_t g, bool vec,
-                                                            const float *bv) {
-    const rt_block_q4_0_t *b = (const rt_block_q4_0_t *)row + g / 4;
-    const int sub = (int)(g % 4);
-    uint32_t w[2];
-    rt_cu_load8_bytes(b->qs + (sub % 2) * MMV_GROUP, w);
-    const int shift = sub >= 2 ? 4 : 0;
-    float s = 0.0f;
-#pragma unroll
-    for (int j = 0; j < 8; j++) {
-        const int q = (int)((w[j / 4] >> (8 * (j % 4) + shift)) & 0x0fu);
-        s += (float)(q - 8) * bv[j];
+        for (int j = 0; j < MMV_GROUP; j++)
+            s += (TYPE == RT_TYPE_F16 ? rt_cu_half(h[j]) : rt_cu_bf16(h[j])) * bg.v[j];
+    } else if constexpr (TYPE == RT_TYPE_Q8_0) {
+        const rt_block_q8_0_t *b = (const rt_block_q8_0_t *)row + g / 4;
+        uint32_t w[2];
+        rt_cu_load8_bytes((const uint8_t *)b->qs + (g % 4) * MMV_GROUP, w);
+        const int sumi = __dp4a((int)w[1], bg.q[1], __dp4a((int)w[0], bg.q[0], 0));
+        s = rt_cu_half(b->d) * bg.d * (float)sumi;
+    } else { /* Q4_0 */
+        const rt_block_q4_0_t *b = (const rt_block_q4_0_t *)row + g / 4;
+        const int sub = (int)(g % 4);
+        uint32_t w[2];
+        rt_cu_load8_bytes(b->qs + (sub % 2) * MMV_GROUP, w);
+        const int shift = sub >= 2 ? 4 : 0;
+        const int n0 = (int)((w[0] >> shift) & 0x0f0f0f0fu), n1 = (int)((w[1] >> shift) & 0x0f0f0f0fu);
+        int sumi = __dp4a(n1, bg.q[1], __dp4a(n0, bg.q[0], 0));
+        sumi -= 8 * __dp4a(0x01010101, bg.q[1], __dp4a(0x01010101, bg.q[0], 0));
+        s = rt_cu_half(b->d) * bg.d * (float)sumi;
     }
-    return rt_cu_half(b->d) * s;
+    return s;
 }
 
 //===--- matrix-vector: the kernel ---===//
-
-__device__ __forceinline__ void rt_cu_mmv_load_b(const char *row, int64_t g, bool vec, float *bv) {
-    const float *p = (const float *)row + g * MMV_GROUP;
-    if (vec) {
-        const float4 u = ((const float4 *)p)[0], v = ((const float4 *)p)[1];
-        bv[0] = u.x, bv[1] = u.y, bv[2] = u.z, bv[3] = u.w;
-        bv[4] = v.x, bv[5] = v.y, bv[6] = v.z, bv[7] = v.w;
-        return;
-    }
-#pragma unroll
-    for (int j = 0; j < 8; j++) bv[j] = p[j];
-}
 
 /* Block (x, y, z): rows MMV_ROWS*x.. of a, row y of b, matrices z, z +
  * gridDim.z, ... of dst. vec_a and vec_b: every row of a (of b) starts on
@@ -159,16 +162,18 @@ rt_cu_k_mmv(rt_cu_tensor_t dst, rt_cu_tensor_t a, rt_cu_tensor_t b, bool vec_a, 
             acc[r] = 0.0f;
         }
         for (int64_t g = (int64_t)warp * RT_CU_WARP + lane; g < n_groups; g += MMV_WARPS * RT_CU_WARP) {
-            float bv[MMV_GROUP];
-            rt_cu_mmv_load_b(brow, g, vec_b, bv);
+            rt_cu_bgroup<TYPE> bg;
+            rt_cu_mmv_load_b<TYPE>(brow, g, vec_b, bg);
 #pragma unroll
-            for (int r = 0; r < MMV_ROWS; r++) acc[r] += rt_cu_mmv_dot8<TYPE>(arow[r], g, vec_a, bv);
+            for (int r = 0; r < MMV_ROWS; r++) acc[r] += rt_cu_mmv_dot<TYPE>(arow[r], g, vec_a, bg);
         }
-        /* K % 8 elements of float rows (quantised rows come in whole groups). */
-        for (int64_t i = n_groups * MMV_GROUP + threadIdx.x; i < K; i += blockDim.x) {
-            const float bi = ((const float *)brow)[i];
+        if constexpr (!rt_cu_is_quant(TYPE)) {
+            /* K % 8 elements of float rows (quantised rows come in whole groups). */
+            for (int64_t i = n_groups * MMV_GROUP + threadIdx.x; i < K; i += blockDim.x) {
+                const float bi = ((const float *)brow)[i];
 #pragma unroll
-            for (int r = 0; r < MMV_ROWS; r++) acc[r] += rt_cu_load(a.type, arow[r], a.nb[0], i) * bi;
+                for (int r = 0; r < MMV_ROWS; r++) acc[r] += rt_cu_load(a.type, arow[r], a.nb[0], i) * bi;
+            }
         }
 #pragma unroll
         for (int r = 0; r < MMV_ROWS; r++) {
@@ -200,6 +205,8 @@ cudaError_t rt_cu_launch_mul_mat_vec(const rt_cu_node_t *n, cudaStream_t stream)
     const dim3 grid((unsigned)gx, (unsigned)b.ne[1], rt_cu_grid_z(d.ne[2] * d.ne[3]));
     const dim3 block(MMV_WARPS * RT_CU_WARP);
     const bool va = rt_cu_rows_aligned16(a), vb = rt_cu_rows_aligned16(b);
+    /* Quantised weights take Q8_0 activations; float weights F32 ones. */
+    if (b.type != (rt_cu_is_quant(a.type) ? RT_TYPE_Q8_0 : RT_TYPE_F32)) return cudaErrorInvalidValue;
     switch (a.type) {
     case RT_TYPE_F32: rt_cu_k_mmv<RT_TYPE_F32><<<grid, block, 0, stream>>>(d, a, b, va, vb); break;
     case RT_TYPE_F16: rt_cu_k_mmv<RT_TYPE_F16><<<grid, block, 0, stream>>>(d, a, b, va, vb); break;

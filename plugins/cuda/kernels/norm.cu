@@ -11,8 +11,11 @@
 #include <math.h>
 #include <string.h>
 
-__device__ __forceinline__ float rt_cu_param_f32(int32_t bits) {
-    return __int_as_float(bits);
+/* A float op_param, stored by its bits. */
+static float rt_cu_param_f32(int32_t bits) {
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
 }
 
 //===--- NORM, RMS_NORM ---===//

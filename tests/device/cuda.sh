@@ -1,0 +1,184 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# tests/device/cuda.sh: the CUDA plugin's checks on a machine with an NVIDIA
+# GPU (the lent device machine, or any), from the repository root. Builds
+# what it needs (./configure, ninja -j16 on the few targets), then:
+#
+#   rt-devices      the CUDA device is listed (name, memory, PCI, UUID)
+#   nodevice test   tests/test-cuda-nodevice.sh (exports, ldd, plugin loaded)
+#   rt-test-ops     every op case on cuda0 against the CPU plugin
+#   cuda_bench      MUL_MAT paths at shapes rt-test-ops does not reach
+#   stories260K     greedy, 64 tokens: CPU alone, CUDA (all layers, CUDA
+#                   graphs on and off), CPU + CUDA split; texts must match
+#   performance     F16 GEMM 8192^3 against cuBLAS's own GEMM, Q4_0/Q8_0
+#                   matrix-vector against the read bandwidth, both measured
+#                   in this run (tests/device/cuda_ref.cu, cuda_bench.c)
+#
+# Every step's failure is recorded and the script goes on; the whole run
+# stays under 8 minutes (each step has a timeout, and all of them share a
+# budget of RT_DEVICE_BUDGET_S, 460 s by default). Results go to $OUT
+# (default build/device-out): summary.md (the tables) and log.txt (every
+# step's output). Exit status 1 when any step failed.
+#
+# The model is not part of the tree: put stories260K.gguf in build/models/
+# (or name it in RT_MODEL). With the device tool, from this machine:
+#   mkdir -p build/models && cp ../shared/models/stories260K.gguf build/models/
+#   run: sh tests/device/cuda.sh   (carry: build/models; timeout_s 540)
+set -u
+command -v nvcc >/dev/null 2>&1 || PATH=$PATH:/usr/local/cuda/bin
+OUT=${OUT:-build/device-out}
+mkdir -p "$OUT" build/device
+summary=$OUT/summary.md
+log=$OUT/log.txt
+: >"$log"
+t_start=$(date +%s)
+deadline=$((t_start + ${RT_DEVICE_BUDGET_S:-460})) # the whole run stays under 8 minutes
+failed=0
+rows=
+
+# step NAME TIMEOUT_S COMMAND...: runs it, its output to the log, a row to
+# the summary. The command's last output line becomes the row's note. The
+# timeout shrinks to what is left of the run's budget.
+step() {
+    name=$1
+    limit=$2
+    shift 2
+    t0=$(date +%s)
+    left=$((deadline - t0))
+    if [ "$left" -lt 5 ]; then
+        note "$name" FAIL "not run: the run's time budget is spent"
+        return 1
+    fi
+    [ "$limit" -gt "$left" ] && limit=$left
+    printf '\n===== %s: %s\n' "$name" "$*" >>"$log"
+    out=$(timeout "$limit" sh -c "$*" 2>&1)
+    rc=$?
+    printf '%s\n' "$out" >>"$log"
+    dt=$(($(date +%s) - t0))
+    note=$(printf '%s\n' "$out" | grep -v '^[[:space:]]*$' | tail -n 1 | cut -c1-150 | tr '|' '/')
+    if [ "$rc" = 0 ]; then res=PASS; else res=FAIL; failed=$((failed + 1)); fi
+    [ "$rc" = 124 ] && note="timed out after ${limit}s; $note"
+    rows="$rows| $name | $res | $dt | $note |
+"
+    return "$rc"
+}
+
+# note NAME RESULT TEXT: a row for something not run as a command.
+note() {
+    rows="$rows| $1 | $2 | 0 | $3 |
+"
+    [ "$2" = FAIL ] && failed=$((failed + 1))
+    return 0
+}
+
+#===--- build ---===#
+
+step "gpu" 20 "nvidia-smi -L && nvcc --version | tail -n 2"
+step "configure" 60 "./configure"
+step "build plugin (-j16)" 240 "ninja -j16 build/lib/rt-plugins/rt-plugin-cuda.so"
+step "build tools (-j16)" 240 "ninja -j16 build/bin/rt-devices build/bin/rt-test-ops build/bin/rt-run \
+    build/bin/rt-bench build/lib/rt-plugins/rt-plugin-cpu.so"
+cuda_home=$(sed -n 's/^cuda_home = //p' build/config.ninja 2>/dev/null)
+cuda_lib=${cuda_home:-/usr/local/cuda}/lib64
+# The plugin looks for libcublas.so.13 by soname, then in /usr/local/cuda.
+[ -f /usr/local/cuda/lib64/libcublas.so.13 ] || [ ! -f "$cuda_lib/libcublas.so.13" ] ||
+    export RT_CUDA_CUBLAS="$cuda_lib/libcublas.so.13"
+step "build helpers" 120 "nvcc -std=c++17 -O2 -arch=sm_90 -o build/device/cuda_ref tests/device/cuda_ref.cu \
+    -L$cuda_lib -Xlinker -rpath=$cuda_lib -lcublas && cc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra \
+    -o build/device/cuda_bench tests/device/cuda_bench.c build/lib/librtcore.so.1 \
+    -Wl,-rpath,'\$ORIGIN/../lib' -lm && echo built"
+
+#===--- devices and ops ---===#
+
+step "rt-devices" 60 "RT_LOG=info build/bin/rt-devices && build/bin/rt-devices | grep -E '^  \[[0-9]+\] cuda0 '"
+blas=$(grep -o 'cuBLAS [0-9][0-9.]*' "$log" | head -n 1)
+if [ -n "$blas" ]; then note "cuBLAS" PASS "$blas, opened at run time"
+elif grep -q 'no cuBLAS' "$log"; then note "cuBLAS" FAIL "not found: MUL_MAT on the plugin's kernels only"
+else note "cuBLAS" FAIL "no CUDA device described"
+fi
+step "test-cuda-nodevice" 60 "RT_TEST_BUILD_DIR=build sh tests/test-cuda-nodevice.sh"
+# rt-test-ops passes when no device matches: the output must show cuda0 tested.
+step "rt-test-ops cuda0" 180 "build/bin/rt-test-ops --device cuda0 > build/device/test-ops.txt; \
+    rc=\$?; cat build/device/test-ops.txt; grep -q '^cuda0 (cuda):' build/device/test-ops.txt \
+    || { echo 'cuda0 was not tested'; exit 1; }; exit \$rc"
+step "mul_mat paths" 120 "build/device/cuda_bench --check-only"
+
+#===--- stories260K ---===#
+
+model=
+for m in "${RT_MODEL:-}" build/models/stories260K.gguf shared/models/stories260K.gguf \
+         ../shared/models/stories260K.gguf; do
+    if [ -n "$m" ] && [ -f "$m" ]; then model=$m; break; fi
+done
+gen() { # gen NAME ENV DEVICE-OPTIONS: greedy text into build/device/NAME.txt
+    step "stories260K $1" 60 "env $2 build/bin/rt-run -m $model --temp 0 -n 64 $3 \
+        > build/device/$1.txt && tr '\n' ' ' < build/device/$1.txt"
+}
+same() { # same NAME: the text equals the CPU's
+    if cmp -s build/device/cpu.txt "build/device/$1.txt" && [ -s build/device/cpu.txt ]; then
+        note "text $1 = cpu" PASS "identical"
+    else
+        note "text $1 = cpu" FAIL "differs: $(tr '\n' ' ' <"build/device/$1.txt" | cut -c1-100)"
+    fi
+}
+if [ -z "$model" ]; then
+    note "stories260K" FAIL "no model: copy it to build/models/ (see the header) or set RT_MODEL"
+elif ! build/bin/rt-run --help >/dev/null 2>&1; then
+    note "stories260K" FAIL "tools/rt-run is missing or has no --help"
+else
+    gen cpu "" "--devices cpu0"
+    gen cuda "" "--devices cuda0 --n-gpu-layers -1"
+    same cuda
+    gen cuda-nographs RT_CUDA_GRAPHS=0 "--devices cuda0 --n-gpu-layers -1"
+    same cuda-nographs
+    gen split "" "--devices cuda0,cpu0 --n-gpu-layers 2"
+    same split
+fi
+
+#===--- performance ---===#
+
+step "cuBLAS and bandwidth" 120 "build/device/cuda_ref"
+step "rt MUL_MAT perf" 180 "build/device/cuda_bench --perf-only"
+# rt-bench ops times each run with a wait (launch overhead included) and
+# measures the CPU's ceilings, not the GPU's: the ratios above come from
+# cuda_bench and cuda_ref; these rows cross-check the times.
+if build/bin/rt-bench ops --help >/dev/null 2>&1; then
+    bops="build/bin/rt-bench ops --device cuda0 --no-openblas --op mul_mat"
+    step "rt-bench ops f16 gemm" 90 "$bops --type f16 --m 8192 --k 8192 --n 8192 --time 0.5"
+    step "rt-bench ops q4_0 mat-vec" 90 "$bops --type q4_0 --m 65536 --k 8192 --n 1 --time 0.5"
+    step "rt-bench ops (all)" 150 "build/bin/rt-bench ops --device cuda0 --no-openblas --time 0.1"
+else
+    note "rt-bench ops" SKIP "rt-bench has no ops subcommand: tests/device/cuda_bench.c measures instead"
+fi
+
+# key NAME FIELD: FIELD=value of the log's line "... name=NAME ...".
+key() { grep -E "name=$1( |$)" "$log" | tail -n 1 | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else print "?" }'; }
+
+gemm=$(key gemm_f16 tflops)
+blas=$(key cublas_gemm_f16 tflops)
+q4=$(key mmv_q4_0 gbps)
+q8=$(key mmv_q8_0 gbps)
+bw=$(key read_bw gbps)
+
+#===--- summary ---===#
+
+{
+    echo "# CUDA plugin device check"
+    echo
+    echo "$(nvidia-smi -L 2>/dev/null | head -n 1); $(date -u '+%Y-%m-%d %H:%M UTC'); $(($(date +%s) - t_start)) s in all"
+    echo
+    echo "| step | result | seconds | note |"
+    echo "| --- | --- | --- | --- |"
+    printf '%s' "$rows"
+    echo
+    echo "| measure | rt (CUDA plugin) | reference (same run) | ratio |"
+    echo "| --- | --- | --- | --- |"
+    echo "| F16 GEMM m=n=k=8192, TFLOP/s | ${gemm:-?} | cuBLAS GemmEx F16->F32: ${blas:-?} | $(ratio "${gemm:-0}" "${blas:-0}") |"
+    echo "| Q4_0 mat-vec 65536x8192, GB/s of weights | ${q4:-?} | read bandwidth: ${bw:-?} | $(ratio "${q4:-0}" "${bw:-0}") |"
+    echo "| Q8_0 mat-vec 65536x8192, GB/s of weights | ${q8:-?} | read bandwidth: ${bw:-?} | $(ratio "${q8:-0}" "${bw:-0}") |"
+    echo
+    echo "$failed step(s) failed; every step's output is in log.txt."
+} >"$summary"
+cat "$summary"
+[ "$failed" = 0 ]

@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT */
+/* bench_model.c: `rt-bench model -m FILE`, whole-model speed through the
+ * model library (model/rt_model.h) as an application sees it: prompt
+ * processing (a batch of -p tokens decoded at once, the cache cleared
+ * before each run) and generation (-n tokens decoded one at a time after a
+ * short prompt, each the greedy choice of the last), in tokens per second,
+ * median and best of --reps runs after one warm-up. Token ids are drawn
+ * from the vocabulary with a fixed seed, so the text means nothing and the
+ * timing everything. Also shows what a token costs beyond its arithmetic:
+ * the one-token graph's nodes and splits, and whether decoding ever planned
+ * or allocated again (reserves and compute-buffer changes after creation). */
+#include "bench.h"
+
+#include "../abi/rt.h"
+#include "../model/rt_model.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MODEL_MAX_REPS 64
+
+typedef struct model_args {
+    const char *model;
+    const char *device;   /* the one device to hold the weights, NULL: the library's choice */
+    int32_t n_prompt, n_gen, n_threads, n_batch, reps;
+    bool json;
+} model_args_t;
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: rt-bench model [-m FILE] [options]\n"
+            "  -m FILE        GGUF model (default: stories260K.gguf from ../shared/models)\n"
+            "  -p N           prompt tokens per prompt run (default 128)\n"
+            "  -n N           tokens generated per generation run (default 64)\n"
+            "  --device NAME  put every layer on this device (cpu0, vulkan0, ...; default:\n"
+            "                 the model library's placement over every device)\n"
+            "  --threads N    CPU threads (default: the plugin's)\n"
+            "  --n-batch N    most tokens per graph (default: the model library's)\n"
+            "  --reps N       timed runs of each, after one warm-up (default 5)\n"
+            "  --json         the two rows as a JSON array\n");
+}
+
+static int int_arg(const char *v, int32_t lo, int32_t *out) {
+    const long x = v ? strtol(v, NULL, 10) : lo - 1;
+    if (x < lo || x > INT32_MAX) return 2;
+    *out = (int32_t)x;
+    return 0;
+}
+
+/* 0: parsed; 1: help shown; 2: usage error. */
+static int parse(int argc, char **argv, model_args_t *a) {
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int r = 0;
+        if (strcmp(o, "-h") == 0 || strcmp(o, "--help") == 0) return usage(stdout), 1;
+        if (strcmp(o, "--json") == 0) { a->json = true; continue; }
+        if (strcmp(o, "-m") == 0 && v) a->model = v;
+        else if (strcmp(o, "--device") == 0 && v) a->device = v;
+        else if (strcmp(o, "-p") == 0) r = int_arg(v, 1, &a->n_prompt);
+        else if (strcmp(o, "-n") == 0) r = int_arg(v, 1, &a->n_gen);
+        else if (strcmp(o, "--threads") == 0) r = int_arg(v, 1, &a->n_threads);
+        else if (strcmp(o, "--n-batch") == 0) r = int_arg(v, 1, &a->n_batch);
+        else if (strcmp(o, "--reps") == 0) r = int_arg(v, 1, &a->reps);
+        else r = 2;
+        if (r != 0) {
+            fprintf(stderr, "rt-bench model: bad option or value near '%s'\n", o);
+            usage(stderr);
+            return 2;
+        }
+        i++;
+    }
+    if (a->reps > MODEL_MAX_REPS) a->reps = MODEL_MAX_REPS;
+    return 0;
+}
+
+/* As rt-run finds it: next to the executable's tree, else from the cwd. */
+static const char *default_model(char *buf, size_t size) {
+    char exe[PATH_MAX];
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = 0;
+        const int len = snprintf(buf, size, "%s/../../../shared/models/stories260K.gguf", exe);
+        if (len > 0 && (size_t)len < size && access(buf, R_OK) == 0) return buf;
+    }
+    snprintf(buf, size, "../shared/models/stories260K.gguf");
+    return buf;
+}
+
+typedef struct model_run {
+    const model_args_t *a;
+    rtm_model_t *model;
+    rtm_context_t *ctx;
+    rtm_token_t *tokens;   /* n_prompt random ids */
+} model_run_t;
+
+/* Seconds to decode the prompt as one batch from an empty cache. */
+static double time_prompt(model_run_t *r) {
+    rtm_context_clear(r->ctx);
+    const double t0 = bench_now();
+    if (rtm_decode(r->ctx, r->tokens, r->a->n_prompt) != RT_OK) return -1;
+    return bench_now() - t0;
+}
+
+/* Seconds for n_gen single-token decodes after an 8-token prompt. */
+static double time_gen(model_run_t *r) {
+    rtm_context_clear(r->ctx);
+    const int32_t n0 = r->a->n_prompt < 8 ? r->a->n_prompt : 8;
+    if (rtm_decode(r->ctx, r->tokens, n0) != RT_OK) return -1;
+    const int32_t n_vocab = rtm_model_n_vocab(r->model);
+    const double t0 = bench_now();
+    for (int32_t i = 0; i < r->a->n_gen; i++) {
+        const float *l = rtm_get_logits(r->ctx);
+        rtm_token_t best = 0;
+        for (int32_t j = 1; j < n_vocab; j++)
+            if (l[j] > l[best]) best = j;
+        if (rtm_decode(r->ctx, &best, 1) != RT_OK) return -1;
+    }
+    return bench_now() - t0;
+}
+
+/* Median and best tokens per second over reps runs after a warm-up. */
+static bool measure(model_run_t *r, double (*fn)(model_run_t *), int32_t n_tokens, double *median,
+                    double *best) {
+    double t[MODEL_MAX_REPS];
+    if (fn(r) < 0) return false;
+    *best = 0;
+    for (int i = 0; i < r->a->reps; i++) {
+        const double s = fn(r);
+        if (s <= 0) return false;
+        t[i] = n_tokens / s;
+        if (t[i] > *best) *best = t[i];
+    }
+    *median = bench_median(t, (size_t)r->a->reps);
+    return true;
+}
+
+static void print_rows(const model_run_t *r, const double tps[4]) {
+    rtm_context_stats_t st = {.struct_size = sizeof st};
+    rtm_context_get_stats(r->ctx, &st);
+    const model_args_t *a = r->a;
+    if (a->json) {
+        printf("[\n  {\"test\": \"prompt\", \"tokens\": %d, \"tokens_per_s\": %.6g, \"best\": %.6g},\n"
+               "  {\"test\": \"generation\", \"tokens\": %d, \"tokens_per_s\": %.6g, \"best\": %.6g, "
+               "\"tg_nodes\": %d, \"tg_splits\": %d, \"reserves\": %d, \"compute_buffer_changes\": %llu}\n]\n",
+               a->n_prompt, tps[0], tps[1], a->n_gen, tps[2], tps[3], st.tg_nodes, st.tg_splits,
+               st.n_reserves, (unsigned long long)st.compute_bytes_changes);
+        return;
+    }
+    const rt_device_t *d0 = rtm_model_layer_device(r->model, 0);
+    printf("model %s (%s, %d layers, n_embd %d) on %s, n_batch %d, %d graphs run\n", a->model,
+           rtm_model_arch(r->model), rtm_model_n_layer(r->model), rtm_model_n_embd(r->model),
+           d0 ? rt_device_name(d0) : "?", rtm_context_n_batch(r->ctx), st.n_graphs);
+    printf("prompt      %5d tokens  %10.1f tokens/s (best %.1f)\n", a->n_prompt, tps[0], tps[1]);
+    printf("generation  %5d tokens  %10.1f tokens/s (best %.1f), %.3f ms a token\n", a->n_gen,
+           tps[2], tps[3], 1e3 / tps[2]);
+    printf("a token's graph: %d nodes, %d split(s); reserves %d (3 at creation), compute buffers "
+           "resized %llu time(s) since\n", st.tg_nodes, st.tg_splits, st.n_reserves,
+           (unsigned long long)st.compute_bytes_changes);
+}
+
+static int run(model_run_t *r, rt_registry_t *reg) {
+    const model_args_t *a = r->a;
+    rt_device_t *dev = a->device ? rt_registry_device_by_name(reg, a->device) : NULL;
+    if (a->device && dev == NULL) {
+        fprintf(stderr, "rt-bench model: no device %s\n", a->device);
+        return -2;
+    }
+    const rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = reg,
+                                   .devices = dev ? &dev : NULL, .n_devices = dev ? 1 : 0,
+                                   .n_ctx = a->n_prompt + a->n_gen + 16, .no_progress = true};
+    if (rtm_model_load(a->model, &mp, &r->model) != RT_OK) return -1;
+    const rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = a->n_prompt + a->n_gen + 16,
+                                     .n_batch = a->n_batch, .n_threads = a->n_threads};
+    if (rtm_context_create(r->model, &cp, &r->ctx) != RT_OK) return -1;
+    r->tokens = malloc((size_t)a->n_prompt * sizeof r->tokens[0]);
+    if (r->tokens == NULL) return -1;
+    uint64_t s = 0x9e3779b97f4a7c15ull;
+    for (int32_t i = 0; i < a->n_prompt; i++, s = s * 6364136223846793005ull + 1)
+        r->tokens[i] = (rtm_token_t)((s >> 33) % (uint64_t)rtm_model_n_vocab(r->model));
+    double tps[4];
+    if (!measure(r, time_prompt, a->n_prompt, &tps[0], &tps[1]) ||
+        !measure(r, time_gen, a->n_gen, &tps[2], &tps[3]))
+        return -1;
+    print_rows(r, tps);
+    return 0;
+}
+
+int bench_model_main(int argc, char **argv) {
+    char path[PATH_MAX + 64];
+    model_args_t a = {.n_prompt = 128, .n_gen = 64, .reps = 5};
+    const int parsed = parse(argc, argv, &a);
+    if (parsed != 0) return parsed == 1 ? 0 : 2;
+    if (a.model == NULL) a.model = default_model(path, sizeof path);
+    rt_registry_t *reg = NULL;
+    if (rt_registry_create(NULL, &reg) != RT_OK) {
+        fprintf(stderr, "rt-bench model: rt_registry_create: %s\n", rt_last_error());
+        return 1;
+    }
+    model_run_t r = {.a = &a};
+    const int rc = run(&r, reg);
+    if (rc == -1) fprintf(stderr, "rt-bench model: %s: %s\n", a.model, rtm_last_error());
+    free(r.tokens);
+    rtm_context_destroy(r.ctx);
+    rtm_model_destroy(r.model);
+    rt_registry_destroy(reg);
+    return rc == 0 ? 0 : 1;
+}
