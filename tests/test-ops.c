@@ -230,6 +230,15 @@ static const op_case_t cases[] = {
     {RT_OP_MUL_MAT, "q4_0 a, broadcast", {IN(Q4_0, 64, 13, 2), IN(F32, 64, 7, 4)}, .tol = TOL_DOT},
     {RT_OP_MUL_MAT, "q4_0 K = 256 N = 33", {IN(Q4_0, 256, 17), IN(F32, 256, 33)}, .tol = TOL_DOT},
     {RT_OP_MUL_MAT, "q4_0 a permuted 0,2,1,3", {INP(Q4_0, 0, 2, 1, 3, 32, 9, 3), IN(F32, 32, 5, 3)}, .tol = TOL_DOT},
+    /* N > 8: the blocked path, b read in place through its strides */
+    {RT_OP_MUL_MAT, "permuted K and Q, N = 20", {INP(F32, 0, 2, 1, 3, 16, 10, 4), INP(F32, 0, 2, 1, 3, 16, 20, 4)},
+     .tol = TOL_DOT},
+    {RT_OP_MUL_MAT, "f32 M = 400 (several work items), padded b", {IN(F32, 64, 400), INL(F32, PAD, 64, 20)},
+     .tol = TOL_DOT},
+    {RT_OP_MUL_MAT, "bf16 K = 544 (two depth blocks)", {IN(BF16, 544, 50), IN(F32, 544, 17)}, .tol = TOL_DOT},
+    {RT_OP_MUL_MAT, "q8_0 a, permuted b, N = 12", {IN(Q8_0, 64, 13, 3), INP(F32, 0, 2, 1, 3, 64, 12, 3)},
+     .tol = TOL_DOT},
+    {RT_OP_MUL_MAT, "q4_0 K = 96 (odd blocks), N = 3", {IN(Q4_0, 96, 21), IN(F32, 96, 3)}, .tol = TOL_DOT},
 
     /* SOFT_MAX: with and without mask (F32 and F16), mask broadcast, scale. */
     {RT_OP_SOFT_MAX, "no mask (rt_soft_max)", {IN(F32, 33, 7, 3, 2)}, .tol = TOL_F32},

@@ -218,9 +218,6 @@ RT_INLINE void mv_step(rt_type_t t, const char *const *ar, const float *const *b
     for (int j = 0; j < NB; j++) x[j] = n < RT_W ? vf_load_part(br[j] + k, n) : vf_load(br[j] + k);
     RT_UNROLL(4)
     for (int i = 0; i < RM; i++) {
-#ifdef MV_PF
-        __builtin_prefetch(ar[i] + row_offset(t, k) + MV_PF);
-#endif
         const rt_vf w = a_load(t, ar[i], k, n);
         RT_UNROLL(4)
         for (int j = 0; j < NB; j++) acc[i][j] = vf_fma(w, x[j], acc[i][j]);
