@@ -763,13 +763,87 @@ static void test_synthetic(void **state) {
     rmdir(dir);
 }
 
+//===--- model-7: the Vulkan device, alone and split with the CPU ---===//
+
+/* Against the CPU run: the shaders sum dot products and softmax in another
+ * order (subgroup and workgroup reductions), so logits differ by rounding,
+ * ~1e-7 normalised here; 1e-4 still catches any wrong op (~1e-1). */
+#define TOL_VULKAN 1e-4
+
+/* Whether configure built the Vulkan plugin: only its absence (no loader
+ * or glslc) excuses a missing vulkan0. */
+static bool vulkan_plugin_built(void) {
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/lib/rt-plugins/rt-plugin-vulkan.so", build_dir());
+    return access(path, F_OK) == 0;
+}
+
+static rt_registry_t *registry_open_vulkan(void) {
+    char path[PATH_MAX + 64];
+    setenv("RT_PLUGINS", "cpu,vulkan", 1);
+    snprintf(path, sizeof path, "%s/lib/rt-plugins", build_dir());
+    const rt_registry_options_t o = {.struct_size = sizeof o, .plugin_path = path};
+    rt_registry_t *reg = NULL;
+    if (rt_registry_create(&o, &reg) != RT_OK) fail_msg("rt_registry_create: %s", rt_last_error());
+    assert_non_null(rt_registry_device_by_name(reg, "cpu0"));
+    return reg;
+}
+
+/* Like expect_same, with the looser bound of another device's kernels. */
+static void expect_close(const run_out_t *a, const run_out_t *b, int32_t n_vocab, const char *what) {
+    for (int i = 0; i < N_GEN; i++)
+        if (a->tokens[i] != b->tokens[i])
+            fail_msg("%s: token %d is %d, not %d", what, i, b->tokens[i], a->tokens[i]);
+    const double e = logits_error(a->logits0, b->logits0, n_vocab);
+    if (!(e <= TOL_VULKAN)) fail_msg("%s: logits differ by %.3g (> %g)", what, e, TOL_VULKAN);
+    print_message("%s: same %d tokens, logits within %.3g\n", what, N_GEN, e);
+}
+
+/* Loads with the last n_gpu_layers of the 5 on vulkan0 (the rest and the
+ * input on cpu0) and checks the run against base. */
+static void vulkan_run(rt_registry_t *reg, int32_t n_gpu_layers, const run_out_t *base, const char *what) {
+    rt_device_t *devs[] = {device(reg, "vulkan0"), device(reg, "cpu0")};
+    const rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = reg, .devices = devs,
+                                   .n_devices = 2, .split = RTM_SPLIT_N_GPU_LAYERS,
+                                   .n_gpu_layers = n_gpu_layers, .no_progress = true};
+    rtm_model_t *m = load_model(&mp);
+    const int32_t first_gpu = rtm_model_n_layer(m) - n_gpu_layers;
+    assert_ptr_equal(rtm_model_layer_device(m, first_gpu), devs[0]);
+    assert_ptr_equal(rtm_model_layer_device(m, rtm_model_n_layer(m)), devs[0]); /* the output */
+    if (first_gpu > 0) assert_ptr_equal(rtm_model_layer_device(m, first_gpu - 1), devs[1]);
+    run_out_t r = {0};
+    greedy_run(m, &(run_cfg_t){.mp = &mp, .n_batch = 7}, &r);
+    expect_close(base, &r, rtm_model_n_vocab(m), what);
+    expect_no_realloc(&r, what);
+    run_free(&r);
+    rtm_model_destroy(m);
+}
+
+static void test_vulkan(void **state) {
+    (void)state;
+    rt_registry_t *reg = registry_open_vulkan();
+    if (rt_registry_device_by_name(reg, "vulkan0") == NULL) {
+        rt_registry_destroy(reg);
+        /* model-7.0: a built plugin with no device is a failure, not a skip. */
+        if (vulkan_plugin_built()) fail_msg("model-7.0: rt-plugin-vulkan.so is built but no vulkan0 loaded");
+        print_message("model-7: the Vulkan plugin was not built (no loader or glslc): skipped\n");
+        skip();
+    }
+    run_out_t base = {0};
+    cpu_baseline(reg, &base);
+    vulkan_run(reg, 5, &base, "model-7.1 (all layers on vulkan0)");
+    vulkan_run(reg, 2, &base, "model-7.2 (2 layers on vulkan0, 3 on cpu0)");
+    run_free(&base);
+    rt_registry_destroy(reg);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_load_mapped),   cmocka_unit_test(test_deterministic_cpu),
         cmocka_unit_test(test_split_devices), cmocka_unit_test(test_reference),
         cmocka_unit_test(test_sampling),      cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_too_large),     cmocka_unit_test(test_decode_errors),
-        cmocka_unit_test(test_synthetic),
+        cmocka_unit_test(test_synthetic),     cmocka_unit_test(test_vulkan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

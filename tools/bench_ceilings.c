@@ -214,7 +214,38 @@ static float rd_scalar(const float *p, size_t n, long reps) {
     return s[0] + s[7];
 }
 
-static const char *rd_isa;
+static const char *rd_isa; /* the vector width of the bandwidth loops */
+
+/* dst = src, n floats (a multiple of 64), with ordinary stores as the ops
+ * make (memcpy may stream past the cache). */
+#ifdef BENCH_X86
+__attribute__((target("avx512f"))) static void cp_zmm(float *dst, const float *src, size_t n, long reps) {
+    for (long r = 0; r < reps; r++) {
+        for (size_t i = 0; i < n; i += 32) {
+            _mm512_store_ps(dst + i, _mm512_load_ps(src + i));
+            _mm512_store_ps(dst + i + 16, _mm512_load_ps(src + i + 16));
+        }
+        __asm__ volatile("" : : "r"(dst) : "memory");
+    }
+}
+
+__attribute__((target("avx2"))) static void cp_ymm(float *dst, const float *src, size_t n, long reps) {
+    for (long r = 0; r < reps; r++) {
+        for (size_t i = 0; i < n; i += 16) {
+            _mm256_store_ps(dst + i, _mm256_load_ps(src + i));
+            _mm256_store_ps(dst + i + 8, _mm256_load_ps(src + i + 8));
+        }
+        __asm__ volatile("" : : "r"(dst) : "memory");
+    }
+}
+#endif
+
+static void cp_scalar(float *dst, const float *src, size_t n, long reps) {
+    for (long r = 0; r < reps; r++) {
+        memcpy(dst, src, n * sizeof dst[0]);
+        __asm__ volatile("" : : "r"(dst) : "memory");
+    }
+}
 
 static void rd_thread(void *state, int ith) {
     const rd_state_t *s = state;
@@ -231,6 +262,61 @@ static void rd_thread(void *state, int ith) {
     }
 #endif
     mb_sink = rd_scalar(p, part, s->reps);
+}
+
+typedef struct cp_state {
+    float *src, *dst;
+    size_t n;      /* floats per side */
+    int threads;
+    long reps;
+} cp_state_t;
+
+static void cp_thread(void *state, int ith) {
+    const cp_state_t *s = state;
+    const size_t part = s->n / (size_t)s->threads;
+    float *d = s->dst + part * (size_t)ith;
+    const float *x = s->src + part * (size_t)ith;
+#ifdef BENCH_X86
+    if (strcmp(rd_isa, "avx512") == 0) {
+        cp_zmm(d, x, part, s->reps);
+        return;
+    }
+    if (strcmp(rd_isa, "avx2") == 0) {
+        cp_ymm(d, x, part, s->reps);
+        return;
+    }
+#endif
+    cp_scalar(d, x, part, s->reps);
+}
+
+static double copy_measure(const bench_ceil_t *c, size_t bytes) {
+    const size_t unit = 128 * sizeof(float) * (size_t)c->threads;
+    bytes = (bytes + unit - 1) / unit * unit;
+    float *p = aligned_alloc(64, bytes);
+    if (p == NULL) return 0;
+    memset(p, 1, bytes);
+    rd_isa = c->isa;
+    cp_state_t s = { p, p + bytes / 2 / sizeof(float), bytes / 2 / sizeof(float), c->threads, 1 };
+    mb_run(c->threads, cp_thread, &s);
+    s.reps = (long)(1e9 / (double)bytes) + 1;
+    double best = 0;
+    for (int r = 0; r < 5; r++) {
+        const double g = (double)bytes * (double)s.reps / mb_run(c->threads, cp_thread, &s) * 1e-9;
+        if (g > best) best = g;
+    }
+    free(p);
+    return best;
+}
+
+double bench_ceil_copy(bench_ceil_t *c, size_t bytes) {
+    for (int i = 0; i < c->n_copy; i++)
+        if (c->copy_sizes[i] == bytes) return c->copy_gbs[i];
+    const double g = copy_measure(c, bytes);
+    if (c->n_copy < BENCH_CEIL_MAX_SIZES) {
+        c->copy_sizes[c->n_copy] = bytes;
+        c->copy_gbs[c->n_copy++] = g;
+    }
+    return g;
 }
 
 static double read_measure(const bench_ceil_t *c, size_t bytes) {

@@ -3,7 +3,7 @@
  * itself, in the same run as the ops, to put its figures in proportion:
  * the FMA throughput of all its threads, the read bandwidth of a buffer of
  * a given size (so of the cache level or the memory such a buffer lives
- * in), and OpenBLAS's sgemm, opened with dlopen so rt never depends on it.
+ * in), the bandwidth of copying one, and OpenBLAS's sgemm, opened with dlopen so rt never depends on it.
  *
  *     bench_ceil_t c;
  *     bench_ceil_init(&c, 2);                     // 2 threads
@@ -27,6 +27,9 @@ typedef struct bench_ceil {
     int n_sizes;         /* read bandwidths measured so far */
     size_t sizes[BENCH_CEIL_MAX_SIZES];
     double gbs[BENCH_CEIL_MAX_SIZES];
+    int n_copy;          /* copy bandwidths measured so far */
+    size_t copy_sizes[BENCH_CEIL_MAX_SIZES];
+    double copy_gbs[BENCH_CEIL_MAX_SIZES];
 } bench_ceil_t;
 
 void bench_ceil_init(bench_ceil_t *c, int threads);
@@ -35,6 +38,9 @@ double bench_ceil_fma(bench_ceil_t *c);
 /* Best of several runs reading a buffer of `bytes` (split over the
  * threads) again and again; remembered per size. */
 double bench_ceil_read(bench_ceil_t *c, size_t bytes);
+/* The same for copying: half the bytes read, the other half written, the
+ * bound of an op that writes as much as it reads (bytes counted once). */
+double bench_ceil_copy(bench_ceil_t *c, size_t bytes);
 
 /* OpenBLAS's cblas_sgemm, when libopenblas.so.0 can be opened. */
 bool bench_blas_available(void);

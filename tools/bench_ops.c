@@ -174,9 +174,12 @@ static void row_json(bench_t *b, const ops_row_t *r, double gf, double gbs, doub
     json_num("best_ms", r->best > 0 ? r->best * 1e3 : -1, false);
     json_num("gflops", gf, false);
     json_num("gbs", gbs, false);
+    const double cb = r->flops > 0 ? -1 : bench_ceil_copy(&b->ceil, r->level_bytes);
     json_num("read_bw_gbs", bw, false);
+    json_num("copy_bw_gbs", cb, false);
     json_num("ratio_to_fma_peak", rf, false);
     json_num("ratio_to_read_bw", rr, false);
+    json_num("ratio_to_copy_bw", per(gbs, cb), false);
     json_num("ratio_to_openblas", rb, true);
     printf("}");
 }
@@ -193,6 +196,7 @@ static void row_add(bench_t *b, const ops_row_t *r) {
     }
     b->rows[b->n_rows++] = *r;
     bench_ceil_read(&b->ceil, r->level_bytes); /* measured near the row's own run */
+    if (r->flops == 0) bench_ceil_copy(&b->ceil, r->level_bytes);
     fprintf(stderr, ".");
 }
 
@@ -215,6 +219,7 @@ static void row_print(bench_t *b, const ops_row_t *r) {
     printf(" %9.1f %9.1f", gbs, bench_ceil_read(&b->ceil, r->level_bytes));
     print_ratio(rf);
     print_ratio(rr);
+    print_ratio(r->flops > 0 ? -1 : per(gbs, bench_ceil_copy(&b->ceil, r->level_bytes)));
     print_ratio(rb);
     printf("\n");
     fflush(stdout);
@@ -232,12 +237,14 @@ static void print_header(bench_t *b) {
     }
     printf("rt-bench ops: %s (%s)\n  %s\n", rt_device_name(b->dev), p.name, p.description);
     printf("ceilings, %d threads, best of runs before and after the ops: FMA %.1f GFLOPS (%s); "
-           "read GB/s of a buffer the size of the row's weights (all operands for other ops)\n"
+           "read GB/s of a buffer the size of the row's weights (all operands for other ops);\n"
+           "x copy: against copying a buffer of all the operands' size (half read, half written),\n"
+           "the traffic bound of an op that writes what it reads\n"
            "time: median of runs (best beside it); rates and ratios from the median\n",
            b->ceil.threads, peak, b->ceil.isa);
-    printf("%-9s %-12s %6s %6s %6s %10s %10s %9s %9s %9s  %7s  %7s  %7s\n", "op", "types", "m",
-           "n", "k", "median ms", "best ms", "GFLOPS", "GB/s", "read GB/s", "x fma", "x read",
-           "x blas");
+    printf("%-9s %-12s %6s %6s %6s %10s %10s %9s %9s %9s  %7s  %7s  %7s  %7s\n", "op", "types",
+           "m", "n", "k", "median ms", "best ms", "GFLOPS", "GB/s", "read GB/s", "x fma", "x read",
+           "x copy", "x blas");
 }
 
 //===--- data ---===//
@@ -530,6 +537,10 @@ static void remeasure(bench_t *b) {
     for (int i = 0; i < b->ceil.n_sizes; i++) {
         const double g = bench_ceil_read(&again, b->ceil.sizes[i]);
         if (g > b->ceil.gbs[i]) b->ceil.gbs[i] = g;
+    }
+    for (int i = 0; i < b->ceil.n_copy; i++) {
+        const double g = bench_ceil_copy(&again, b->ceil.copy_sizes[i]);
+        if (g > b->ceil.copy_gbs[i]) b->ceil.copy_gbs[i] = g;
     }
 }
 

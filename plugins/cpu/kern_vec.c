@@ -169,13 +169,19 @@ static void row_rms_norm(float *d, const float *x, int64_t n, float eps) {
 static void row_norm(float *d, const float *x, int64_t n, float eps) {
     const float mean = (float)((double)row_sum(x, n, false) / (double)n);
     const rt_vf m = vf_set1(mean);
-    rt_vf s = vf_zero();
-    for (int64_t i = 0; i < n; i += RT_W) {
+    rt_vf s0 = vf_zero(), s1 = vf_zero();
+    int64_t i = 0;
+    for (; i + 2 * RT_W <= n; i += 2 * RT_W) {
+        const rt_vf c0 = vf_sub(vf_load(x + i), m), c1 = vf_sub(vf_load(x + i + RT_W), m);
+        s0 = vf_fma(c0, c0, s0);
+        s1 = vf_fma(c1, c1, s1);
+    }
+    for (; i < n; i += RT_W) { /* the lanes past n would add mean^2 */
         const rt_vf c = vf_select(vm_n(n - i < RT_W ? n - i : RT_W), vf_sub(vf_load_n(x, i, n), m),
                                   vf_zero());
-        s = vf_fma(c, c, s);
+        s0 = vf_fma(c, c, s0);
     }
-    const double var = (double)vf_hsum(s) / (double)n;
+    const double var = (double)vf_hsum(vf_add(s0, s1)) / (double)n;
     row_scale_shift(d, x, n, mean, (float)(1.0 / sqrt(var + (double)eps)));
 }
 

@@ -148,7 +148,24 @@ static bool rt_cpu_copy_rowwise(const rt_tensor_t *a, const rt_tensor_t *dst) {
            a->nb[0] == rt_cpu_type(a->type)->size && dst->nb[0] == rt_cpu_type(dst->type)->size;
 }
 
-static void rt_cpu_copy_rows(const rt_cpu_params_t *p, rt_tensor_t *dst, const rt_tensor_t *a) {
+/* Dims 1..3 of both headers reordered alike so that a's strides grow: the
+ * rows are then visited in the order they lie in a's memory (a permuted
+ * view read in place, not one page per row). Only ne and nb change. */
+static void rt_cpu_copy_order(rt_tensor_t *a, rt_tensor_t *d) {
+    for (int i = 1; i < RT_MAX_DIMS; i++)
+        for (int j = i; j > 1 && a->nb[j] < a->nb[j - 1]; j--) {
+            int64_t te = a->ne[j];
+            size_t tb = a->nb[j];
+            a->ne[j] = a->ne[j - 1], a->nb[j] = a->nb[j - 1], a->ne[j - 1] = te, a->nb[j - 1] = tb;
+            te = d->ne[j], tb = d->nb[j];
+            d->ne[j] = d->ne[j - 1], d->nb[j] = d->nb[j - 1], d->ne[j - 1] = te, d->nb[j - 1] = tb;
+        }
+}
+
+static void rt_cpu_copy_rows(const rt_cpu_params_t *p, rt_tensor_t *node, const rt_tensor_t *src) {
+    rt_tensor_t sa = *src, sd = *node;
+    rt_cpu_copy_order(&sa, &sd);
+    const rt_tensor_t *a = &sa, *dst = &sd;
     const int64_t n = dst->ne[0];
     float *buf = rt_cpu_scratch(p, 0, n);
     rt_cpu_rows_t it;

@@ -229,10 +229,13 @@ static rt_status_t rt_cpu_pool_reserve(rt_cpu_pool_t *pool, rt_tensor_t *const *
         pool->shared = pool->wdata + wsize * (size_t)pool->n_threads;
         return RT_OK;
     }
+    /* Geometric growth: decoding grows soft_max's rows by one key a token,
+     * and must not allocate every few tokens. */
+    const size_t cap = need > 2 * pool->wmem_size ? need : 2 * pool->wmem_size;
     const rt_allocator_t *a = &pool->host->allocator;
     if (pool->wmem) a->realloc(a->user_data, pool->wmem, pool->wmem_size, 0);
-    pool->wmem = a->realloc(a->user_data, NULL, 0, need);
-    pool->wmem_size = pool->wmem ? need : 0;
+    pool->wmem = a->realloc(a->user_data, NULL, 0, cap);
+    pool->wmem_size = pool->wmem ? cap : 0;
     pool->wdata = NULL;
     if (!pool->wmem)
         return pool->host->set_error(RT_ERR_OUT_OF_MEMORY,
