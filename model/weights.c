@@ -7,7 +7,8 @@
  * tensor points into it (rt_tensor_alloc), with nothing copied; otherwise
  * one buffer of the device's type 0 is allocated for its tensors and each
  * is copied out of the mapping (rt_tensor_set), with a progress bar when
- * stderr is a terminal. */
+ * stderr is a terminal. Then the parts of the mapping no device reads in
+ * place are unmapped. */
 #include "model_impl.h"
 
 #include <stdio.h>
@@ -134,6 +135,24 @@ static uint64_t device_bytes(const rtm_model_t *m, int32_t d) {
     return sum;
 }
 
+/* Unmaps the data section outside the span the in-place devices use: the
+ * copied tensors' bytes are not read again. */
+static void release_unused(rtm_model_t *m, const bool *map) {
+    size_t keep_first = SIZE_MAX, keep_last = 0, first, last;
+    for (int32_t d = 0; d < m->n_devices; d++) {
+        if (!map[d] || !map_span(m, d, &first, &last)) continue;
+        if (first < keep_first) keep_first = first;
+        if (last > keep_last) keep_last = last;
+    }
+    const uint64_t begin = rt_gguf_data_offset(m->gguf), end = rt_gguf_file_size(m->gguf);
+    if (keep_first >= keep_last) {
+        rt_gguf_release_range(m->gguf, begin, end - begin);
+        return;
+    }
+    if (keep_first > begin) rt_gguf_release_range(m->gguf, begin, keep_first - begin);
+    if (keep_last < end) rt_gguf_release_range(m->gguf, keep_last, end - keep_last);
+}
+
 rt_status_t rtm_weights_load(rtm_model_t *m, bool no_mmap, bool progress) {
     bool map[RTM_MAX_DEVICES] = {false};
     progress_t prog = {progress && isatty(STDERR_FILENO), 0, 0, -1};
@@ -148,5 +167,6 @@ rt_status_t rtm_weights_load(rtm_model_t *m, bool no_mmap, bool progress) {
         const rt_status_t st = copy_device(m, d, &prog);
         if (st != RT_OK) return st;
     }
+    release_unused(m, map);
     return RT_OK;
 }

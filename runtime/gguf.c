@@ -709,6 +709,10 @@ uint64_t rt_gguf_data_offset(const rt_gguf_t *g) { return g->data_offset; }
 const void *rt_gguf_file_data(const rt_gguf_t *g) { return g->data; }
 uint64_t rt_gguf_file_size(const rt_gguf_t *g) { return g->size; }
 
+void rt_gguf_release_range(rt_gguf_t *g, uint64_t offset, uint64_t size) {
+    if (g != NULL) rt_mmap_release(&g->map, offset, size);
+}
+
 //===--- getters: key/values ---===//
 
 int64_t rt_gguf_n_kv(const rt_gguf_t *g) { return g->n_kv; }

@@ -43,6 +43,17 @@ rt_status_t rt_mmap_file(const char *path, rt_mapping_t *out_map) {
     return st;
 }
 
+void rt_mmap_release(const rt_mapping_t *map, uint64_t offset, uint64_t size) {
+    if (map->addr == NULL || offset >= map->size) return;
+    if (size > map->size - offset) size = map->size - offset;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t lo = ((uintptr_t)map->addr + offset + page - 1) / page * page;
+    const uintptr_t hi = ((uintptr_t)map->addr + offset + size) / page * page;
+    /* munmap of part of a mapping splits it; the final rt_munmap over the
+     * whole range is still valid (unmapping unmapped pages is no error). */
+    if (lo < hi) munmap((void *)lo, hi - lo);
+}
+
 void rt_munmap(rt_mapping_t *map) {
     if (map->addr != NULL) munmap((void *)map->addr, map->size);
     map->addr = NULL;

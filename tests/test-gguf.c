@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 //===--- helpers ---===//
@@ -707,6 +709,27 @@ static void test_model_stories(void **state) {
     rt_gguf_destroy(g);
 }
 
+/* gguf-6.3: released file ranges go back to the system (mincore says the
+ * pages are no longer mapped) and the copied metadata stays readable. */
+static void test_release_range(void **state) {
+    (void)state;
+    rt_gguf_t *g = open_model("stories260K.gguf");
+    const long page = sysconf(_SC_PAGESIZE);
+    const uint64_t begin = rt_gguf_data_offset(g), size = rt_gguf_file_size(g) - begin;
+    const uintptr_t mid = ((uintptr_t)rt_gguf_file_data(g) + begin + size / 2) / (uintptr_t)page *
+                          (uintptr_t)page;
+    unsigned char vec;
+    assert_int_equal(mincore((void *)mid, (size_t)page, &vec), 0);   /* gguf-6.3.1 mapped */
+    rt_gguf_release_range(g, begin, size);
+    errno = 0;
+    assert_int_equal(mincore((void *)mid, (size_t)page, &vec), -1);  /* gguf-6.3.2 released */
+    assert_int_equal(errno, ENOMEM);
+    const char *s;
+    assert_int_equal(rt_gguf_get_str(g, "general.architecture", &s), RT_OK); /* gguf-6.3.3 */
+    assert_string_equal(s, "llama");
+    rt_gguf_destroy(g); /* unmapping the rest over the released hole is fine */
+}
+
 /* gguf-6.2: the vocab-only files */
 static void test_model_vocabs(void **state) {
     (void)state;
@@ -943,6 +966,7 @@ int main(void) {
         cmocka_unit_test(test_bad_tensor_info),     cmocka_unit_test(test_bad_tensor_names),
         cmocka_unit_test(test_edge_layouts),        cmocka_unit_test(test_model_stories),
         cmocka_unit_test(test_model_vocabs),        cmocka_unit_test(test_oom_parse),
+        cmocka_unit_test(test_release_range),
         cmocka_unit_test(test_oom_write),           cmocka_unit_test(test_changed_under_us),
         cmocka_unit_test(test_open_errors),
         cmocka_unit_test(test_writer_errors),       cmocka_unit_test(test_fuzz_corpus),

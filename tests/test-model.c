@@ -9,7 +9,9 @@
  * buffer; sampling is deterministic for a seed; bad files and requests fail
  * with their status and one line; a one-layer llama written here with
  * rt_gguf_writer loads with the optional keys defaulted and tied
- * embeddings, and its broken variants name what is wrong. Tests run from
+ * embeddings, and its broken variants name what is wrong; on the Vulkan
+ * device, alone and split with the CPU, greedy output is the CPU's (the
+ * only skip: configure built no Vulkan plugin). Tests run from
  * the repository root; RT_TEST_MODELS_DIR overrides ../shared/models. */
 #include "testutil.h"
 

@@ -3,11 +3,12 @@
  * device properties, both buffer types, transfers through the staging
  * buffer (in pieces, at odd offsets), memset, clear, device-to-device
  * copies, supports_op saying no, and graphs submitted back to back without
- * waiting. The arithmetic itself is rt-test-ops' job (every op against the
+ * waiting, and rt-devices listing the device with its kind. The arithmetic itself is rt-test-ops' job (every op against the
  * CPU plugin). Without a Vulkan device (no loader, no driver) every test
  * passes after checking that the plugin loaded with zero devices. */
 #include "testutil.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,6 +196,46 @@ static void test_back_to_back(void **state) {
     rt_context_destroy(ctx);
 }
 
+//===--- vulkan-6: rt-devices lists the device ---===//
+
+/* Reads rt-devices' whole output; whether it exited 0 goes to out_ok. */
+static char *rt_devices_output(bool *out_ok) {
+    char cmd[1024], line[512];
+    snprintf(cmd, sizeof cmd, "'%s/bin/rt-devices' 2>&1", tu_build_dir());
+    size_t len = 0, cap = 1 << 16;
+    char *out = calloc(1, cap);
+    FILE *p = popen(cmd, "r");
+    assert_true(out != NULL && p != NULL);
+    while (fgets(line, sizeof line, p) != NULL) {
+        const size_t n = strlen(line);
+        if (len + n + 1 > cap) out = realloc(out, cap *= 2);
+        memcpy(out + len, line, n + 1);
+        len += n;
+    }
+    *out_ok = pclose(p) == 0;
+    return out;
+}
+
+/* The tool is what people run first to see their devices, so the plugin
+ * must show there as the library sees it: llvmpipe as a software device. */
+static void test_rt_devices(void **state) {
+    (void)state;
+    rt_device_t *dev = vulkan_device();
+    if (!dev) return;
+    rt_device_props_t p = {.struct_size = sizeof p};
+    assert_int_equal(rt_device_get_props(dev, &p), RT_OK);
+    bool ok = false;
+    char *out = rt_devices_output(&ok);
+    assert_true(ok);                                                            /* vulkan-6.1 */
+    const char *line = strstr(out, "vulkan0  (plugin vulkan, ");
+    if (line == NULL) fail_msg("vulkan-6.2: rt-devices does not list vulkan0:\n%s", out);
+    if (strstr(p.name, "llvmpipe")) {                                           /* vulkan-6.3 */
+        if (strncmp(line + strlen("vulkan0  (plugin vulkan, "), "SOFTWARE) llvmpipe", 18) != 0)
+            fail_msg("vulkan-6.3: llvmpipe not listed as a software device:\n%s", out);
+    }
+    free(out);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_props),
@@ -203,6 +244,7 @@ int main(void) {
         cmocka_unit_test(test_device_copy),
         cmocka_unit_test(test_supports_op),
         cmocka_unit_test(test_back_to_back),
+        cmocka_unit_test(test_rt_devices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
