@@ -18,7 +18,8 @@ typedef struct rt_mapping {
  * names the path and the OS's reason. */
 RT_INTERNAL rt_status_t rt_mmap_file(const char *path, rt_mapping_t *out_map);
 /* Gives back the whole pages inside [offset, offset + size) of the mapping
- * (nothing for a zeroed mapping); reading them afterwards faults. */
+ * (nothing for a zeroed mapping); reading them afterwards faults, and the
+ * addresses stay reserved until rt_munmap. */
 RT_INTERNAL void rt_mmap_release(const rt_mapping_t *map, uint64_t offset, uint64_t size);
 /* Unmaps and zeroes *map; accepts a zeroed mapping. */
 RT_INTERNAL void rt_munmap(rt_mapping_t *map);

@@ -49,9 +49,13 @@ void rt_mmap_release(const rt_mapping_t *map, uint64_t offset, uint64_t size) {
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     const uintptr_t lo = ((uintptr_t)map->addr + offset + page - 1) / page * page;
     const uintptr_t hi = ((uintptr_t)map->addr + offset + size) / page * page;
-    /* munmap of part of a mapping splits it; the final rt_munmap over the
-     * whole range is still valid (unmapping unmapped pages is no error). */
-    if (lo < hi) munmap((void *)lo, hi - lo);
+    /* Replace the file pages with an inaccessible anonymous reservation
+     * rather than unmapping them: the memory goes back all the same, but
+     * the addresses stay ours, so nobody else (a driver's JIT) can be
+     * mapped into the hole and then unmapped by the final rt_munmap. */
+    if (lo < hi)
+        mmap((void *)lo, hi - lo, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
+             -1, 0);
 }
 
 void rt_munmap(rt_mapping_t *map) {

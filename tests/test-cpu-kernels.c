@@ -496,7 +496,7 @@ static void matvec(const rt_cpu_kernels_t *k) {
         for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
             for (int64_t n = 1; n <= 8; n++)
                 mm_case(k, MM_MATVEC, &(mm_case_t){float_types[t], 13, n, ks[i], 1, 13});
-    static const int64_t qks[] = {32, 64, 96, 160, 4096};
+    static const int64_t qks[] = {32, 64, 96, 128, 160, 224, 4096};
     for (size_t t = 3; t < 5; t++)
         for (size_t i = 0; i < sizeof qks / sizeof qks[0]; i++)
             for (int64_t n = 1; n <= 8; n++)

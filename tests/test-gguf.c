@@ -709,8 +709,9 @@ static void test_model_stories(void **state) {
     rt_gguf_destroy(g);
 }
 
-/* gguf-6.3: released file ranges go back to the system (mincore says the
- * pages are no longer mapped) and the copied metadata stays readable. */
+/* gguf-6.3: released file ranges go back to the system (mincore: the page
+ * read before is no longer resident) and the copied metadata stays
+ * readable. */
 static void test_release_range(void **state) {
     (void)state;
     rt_gguf_t *g = open_model("stories260K.gguf");
@@ -718,16 +719,18 @@ static void test_release_range(void **state) {
     const uint64_t begin = rt_gguf_data_offset(g), size = rt_gguf_file_size(g) - begin;
     const uintptr_t mid = ((uintptr_t)rt_gguf_file_data(g) + begin + size / 2) / (uintptr_t)page *
                           (uintptr_t)page;
-    unsigned char vec;
-    assert_int_equal(mincore((void *)mid, (size_t)page, &vec), 0);   /* gguf-6.3.1 mapped */
+    volatile const unsigned char *p = (const unsigned char *)mid;
+    unsigned char vec = 0, sink = p[0];
+    (void)sink;
+    assert_int_equal(mincore((void *)mid, (size_t)page, &vec), 0);
+    assert_true(vec & 1);                                             /* gguf-6.3.1 resident */
     rt_gguf_release_range(g, begin, size);
-    errno = 0;
-    assert_int_equal(mincore((void *)mid, (size_t)page, &vec), -1);  /* gguf-6.3.2 released */
-    assert_int_equal(errno, ENOMEM);
+    assert_int_equal(mincore((void *)mid, (size_t)page, &vec), 0);
+    assert_false(vec & 1);                                            /* gguf-6.3.2 given back */
     const char *s;
     assert_int_equal(rt_gguf_get_str(g, "general.architecture", &s), RT_OK); /* gguf-6.3.3 */
     assert_string_equal(s, "llama");
-    rt_gguf_destroy(g); /* unmapping the rest over the released hole is fine */
+    rt_gguf_destroy(g);
 }
 
 /* gguf-6.2: the vocab-only files */

@@ -2,11 +2,15 @@
 /* test-vulkan.c: the Vulkan plugin's own paths, through the public API:
  * device properties, both buffer types, transfers through the staging
  * buffer (in pieces, at odd offsets), memset, clear, device-to-device
- * copies, supports_op saying no, and graphs submitted back to back without
- * waiting, and rt-devices listing the device with its kind. The arithmetic itself is rt-test-ops' job (every op against the
- * CPU plugin). Without a Vulkan device (no loader, no driver) every test
- * passes after checking that the plugin loaded with zero devices. */
+ * copies, supports_op saying no, graphs submitted back to back without
+ * waiting, rt-devices listing the device with its kind, and the async
+ * extension (transfers in queue order, device copies, events). The
+ * arithmetic itself is rt-test-ops' job (every op against the CPU plugin).
+ * Without a Vulkan device (no loader, no driver) every test passes after
+ * checking that the plugin loaded with zero devices. */
 #include "testutil.h"
+
+#include "../runtime/registry_impl.h" /* the adopted async table and plugin handles */
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -236,6 +240,136 @@ static void test_rt_devices(void **state) {
     free(out);
 }
 
+//===--- vulkan-7: asynchronous transfers and events ---===//
+
+/* The extension has no public entry points of its own (the scheduler is
+ * its user), so these checks call the table the core adopted, with the
+ * plugin's handles, as the scheduler does. */
+static const rt_device_ext_async_t *async_ext(rt_device_t *dev) {
+    rt_device_props_t p = {.struct_size = sizeof p};
+    assert_int_equal(rt_device_get_props(dev, &p), RT_OK);
+    assert_true(p.caps & RT_DEVICE_CAP_ASYNC);                                 /* vulkan-7.1 */
+    assert_true(p.caps & RT_DEVICE_CAP_EVENTS);
+    assert_int_equal(dev->async.header.type, RT_EXT_DEVICE_ASYNC);
+    return &dev->async;
+}
+
+/* x in, y = x * 2 + 1 out, in a buffer of type buft_index. */
+typedef struct async_graph {
+    rt_context_t *ctx;
+    rt_tensor_t *x, *one, *y, *w;   /* w: y's copy */
+    rt_graph_t *g;
+    rt_buffer_t *buf;
+    bool host;                      /* the buffer is host-visible: y->data is readable */
+} async_graph_t;
+
+static void async_graph_init(async_graph_t *a, rt_device_t *dev, int32_t buft_index, int64_t n) {
+    a->ctx = no_alloc_context();
+    a->x = rt_new_tensor_1d(a->ctx, RT_TYPE_F32, n);
+    a->one = rt_new_tensor_1d(a->ctx, RT_TYPE_F32, 1);
+    a->y = rt_add(a->ctx, rt_scale(a->ctx, a->x, 2.0f), a->one);
+    a->w = rt_new_tensor_1d(a->ctx, RT_TYPE_F32, n);
+    a->g = rt_graph_create(a->ctx, 16);
+    rt_graph_build_forward_expand(a->g, a->y);
+    assert_int_equal(rt_alloc_ctx_tensors(a->ctx, rt_device_buffer_type(dev, buft_index), &a->buf), RT_OK);
+    a->host = rt_buffer_type_is_host(rt_device_buffer_type(dev, buft_index));
+}
+
+static void async_graph_deinit(async_graph_t *a) {
+    rt_buffer_free(a->buf);
+    rt_context_destroy(a->ctx);
+}
+
+static void expect_affine(const float *xs, const float *ys, int64_t n, const char *what) {
+    for (int64_t i = 0; i < n; i++)
+        if (ys[i] != xs[i] * 2.0f + 1.0f) fail_msg("%s: y[%lld] is %g, not %g", what, (long long)i,
+                                                   ys[i], xs[i] * 2.0f + 1.0f);
+}
+
+/* Twice, with new x each time: set -> compute -> get, then synchronize. */
+static void async_round_trips(const rt_device_ext_async_t *as, rt_queue_t *q, const async_graph_t *a,
+                              int64_t n) {
+    const size_t bytes = (size_t)n * sizeof(float);
+    float *xs = malloc(bytes), *ys = malloc(bytes), o = 1.0f;
+    assert_true(xs && ys);
+    assert_int_equal(as->set_tensor_async(q->handle, a->one, &o, 0, sizeof o), RT_OK);
+    for (int rep = 0; rep < 2; rep++) {
+        tu_fill(xs, (size_t)n, -1.0f - rep, 1.0f + rep);
+        assert_int_equal(as->set_tensor_async(q->handle, a->x, xs, 0, bytes), RT_OK); /* vulkan-7.2 */
+        assert_int_equal(rt_queue_compute_async(q, a->g), RT_OK);
+        assert_int_equal(as->get_tensor_async(q->handle, a->y, ys, 0, bytes), RT_OK);
+        assert_int_equal(rt_queue_synchronize(q), RT_OK);
+        expect_affine(xs, ys, n, "vulkan-7.2");
+    }
+    /* vulkan-7.3: y -> w on the device, after the compute that wrote y. */
+    assert_int_equal(rt_queue_compute_async(q, a->g), RT_OK);
+    assert_int_equal(as->cpy_tensor_async(q->handle, q->handle, a->y, a->w), RT_OK);
+    assert_int_equal(as->get_tensor_async(q->handle, a->w, ys, 0, bytes), RT_OK);
+    assert_int_equal(rt_queue_synchronize(q), RT_OK);
+    expect_affine(xs, ys, n, "vulkan-7.3");
+    free(xs);
+    free(ys);
+}
+
+/* An event recorded after a compute is done once event_synchronize
+ * returns: y is read without synchronizing the queue. */
+static void async_events(const rt_device_ext_async_t *as, rt_device_t *dev, rt_queue_t *q,
+                         const async_graph_t *a, int64_t n) {
+    void *ev = NULL;
+    float *xs = malloc((size_t)n * sizeof *xs), *ys = malloc((size_t)n * sizeof *ys);
+    assert_true(xs && ys);
+    assert_int_equal(as->event_create(dev->handle, &ev), RT_OK);
+    assert_int_equal(as->event_synchronize(ev), RT_OK);                        /* vulkan-7.4 */
+    for (int rep = 0; rep < 2; rep++) { /* a second record reuses the signalled event */
+        tu_fill(xs, (size_t)n, -3.0f + rep, 3.0f);
+        assert_int_equal(rt_tensor_set(a->x, xs, 0, (size_t)n * sizeof *xs), RT_OK);
+        assert_int_equal(rt_queue_compute_async(q, a->g), RT_OK);
+        assert_int_equal(as->event_record(ev, q->handle), RT_OK);              /* vulkan-7.5 */
+        assert_int_equal(as->event_wait(q->handle, ev), RT_OK);
+        assert_int_equal(as->event_synchronize(ev), RT_OK);
+        if (a->host) memcpy(ys, a->y->data, (size_t)n * sizeof *ys);
+        else assert_int_equal(rt_tensor_get(a->y, ys, 0, (size_t)n * sizeof *ys), RT_OK);
+        expect_affine(xs, ys, n, "vulkan-7.5");
+    }
+    assert_int_equal(rt_queue_synchronize(q), RT_OK);
+    as->event_destroy(ev);
+    free(xs);
+    free(ys);
+}
+
+/* vulkan-7.6: a CPU tensor is not the plugin's to copy. */
+static void async_cpy_foreign(const rt_device_ext_async_t *as, rt_queue_t *q, const async_graph_t *a) {
+    rt_device_t *cpu = rt_registry_device_by_name(tu_registry(), "cpu0");
+    assert_non_null(cpu);
+    rt_context_t *ctx = no_alloc_context();
+    rt_tensor_t *c = rt_new_tensor_1d(ctx, RT_TYPE_F32, a->w->ne[0]);
+    rt_buffer_t *buf = NULL;
+    assert_int_equal(rt_alloc_ctx_tensors(ctx, rt_device_buffer_type(cpu, 0), &buf), RT_OK);
+    assert_int_equal(as->cpy_tensor_async(q->handle, q->handle, c, a->w), RT_ERR_UNSUPPORTED);
+    assert_int_equal(as->cpy_tensor_async(q->handle, q->handle, a->w, c), RT_ERR_UNSUPPORTED);
+    rt_buffer_free(buf);
+    rt_context_destroy(ctx);
+}
+
+static void test_async(void **state) {
+    (void)state;
+    rt_device_t *dev = vulkan_device();
+    if (!dev) return;
+    const rt_device_ext_async_t *as = async_ext(dev);
+    const int64_t n = 3000;
+    for (int32_t buft = 0; buft < 2; buft++) { /* device memory, then host-visible */
+        async_graph_t a = {0};
+        async_graph_init(&a, dev, buft, n);
+        rt_queue_t *q = NULL;
+        assert_int_equal(rt_queue_create(dev, NULL, &q), RT_OK);
+        async_round_trips(as, q, &a, n);
+        async_events(as, dev, q, &a, n);
+        async_cpy_foreign(as, q, &a);
+        rt_queue_destroy(q);
+        async_graph_deinit(&a);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_props),
@@ -245,6 +379,7 @@ int main(void) {
         cmocka_unit_test(test_supports_op),
         cmocka_unit_test(test_back_to_back),
         cmocka_unit_test(test_rt_devices),
+        cmocka_unit_test(test_async),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

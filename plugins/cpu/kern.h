@@ -106,9 +106,9 @@ typedef struct rt_cpu_kern_mm {
  * of Q4_0's nibbles q, or of Q8_0's w + 128, started from them ends as
  * sum((q - 8)*a), or sum(w*a). Where each part sits is the kernel variant's
  * business (kern_quant.c), within rt_cpu_q8a_size bytes per row: 128 bytes
- * a block, rounded up to a pair. */
+ * a block, rounded up to four (the widest step). */
 static inline size_t rt_cpu_q8a_size(int64_t K) {
-    return (size_t)((K / 32 + 1) / 2) * 256;
+    return (size_t)((K / 32 + 3) / 4) * 512;
 }
 
 typedef struct rt_cpu_kern_quant {

@@ -47,58 +47,65 @@
 #  define QK_VEC() RT_KS(rt_cpu_kern_vec)()
 #endif
 
-#if defined(RT_SIMD_AVX512)
-#  define QK_STEP 2   /* blocks per step, and per layout unit */
+/* Blocks of a weight row per step, and per layout unit of the activation
+ * row (128 bytes a block). */
+#if defined(QK_VNNI)
+#  define QK_STEP_OF(t) 4
+#elif defined(RT_SIMD_AVX512)
+#  define QK_STEP_OF(t) 2
 #else
-#  define QK_STEP 1
+#  define QK_STEP_OF(t) 1
 #endif
-#define QK_UNIT (128 * QK_STEP) /* bytes of an activation row per step */
 
 #define QK_RM 4 /* most weight rows per pass */
-/* Bytes ahead in each weight row to prefetch: the rows are read a few
- * blocks at a time, side by side, which the hardware prefetchers follow
- * less well than one stream (5-10% on weights in DRAM). */
+/* Prefetch: the rows of a pass are read a few blocks at a time, side by
+ * side, which the hardware prefetchers follow badly, so each step fetches
+ * the same bytes of the pass's next rows (a whole pass ahead, into L2:
+ * into L1 it would evict what is being read; weights in DRAM went from
+ * 14 to 25 GB/s a core). The last pass of a range, whose next rows may be
+ * another thread's, prefetches QK_PREFETCH bytes ahead in its own rows. */
 #define QK_PREFETCH 1536
 #define QK_NB 4 /* most activation rows per pass */
 
 //===--- activation rows ---===//
 
 /* Block b (of a row's blocks) placed in the variant's layout. */
-static void q8a_place(char *row, int64_t b, const int8_t q[32], float d) {
+static void q8a_place(char *row, int64_t b, rt_type_t atype, const int8_t q[32], float d) {
     int32_t s[8];
     for (int l = 0; l < 8; l++) s[l] = q[4 * l] + q[4 * l + 1] + q[4 * l + 2] + q[4 * l + 3];
 #if defined(QK_VNNI)
-    char *u = row + (b / 2) * 256;
-    const int h = (int)(b % 2);
-    memcpy(u + 16 * h, q, 16);
-    memcpy(u + 32 + 16 * h, q + 16, 16);
+    /* Q8_0's weights come as w + 128: its correction is -128 times the sums. */
+    const int32_t k = atype == RT_TYPE_Q4_0 ? -8 : -128;
+    char *u = row + (b / 4) * 512;
+    const int j = (int)(b % 4);
+    memcpy(u + 16 * j, q, 16);
+    memcpy(u + 64 + 16 * j, q + 16, 16);
     for (int l = 0; l < 4; l++) {
-        const float dl = d;
-        const int32_t c8 = -8 * (s[l] + s[l + 4]), c128 = -128 * (s[l] + s[l + 4]);
-        memcpy(u + 64 + 16 * h + 4 * l, &dl, 4);
-        memcpy(u + 128 + 16 * h + 4 * l, &c8, 4);
-        memcpy(u + 192 + 16 * h + 4 * l, &c128, 4);
+        const int32_t c = k * (s[l] + s[l + 4]);
+        memcpy(u + 128 + 16 * j + 4 * l, &d, 4);
+        memcpy(u + 192 + 16 * j + 4 * l, &c, 4);
     }
 #else
-    char *u = row + (b / QK_STEP) * QK_UNIT + (b % QK_STEP) * 32;
+    (void)atype;
+    const int step = QK_STEP_OF(atype);
+    char *u = row + (b / step) * 128 * step + (b % step) * 32;
     memcpy(u, q, 32);
     for (int l = 0; l < 8; l++) {
         const int32_t c8 = -8 * s[l], c128 = -128 * s[l];
-        memcpy(u + 32 * QK_STEP + 4 * l, &d, 4);
-        memcpy(u + 64 * QK_STEP + 4 * l, &c8, 4);
-        memcpy(u + 96 * QK_STEP + 4 * l, &c128, 4);
+        memcpy(u + 32 * step + 4 * l, &d, 4);
+        memcpy(u + 64 * step + 4 * l, &c8, 4);
+        memcpy(u + 96 * step + 4 * l, &c128, 4);
     }
 #endif
 }
 
 static void quantize_q8a(const float *x, int64_t K, rt_type_t atype, void *row) {
-    (void)atype;
     const rt_cpu_kern_vec_t *v = QK_VEC();
     memset(row, 0, rt_cpu_q8a_size(K)); /* the second block of a lone last one */
     for (int64_t b = 0; b < K / 32; b++) {
         rt_block_q8_0_t blk;
         v->f32_to_q8_0(x + b * 32, &blk, 32);
-        q8a_place(row, b, blk.qs, rt_fp16_to_fp32(blk.d));
+        q8a_place(row, b, atype, blk.qs, rt_fp16_to_fp32(blk.d));
     }
 }
 
@@ -111,59 +118,92 @@ static void roundtrip_q8(const float *x, int64_t K, float *out) {
     }
 }
 
-//===--- AVX-512 with VNNI: 256-bit halves of a pair ---===//
+//===--- AVX-512 with VNNI: whole steps per 512-bit register ---===//
 #if defined(QK_VNNI)
 
-typedef __m256 qacc_t;
+typedef __m512 qacc_t;
 
-/* Blocks b, b + 1 (or b alone: two false) of a weight row, unsigned. */
+/* A step's weights come in as overlapping 64-byte windows, and word
+ * permutations put the quants in the activation's order (elements 0..15
+ * of 4 blocks, then 16..31) and the scales over their blocks' 4 lanes:
+ * per-block loads, inserts and scale broadcasts cost more vector slots than
+ * the dot products they feed (Zen 4 has 4 of 256 bits a cycle), and with 4
+ * blocks a register the scale work is done once per 4 blocks. Q4_0 (18-byte
+ * blocks) reads windows at 0 and 8; Q8_0 (34) at 0 and 56 for elements
+ * 0..15 and the scales, 8 and 72 for 16..31. Index 32 + i is word i of the
+ * second window of a pair. */
+static const uint16_t q4_qs_idx[32] __attribute__((aligned(64))) = {
+    1,  2,  3,  4,  5,  6,  7,  8,  10, 11, 12, 13, 14, 15, 16, 17,
+    19, 20, 21, 22, 23, 24, 25, 26, 56, 57, 58, 59, 60, 61, 62, 63,
+};
+static const uint16_t q4_d_idx[32] __attribute__((aligned(64))) = {
+    0, 0, 0, 0, 9, 9, 9, 9, 18, 18, 18, 18, 27, 27, 27, 27,
+};
+static const uint16_t q8_lo_idx[32] __attribute__((aligned(64))) = {
+    1,  2,  3,  4,  5,  6,  7,  8,  18, 19, 20, 21, 22, 23, 24, 25,
+    39, 40, 41, 42, 43, 44, 45, 46, 56, 57, 58, 59, 60, 61, 62, 63,
+};
+static const uint16_t q8_hi_idx[32] __attribute__((aligned(64))) = {
+    5,  6,  7,  8,  9,  10, 11, 12, 22, 23, 24, 25, 26, 27, 28, 29,
+    39, 40, 41, 42, 43, 44, 45, 46, 56, 57, 58, 59, 60, 61, 62, 63,
+};
+static const uint16_t q8_d_idx[32] __attribute__((aligned(64))) = {
+    0, 0, 0, 0, 17, 17, 17, 17, 38, 38, 38, 38, 55, 55, 55, 55,
+};
+
 typedef struct wblk {
-    __m256i lo, hi;  /* elements 0..15 of both blocks, then 16..31 */
-    __m256 d;        /* scales, 4 lanes each */
+    __m512i lo, hi;  /* elements 0..15, 16..31 of 4 blocks: nibbles, or w + 128 */
+    __m512 d;        /* the blocks' scales, 4 lanes each */
 } wblk_t;
 
-RT_INLINE __m256i two_halves(const uint8_t *p0, const uint8_t *p1, bool two) {
-    const __m128i h1 = two ? _mm_loadu_si128((const __m128i *)p1) : _mm_setzero_si128();
-    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)p0)), h1, 1);
+RT_INLINE __mmask32 words_below(int n) {
+    return n >= 32 ? (__mmask32)~0u : n <= 0 ? 0 : (__mmask32)((1u << n) - 1u);
 }
 
-RT_INLINE __m256 two_scales(uint16_t d0, uint16_t d1) {
-    return _mm256_cvtph_ps(_mm_unpacklo_epi64(_mm_set1_epi16((short)d0), _mm_set1_epi16((short)d1)));
+/* The 64-byte window at p + off of a step of `bytes`, words past it zero
+ * (masked loads do not fault): a short last step needs no other code and
+ * reads nothing past the row. */
+RT_INLINE __m512i w_window(const char *p, int off, int bytes) {
+    return _mm512_maskz_loadu_epi16(words_below((bytes - off) / 2), p + off);
 }
 
-RT_INLINE wblk_t w_load(rt_type_t t, const char *row, int64_t b, bool two) {
+RT_INLINE __m512i w_idx(const uint16_t *idx) { return _mm512_load_si512(idx); }
+
+/* nv (1..4) blocks from block b. */
+RT_INLINE wblk_t w_load(rt_type_t t, const char *row, int64_t b, int nv) {
     wblk_t w;
-    if (t == RT_TYPE_Q8_0) {
-        const rt_block_q8_0_t *x = (const rt_block_q8_0_t *)row + b;
-        const __m256i flip = _mm256_set1_epi8((char)0x80);
-        const uint8_t *q0 = (const uint8_t *)x[0].qs, *q1 = (const uint8_t *)x[1].qs;
-        w.lo = _mm256_xor_si256(two_halves(q0, q1, two), flip);
-        w.hi = _mm256_xor_si256(two_halves(q0 + 16, q1 + 16, two), flip);
-        w.d = two_scales(x[0].d, two ? x[1].d : 0);
+    if (t == RT_TYPE_Q4_0) {
+        const char *p = row + (size_t)b * 18;
+        const __m512i x0 = w_window(p, 0, 18 * nv), x1 = w_window(p, 8, 18 * nv);
+        const __m512i qs = _mm512_permutex2var_epi16(x0, w_idx(q4_qs_idx), x1);
+        const __m512i m4 = _mm512_set1_epi8(15);
+        w.lo = _mm512_and_si512(qs, m4);
+        w.hi = _mm512_and_si512(_mm512_srli_epi16(qs, 4), m4);
+        w.d = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(w_idx(q4_d_idx), x0)));
     } else {
-        const rt_block_q4_0_t *x = (const rt_block_q4_0_t *)row + b;
-        const __m256i p = two_halves(x[0].qs, x[1].qs, two), m4 = _mm256_set1_epi8(15);
-        w.lo = _mm256_and_si256(p, m4);
-        w.hi = _mm256_and_si256(_mm256_srli_epi16(p, 4), m4);
-        w.d = two_scales(x[0].d, two ? x[1].d : 0);
+        const char *p = row + (size_t)b * 34;
+        const __m512i x0 = w_window(p, 0, 34 * nv), x1 = w_window(p, 56, 34 * nv);
+        const __m512i x2 = w_window(p, 8, 34 * nv), x3 = w_window(p, 72, 34 * nv);
+        const __m512i flip = _mm512_set1_epi8((char)0x80);
+        w.lo = _mm512_xor_si512(_mm512_permutex2var_epi16(x0, w_idx(q8_lo_idx), x1), flip);
+        w.hi = _mm512_xor_si512(_mm512_permutex2var_epi16(x2, w_idx(q8_hi_idx), x3), flip);
+        const __m512i d = _mm512_permutex2var_epi16(x0, w_idx(q8_d_idx), x1);
+        w.d = _mm512_cvtph_ps(_mm512_castsi512_si256(d));
     }
     return w;
 }
 
+/* The layout (q8a_place): lo[64] hi[64] d[64], then c8 or c128[64]. */
 RT_INLINE qacc_t blk_dot(rt_type_t t, const wblk_t *w, const char *a, qacc_t acc) {
-    const __m256i c = _mm256_loadu_si256((const __m256i *)(a + (t == RT_TYPE_Q8_0 ? 192 : 128)));
-    __m256i s = _mm256_dpbusd_epi32(c, w->lo, _mm256_loadu_si256((const __m256i *)a));
-    s = _mm256_dpbusd_epi32(s, w->hi, _mm256_loadu_si256((const __m256i *)(a + 32)));
-    const __m256 sc = _mm256_mul_ps(w->d, _mm256_loadu_ps((const float *)(a + 64)));
-    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), sc, acc);
+    (void)t;
+    __m512i s = _mm512_dpbusd_epi32(_mm512_loadu_si512(a + 192), w->lo, _mm512_loadu_si512(a));
+    s = _mm512_dpbusd_epi32(s, w->hi, _mm512_loadu_si512(a + 64));
+    const __m512 sc = _mm512_mul_ps(w->d, _mm512_loadu_ps((const float *)(a + 128)));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), sc, acc);
 }
 
-RT_INLINE qacc_t acc_zero(void) { return _mm256_setzero_ps(); }
-RT_INLINE float acc_sum(qacc_t v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
-}
+RT_INLINE qacc_t acc_zero(void) { return _mm512_setzero_ps(); }
+RT_INLINE float acc_sum(qacc_t v) { return _mm512_reduce_add_ps(v); }
 
 //===--- AVX-512 without VNNI: a pair per 512-bit register ---===//
 #elif defined(RT_SIMD_AVX512)
@@ -182,7 +222,8 @@ RT_INLINE __m512 w_scales(uint16_t d0, uint16_t d1) {
     return _mm512_cvtph_ps(h);
 }
 
-RT_INLINE wblk_t w_load(rt_type_t t, const char *row, int64_t b, bool two) {
+RT_INLINE wblk_t w_load(rt_type_t t, const char *row, int64_t b, int nv) {
+    const bool two = nv > 1;
     wblk_t w = { .neg = 0 };
     if (t == RT_TYPE_Q8_0) {
         const rt_block_q8_0_t *x = (const rt_block_q8_0_t *)row + b;
@@ -232,8 +273,8 @@ typedef struct wblk {
     __m256 d;
 } wblk_t;
 
-RT_INLINE wblk_t w_load(rt_type_t t, const char *row, int64_t b, bool two) {
-    (void)two;
+RT_INLINE wblk_t w_load(rt_type_t t, const char *row, int64_t b, int nv) {
+    (void)nv;
     wblk_t w;
     if (t == RT_TYPE_Q8_0) {
         const rt_block_q8_0_t *x = (const rt_block_q8_0_t *)row + b;
@@ -280,8 +321,8 @@ typedef struct wblk {
     float d;
 } wblk_t;
 
-RT_INLINE wblk_t w_load(rt_type_t t, const char *row, int64_t b, bool two) {
-    (void)two;
+RT_INLINE wblk_t w_load(rt_type_t t, const char *row, int64_t b, int nv) {
+    (void)nv;
     wblk_t w;
     if (t == RT_TYPE_Q8_0) {
         const rt_block_q8_0_t *x = (const rt_block_q8_0_t *)row + b;
@@ -316,38 +357,49 @@ RT_INLINE float acc_sum(qacc_t v) { return v; }
 //===--- matvec_q ---===//
 
 /* c[n0 + j][m + i], i < RM, j < NB: each weight step loaded once for the NB
- * activation rows, QK_STEP blocks a step (a last lone block if K/32 is odd). */
-RT_INLINE void q_tile(const rt_cpu_mm_t *g, rt_type_t t, int64_t m, int64_t n0, int RM, int NB) {
-    const char *wr[QK_RM], *ar[QK_NB];
+ * activation rows, QK_STEP_OF(t) blocks a step, then a short last step. */
+RT_INLINE void q_tile(const rt_cpu_mm_t *g, rt_type_t t, int64_t m, int64_t m1, int64_t n0,
+                      int RM, int NB) {
+    const char *wr[QK_RM], *pf[QK_RM], *ar[QK_NB];
     qacc_t acc[QK_RM][QK_NB];
     RT_UNROLL(4)
     for (int i = 0; i < RM; i++) {
         wr[i] = g->a + (size_t)(m + i) * g->lda;
+        pf[i] = m + RM + i < m1 ? wr[i] + (size_t)RM * g->lda : wr[i] + QK_PREFETCH;
         RT_UNROLL(4)
         for (int j = 0; j < NB; j++) acc[i][j] = acc_zero();
     }
     RT_UNROLL(4)
     for (int j = 0; j < NB; j++) ar[j] = g->b + (size_t)(n0 + j) * g->ldb;
     const int64_t nb = g->K / 32;
+    const int step = QK_STEP_OF(t);
+    const size_t bs = t == RT_TYPE_Q8_0 ? 34 : 18, unit = 128 * (size_t)step;
     int64_t b = 0;
-    for (size_t u = 0; b + QK_STEP <= nb; b += QK_STEP, u += QK_UNIT) {
+    size_t u = 0;
+    for (; b + step <= nb; b += step, u += unit) {
         RT_UNROLL(4)
         for (int i = 0; i < RM; i++) {
-            __builtin_prefetch(wr[i] + (size_t)b * (t == RT_TYPE_Q8_0 ? 34 : 18) + QK_PREFETCH);
-            const wblk_t w = w_load(t, wr[i], b, true);
+            RT_UNROLL(3)
+            for (size_t o = 0; o < (size_t)step * bs; o += 64)
+                __builtin_prefetch(pf[i] + (size_t)b * bs + o, 0, 2); /* prefetcht1 */
+            const wblk_t w = w_load(t, wr[i], b, step);
             RT_UNROLL(4)
             for (int j = 0; j < NB; j++) acc[i][j] = blk_dot(t, &w, ar[j] + u, acc[i][j]);
         }
     }
+    /* Unrolled like the loop above, or the accumulators go to the stack. */
     if (b < nb) {
-        const size_t u = (size_t)(b / QK_STEP) * QK_UNIT;
+        RT_UNROLL(4)
         for (int i = 0; i < RM; i++) {
-            const wblk_t w = w_load(t, wr[i], b, false);
+            const wblk_t w = w_load(t, wr[i], b, (int)(nb - b));
+            RT_UNROLL(4)
             for (int j = 0; j < NB; j++) acc[i][j] = blk_dot(t, &w, ar[j] + u, acc[i][j]);
         }
     }
+    RT_UNROLL(4)
     for (int j = 0; j < NB; j++) {
         float *c = (float *)(g->c + (size_t)(n0 + j) * g->ldc);
+        RT_UNROLL(4)
         for (int i = 0; i < RM; i++) c[m + i] = acc_sum(acc[i][j]);
     }
 }
@@ -357,8 +409,8 @@ RT_INLINE void q_tile(const rt_cpu_mm_t *g, rt_type_t t, int64_t m, int64_t n0, 
 #define QK_ROWS(T, RM, NB)                                                      \
     do {                                                                        \
         int64_t m = m0;                                                         \
-        for (; m + (RM) <= m1; m += (RM)) q_tile(g, T, m, n0, RM, NB);          \
-        for (; m < m1; m++) q_tile(g, T, m, n0, 1, NB);                         \
+        for (; m + (RM) <= m1; m += (RM)) q_tile(g, T, m, m1, n0, RM, NB);      \
+        for (; m < m1; m++) q_tile(g, T, m, m1, n0, 1, NB);                     \
     } while (0)
 
 #define QK_TYPE(T)                                                              \

@@ -21,6 +21,9 @@
 
 #define RT_CPU_MV_MAX_N 8          /* b rows per matrix up to which matvec runs */
 #define RT_CPU_MV_CHUNK_BYTES 65536 /* bytes of a per matvec work item */
+/* The same for matvec_q, larger: its kernel prefetches the next rows of
+ * the item, and each item starts without them. */
+#define RT_CPU_MVQ_CHUNK_BYTES 262144
 
 typedef enum { MM_MATVEC, MM_MATVEC_Q, MM_GEMM, MM_GEMM_Q } rt_cpu_mm_path_t;
 
@@ -123,7 +126,8 @@ static int64_t rt_cpu_mm_chunk(const rt_cpu_params_t *p, const rt_tensor_t *node
     const rt_tensor_t *a = node->src[0];
     const rt_cpu_mm_path_t path = rt_cpu_mm_path(node);
     if (path == MM_GEMM || path == MM_GEMM_Q) return rt_cpu_k->mm->gemm_rows;
-    int64_t rows = RT_CPU_MV_CHUNK_BYTES / (int64_t)(a->nb[1] ? a->nb[1] : 1);
+    const int64_t bytes = path == MM_MATVEC_Q ? RT_CPU_MVQ_CHUNK_BYTES : RT_CPU_MV_CHUNK_BYTES;
+    int64_t rows = bytes / (int64_t)(a->nb[1] ? a->nb[1] : 1);
     const int64_t fair = (a->ne[1] + 4 * p->nth - 1) / (4 * p->nth);
     if (rows > fair) rows = fair;
     return rows < 4 ? 4 : (rows + 3) / 4 * 4;

@@ -3,7 +3,8 @@
  * "VulkanN" is device-local memory: tensor->data is a fake base plus the
  * offset in the VkBuffer, and bytes move through a host-visible staging
  * buffer with one-shot command buffers (synchronous: each transfer waits on
- * its fence). "VulkanN_Host" is host-visible, host-coherent memory mapped
+ * its fence; the async transfers at the end are these same ones, in the
+ * queue's order). "VulkanN_Host" is host-visible, host-coherent memory mapped
  * for the buffer's lifetime, so tensor->data is a real host address the CPU
  * can use (RT_BUFT_FLAG_HOST); the GPU computes on it too. */
 #include "vk_impl.h"
@@ -396,3 +397,57 @@ void rt_vk_buffer_types_init(rt_vk_device_t *dev) {
     }
     dev->n_bufts = RT_VK_N_BUFT;
 }
+
+//===--- asynchronous transfers (rt_device_ext_async_t) ---===//
+
+/* The "async" transfers run in the queue's order but are complete when
+ * they return: the device has one staging buffer for every queue, so a
+ * transfer through it cannot outlive the call that filled it. Ordering
+ * holds because every transfer starts with a barrier on the one VkQueue,
+ * after whatever the rt queue submitted; host-visible buffers are touched
+ * by the CPU instead, which must first wait for the queue. */
+static rt_status_t vk_async_buffer(rt_vk_queue_t *q, const rt_tensor_t *t, rt_vk_buffer_t **out_b) {
+    *out_b = rt_vk_buffer_of(q->dev, t);
+    if (!*out_b)
+        return q->dev->host->set_error(RT_ERR_INVALID_ARGUMENT, "%s: %s is not in a buffer of "
+                                       "Vulkan%u", __func__, t->name, q->dev->index);
+    return (*out_b)->mapped ? rt_vk_queue_synchronize(q) : RT_OK;
+}
+
+static rt_status_t vk_set_tensor_async(void *queue, rt_tensor_t *t, const void *data,
+                                       size_t offset, size_t size) {
+    rt_vk_buffer_t *b;
+    rt_status_t st = vk_async_buffer(queue, t, &b);
+    return st == RT_OK ? vk_buffer_set_tensor(b, t, data, offset, size) : st;
+}
+
+static rt_status_t vk_get_tensor_async(void *queue, const rt_tensor_t *t, void *data,
+                                       size_t offset, size_t size) {
+    rt_vk_buffer_t *b;
+    rt_status_t st = vk_async_buffer(queue, t, &b);
+    return st == RT_OK ? vk_buffer_get_tensor(b, t, data, offset, size) : st;
+}
+
+/* Only between two buffers of one device: the copy is then one command on
+ * its VkQueue, ordered after both queues' work. queue_src may be another
+ * plugin's, so only the tensors say whose they are. */
+static rt_status_t vk_cpy_tensor_async(void *queue_src, void *queue_dst, const rt_tensor_t *src,
+                                       rt_tensor_t *dst) {
+    (void)queue_src;
+    const rt_vk_queue_t *qd = queue_dst;
+    rt_vk_buffer_t *db = rt_vk_buffer_of(qd->dev, dst);
+    if (!db || !rt_vk_buffer_of(qd->dev, src)) return RT_ERR_UNSUPPORTED;
+    return vk_buffer_cpy_tensor(db, src, dst);
+}
+
+const rt_device_ext_async_t rt_vk_async_ext = {
+    .header = { .struct_size = sizeof(rt_device_ext_async_t), .type = RT_EXT_DEVICE_ASYNC },
+    .set_tensor_async = vk_set_tensor_async,
+    .get_tensor_async = vk_get_tensor_async,
+    .cpy_tensor_async = vk_cpy_tensor_async,
+    .event_create = rt_vk_event_create,
+    .event_destroy = rt_vk_event_destroy,
+    .event_record = rt_vk_event_record,
+    .event_wait = rt_vk_event_wait,
+    .event_synchronize = rt_vk_event_synchronize,
+};

@@ -187,7 +187,7 @@ static void vk_props_fill(rt_vk_device_t *dev, bool has_pci) {
     if (has_pci)
         snprintf(props->pci_bus_id, sizeof props->pci_bus_id, "%04x:%02x:%02x.%x",
                  pci.pciDomain, pci.pciBus, pci.pciDevice, pci.pciFunction);
-    props->caps = RT_DEVICE_CAP_HOST_BUFFER;
+    props->caps = RT_DEVICE_CAP_HOST_BUFFER | RT_DEVICE_CAP_ASYNC | RT_DEVICE_CAP_EVENTS;
     dev->limits = pp->limits;
     dev->max_alloc = m3.maxMemoryAllocationSize;
     dev->bind_align = pp->limits.minStorageBufferOffsetAlignment < 4
@@ -428,5 +428,5 @@ const rt_device_vtable_t rt_vk_device_vtable = {
     .queue_destroy = rt_vk_queue_destroy,
     .graph_compute = rt_vk_graph_compute,
     .synchronize = rt_vk_queue_synchronize,
-    .next = NULL,
+    .next = &rt_vk_async_ext.header,
 };

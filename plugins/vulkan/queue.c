@@ -3,7 +3,8 @@
  * holds one whole graph, the fence that says when it is done, and the
  * descriptor pool its dispatches draw from (sized for the largest graph so
  * far, reset before each). graph_compute (ops.c) records and submits
- * without waiting; synchronize waits on the fence. */
+ * without waiting; synchronize waits on the fence. Events are fences of
+ * their own, submitted with no work. */
 #include "vk_impl.h"
 
 rt_status_t rt_vk_queue_create(void *device, const rt_queue_options_t *options, void **out_queue) {
@@ -94,4 +95,74 @@ rt_status_t rt_vk_queue_begin(rt_vk_queue_t *q, uint32_t n_sets) {
     if (st == RT_OK) st = RT_VK_TRY(q->dev->host, q->dev->fn.vkBeginCommandBuffer(q->cmd, &info));
     q->reads.n = q->writes.n = 0;
     return st;
+}
+
+//===--- events ---===//
+
+/* An event is a fence submitted with no work: Vulkan signals it once
+ * everything submitted to the VkQueue before it is done, a superset of the
+ * rt queue's work (every rt queue of a device shares the one VkQueue). */
+typedef struct rt_vk_event {
+    rt_vk_device_t *dev;
+    VkFence fence;
+    bool recorded;                /* submitted since creation */
+} rt_vk_event_t;
+
+rt_status_t rt_vk_event_create(void *device, void **out_event) {
+    rt_vk_device_t *dev = device;
+    *out_event = NULL;
+    rt_vk_event_t *e = rt_vk_alloc(dev->host, sizeof *e);
+    if (!e) return dev->host->set_error(RT_ERR_OUT_OF_MEMORY, "%s: no memory", __func__);
+    e->dev = dev;
+    const VkFenceCreateInfo info = { .sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO };
+    const rt_status_t st = RT_VK_TRY(dev->host, dev->fn.vkCreateFence(dev->device, &info, NULL, &e->fence));
+    if (st != RT_OK) {
+        rt_vk_free(dev->host, e, sizeof *e);
+        return st;
+    }
+    *out_event = e;
+    return RT_OK;
+}
+
+void rt_vk_event_destroy(void *event) {
+    rt_vk_event_t *e = event;
+    if (!e) return;
+    rt_vk_device_t *dev = e->dev;
+    /* A fence may not be destroyed while its submission is pending. */
+    if (e->recorded) dev->fn.vkWaitForFences(dev->device, 1, &e->fence, VK_TRUE, UINT64_MAX);
+    dev->fn.vkDestroyFence(dev->device, e->fence, NULL);
+    rt_vk_free(dev->host, e, sizeof *e);
+}
+
+rt_status_t rt_vk_event_synchronize(void *event) {
+    rt_vk_event_t *e = event;
+    if (!e->recorded) return RT_OK; /* nothing to wait for */
+    rt_vk_device_t *dev = e->dev;
+    return RT_VK_TRY(dev->host, dev->fn.vkWaitForFences(dev->device, 1, &e->fence, VK_TRUE, UINT64_MAX));
+}
+
+rt_status_t rt_vk_event_record(void *event, void *queue) {
+    rt_vk_event_t *e = event;
+    const rt_vk_queue_t *q = queue;
+    rt_vk_device_t *dev = e->dev;
+    if (q->dev != dev)
+        return dev->host->set_error(RT_ERR_INVALID_ARGUMENT, "%s: an event of Vulkan%u recorded "
+                                    "on a queue of Vulkan%u", __func__, dev->index, q->dev->index);
+    /* A pending fence may not be reset: the earlier mark must pass first. */
+    rt_status_t st = rt_vk_event_synchronize(e);
+    if (st == RT_OK) st = RT_VK_TRY(dev->host, dev->fn.vkResetFences(dev->device, 1, &e->fence));
+    if (st != RT_OK) return st;
+    rt_vk_mutex_lock(&dev->submit_lock);
+    const VkResult r = dev->fn.vkQueueSubmit(dev->queue, 0, NULL, e->fence);
+    rt_vk_mutex_unlock(&dev->submit_lock);
+    e->recorded = r == VK_SUCCESS;
+    return RT_VK_TRY(dev->host, r);
+}
+
+/* A host wait: with one VkQueue per device, a GPU-side wait would need a
+ * semaphore between submissions that this plugin does not chain, and the
+ * event usually marks work the host waits for next anyway. */
+rt_status_t rt_vk_event_wait(void *queue, void *event) {
+    (void)queue;
+    return rt_vk_event_synchronize(event);
 }

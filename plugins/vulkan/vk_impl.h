@@ -285,6 +285,16 @@ RT_VK_INTERNAL rt_status_t rt_vk_graph_compute(void *queue, rt_tensor_t *const *
                                                int32_t n_nodes);
 RT_VK_INTERNAL bool rt_vk_supports_op(void *device, const rt_tensor_t *node);
 
+//===--- asynchronous transfers (buffer.c) and events (queue.c) ---===//
+
+RT_VK_INTERNAL extern const rt_device_ext_async_t rt_vk_async_ext;
+RT_VK_INTERNAL rt_status_t rt_vk_event_create(void *device, void **out_event);
+RT_VK_INTERNAL void rt_vk_event_destroy(void *event);
+RT_VK_INTERNAL rt_status_t rt_vk_event_record(void *event, void *queue);
+/* The host waits: see queue.c. */
+RT_VK_INTERNAL rt_status_t rt_vk_event_wait(void *queue, void *event);
+RT_VK_INTERNAL rt_status_t rt_vk_event_synchronize(void *event);
+
 /* One dispatch, as an op builder describes it. Bindings 0-2 are sources,
  * 3 the destination. Push constants start with the four bindings' byte
  * offsets (filled by the generic path), then whatever the builder adds. */
