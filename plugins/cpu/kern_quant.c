@@ -17,13 +17,16 @@
  *       c8[8], c128[8]; lane l covers bytes 4l..4l+3.
  *   AVX-512 pairs: blocks 2p, 2p+1 at 256*p: qs[64], d x 8 for each (16),
  *       c8[16], c128[16]: one 512-bit register per part.
- *   VNNI halves: blocks 2p, 2p+1 at 256*p: elements 0..15 of both (32
- *       bytes), then 16..31 of both, then at +64, +128, +192: d, c8, c128,
- *       4 lanes for each block; lane l of a block covers bytes 4l..4l+3 of
- *       both its halves. 256-bit registers: Zen 4 runs 512-bit operations
- *       in two passes, and the halves need no lane shuffles.
+ *   VNNI quads: blocks 4p..4p+3 at 512*p: elements 0..15 of the four
+ *       (64 bytes), then 16..31, then at +128 d and at +192 the correction
+ *       for the weights' type (c8 for Q4_0, c128 for Q8_0), 4 lanes for
+ *       each block; lane l of a block covers bytes 4l..4l+3 of both its
+ *       halves. A step is 4 blocks of a weight row put in this order by
+ *       word permutations (w_load), so that the scales are converted and
+ *       applied once per 4 blocks.
  *
- * A lone last block is a pair whose second block is zero. The scalar and
+ * A row ends in a whole pair (quad with VNNI) whose missing blocks are
+ * zero. The scalar and
  * NEON variants compute the same integer sums in C. A result differs from
  * the F32 product by the activations' rounding to Q8_0 and the order of the
  * F32 sums only; roundtrip_q8 gives that rounding in F32 so that the

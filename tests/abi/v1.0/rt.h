@@ -267,10 +267,16 @@ typedef struct rt_topology_summary {
     uint64_t l2_size;        /* bytes of one L2 cache, 0 if unknown */
     uint64_t l3_size;        /* bytes of one L3 cache, 0 if unknown */
     int32_t n_l3;            /* number of L3 caches */
+    bool is_this_system;     /* this machine, not a recorded file: ids may be pinned to */
 } rt_topology_summary_t;
 
 /* xml_path NULL: this machine, or HWLOC_XMLFILE when set. */
 RT_API rt_status_t rt_topology_create(const char *xml_path, rt_topology_t **out_topo);
+/* The topology the runtime's own decisions use (device NUMA nodes, thread
+ * pinning): this machine's, or the file HWLOC_XMLFILE names when set. Each
+ * is loaded on first use and kept until the library is unloaded; borrowed,
+ * never destroy it. NULL when it cannot be loaded (logged). Thread-safe. */
+RT_API const rt_topology_t *rt_topology_get_shared(void);
 RT_API void rt_topology_destroy(rt_topology_t *topo);
 RT_API rt_status_t rt_topology_get_summary(const rt_topology_t *topo,
                                            rt_topology_summary_t *out_summary);
@@ -279,6 +285,37 @@ RT_API rt_status_t rt_topology_get_summary(const rt_topology_t *topo,
 RT_API int32_t rt_topology_numa_node_of_pci(const rt_topology_t *topo, const char *pci_bus_id);
 /* A human summary: packages, NUMA nodes with memory, cores, caches. */
 RT_API void rt_topology_write_text(const rt_topology_t *topo, rt_write_fn write, void *user_data);
+
+/* The OS processor ids of NUMA node `node` (logical index) that this
+ * process may use, ascending. Writes at most max_ids of them into
+ * out_cpu_ids and sets *out_n_ids to how many there are (call with
+ * max_ids 0 to size the array). RT_ERR_NOT_FOUND for a node that does not
+ * exist, RT_ERR_UNSUPPORTED without hwloc. Thread-safe. */
+RT_API rt_status_t rt_topology_numa_node_cpus(const rt_topology_t *topo, int32_t node,
+                                              int32_t max_ids, int32_t *out_cpu_ids,
+                                              int32_t *out_n_ids);
+/* Where n_threads worker threads would be pinned: the OS processor id for
+ * thread i is out_cpu_ids[i]. Decides only; pins nothing, so a recorded
+ * topology can be asked too. Only PUs this process may use are chosen.
+ *   COMPACT: the NUMA node of the first PU, then the following nodes; in
+ *            each, one PU per core first, then the SMT siblings.
+ *   SPREAD:  the same per-node order, taking one PU from each node in turn.
+ *   NONE:    no ids (*out_n_ids is 0).
+ *   DEFAULT: rt_topology_default_placement().
+ * n_threads 0 means one thread per usable PU; more threads than PUs wrap
+ * around the list. Writes at most max_ids ids and sets *out_n_ids to
+ * n_threads (0 for NONE). RT_ERR_INVALID_ARGUMENT for a negative n_threads
+ * or an unknown placement, RT_ERR_UNSUPPORTED without hwloc. Thread-safe. */
+RT_API rt_status_t rt_topology_place_threads(const rt_topology_t *topo,
+                                             rt_cpu_placement_t placement, int32_t n_threads,
+                                             int32_t max_ids, int32_t *out_cpu_ids,
+                                             int32_t *out_n_ids);
+/* What RT_CPU_PLACEMENT_DEFAULT means now: the environment's
+ * RT_CPU_PLACEMENT (compact, spread or none), else COMPACT. An unknown
+ * value is logged and reads as COMPACT. */
+RT_API rt_cpu_placement_t rt_topology_default_placement(void);
+/* "compact", "spread", "none", "default"; "?" if unknown. */
+RT_API const char *rt_cpu_placement_name(rt_cpu_placement_t placement);
 
 //===--- rt_registry_t: plugins and devices ---===//
 
@@ -323,8 +360,14 @@ RT_API const rt_plugin_info_t *rt_registry_plugin(const rt_registry_t *reg, int3
 /* Directories searched, in order, as one colon-separated string. */
 RT_API const char *rt_registry_search_path(const rt_registry_t *reg);
 
-/* Devices of every loaded plugin, in a stable order (plugin name, then the
- * plugin's order). */
+/* Devices of every loaded plugin, best first: discrete GPUs, integrated
+ * GPUs, accelerators, the CPU, then software emulations (they run on the
+ * CPU's cores, only slower, and are there to be named); within a kind by
+ * free memory (most first, as get_props said at load), then by plugin name
+ * and the plugin's order, so the order is total and stable. With
+ * RT_DEVICE_ORDER=plugin the order is plugin name, then the plugin's
+ * order. Names do not depend on the order: "cuda1" is the plugin's device
+ * 1 wherever it sits. Index 0 is the default device. */
 RT_API int32_t rt_registry_device_count(const rt_registry_t *reg);
 RT_API rt_device_t *rt_registry_device(const rt_registry_t *reg, int32_t i);
 /* By name ("cpu0", "vulkan1"); NULL if none. */
@@ -339,6 +382,15 @@ RT_API rt_status_t rt_device_get_props(const rt_device_t *dev, rt_device_props_t
 /* The first device (lower index) that is the same hardware as dev (same
  * PCI bus id or UUID), or NULL when dev is the first or only one. */
 RT_API rt_device_t *rt_device_same_as(const rt_device_t *dev);
+/* The NUMA node (hwloc logical index) nearest the device, from its PCI bus
+ * id in the machine's topology (HWLOC_XMLFILE when set); -1 when unknown:
+ * no hwloc, no PCI bus id (the CPU), or a bus id the topology lacks. The
+ * topology is loaded on first use and kept. Thread-safe. */
+RT_API int32_t rt_device_numa_node(const rt_device_t *dev);
+/* The OS processor ids of that node, as rt_topology_numa_node_cpus;
+ * RT_ERR_NOT_FOUND when the node is unknown. */
+RT_API rt_status_t rt_device_numa_cpus(const rt_device_t *dev, int32_t max_ids,
+                                       int32_t *out_cpu_ids, int32_t *out_n_ids);
 RT_API int32_t rt_device_buffer_type_count(const rt_device_t *dev);
 RT_API rt_buffer_type_t *rt_device_buffer_type(const rt_device_t *dev, int32_t i);
 RT_API bool rt_device_supports_op(const rt_device_t *dev, const rt_tensor_t *node);
@@ -373,7 +425,11 @@ RT_API rt_status_t rt_view_init(rt_tensor_t *t);
 
 /* Sizes and allocates one buffer of buft for every tensor of a no_alloc
  * context that has no data yet, and places them in order (the seed's
- * main-backend). Views get their data from their base. */
+ * main-backend). Views get their data from their base. When the tensors
+ * exceed the type's max size they are split, in creation order, over
+ * several buffers: *out_buf is the first, freeing it frees the others, and
+ * rt_buffer_base/rt_buffer_size describe the first part. A single tensor
+ * larger than the max size: RT_ERR_UNSUPPORTED. */
 RT_API rt_status_t rt_alloc_ctx_tensors(rt_context_t *ctx, rt_buffer_type_t *buft,
                                         rt_buffer_t **out_buf);
 
@@ -387,6 +443,9 @@ RT_API rt_status_t rt_tensor_copy(const rt_tensor_t *src, rt_tensor_t *dst);
 
 //===--- rt_queue_t: running graphs ---===//
 
+/* options NULL: all defaults. On a CPU device given no cpu_ids, the core
+ * pins the workers where rt_topology_place_threads(cpu_placement,
+ * n_threads) says, on this machine's topology (never a recorded one's). */
 RT_API rt_status_t rt_queue_create(rt_device_t *dev, const rt_queue_options_t *options,
                                    rt_queue_t **out_queue);
 RT_API void rt_queue_destroy(rt_queue_t *q);

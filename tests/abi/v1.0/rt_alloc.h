@@ -35,13 +35,17 @@
  *
  * In-place reuse: a node whose op is one of ADD, SUB, MUL, DIV, SCALE, GELU,
  * SILU, SWIGLU, NORM, RMS_NORM, SOFT_MAX, DIAG_MASK_INF, ROPE may take over
- * the block of a source (or of the base of a source view at offset 0) when
- * the node is that source's last reader, both have the same type, ne and nb,
- * and the source is none of: a leaf, a view of a leaf, an INPUT, an OUTPUT
- * (or a view of one), a tensor with a view still alive. These ops compute
- * each output element (or row) from the same element (or row) of their
- * input. CONT and CPY are left out: a copy over itself is memcpy with equal
- * pointers, which C leaves undefined, and never useful.
+ * the block of a source (any source of ADD, SUB, MUL, DIV, SWIGLU; src[0]
+ * of the others, whose other sources are masks and positions), or of the
+ * base of such a source when it is a view at offset 0, when: the node is
+ * that source's last reader (and, through a view, the base's), both have
+ * the same type, ne and nb, both lie in the same buffer, and the source is
+ * none of: a leaf, a view of a leaf, an INPUT, an OUTPUT (or a view of
+ * one), a tensor with another view still to be read. These ops compute each
+ * output element (or row) from the same element (or row) of their input, so
+ * a plugin must let them run with dst equal to that input. CONT and CPY are
+ * left out: a copy over itself is memcpy with equal pointers, which C
+ * leaves undefined, and never useful.
  *
  * Lifetimes: leafs the gallocr places and INPUT nodes are live from node 0,
  * before anything runs, so nothing overwrites them before they are read.

@@ -136,6 +136,12 @@ RT_API uint32_t rt_gguf_alignment(const rt_gguf_t *g);    /* bytes, a power of t
 RT_API uint64_t rt_gguf_data_offset(const rt_gguf_t *g);  /* bytes from the file start */
 RT_API const void *rt_gguf_file_data(const rt_gguf_t *g); /* the file's first byte */
 RT_API uint64_t rt_gguf_file_size(const rt_gguf_t *g);    /* bytes */
+/* Says the file bytes [offset, offset + size) are no longer needed (their
+ * tensors were copied to devices): the whole pages inside are unmapped, so
+ * the memory goes back to the system. Tensor data pointers into that range
+ * become invalid; keys, strings and arrays stay valid (they were copied).
+ * Nothing happens for a file given to rt_gguf_parse. */
+RT_API void rt_gguf_release_range(rt_gguf_t *g, uint64_t offset, uint64_t size);
 
 //===--- rt_gguf_t: keys and values ---===//
 

@@ -234,7 +234,13 @@ typedef struct rt_device_vtable {
     void (*queue_destroy)(void *queue);
     /* required: runs nodes in order on the queue. May return before the work
      * is done when the device is asynchronous; synchronize waits. Every
-     * node's data is allocated and every source's data is ready. */
+     * node's data is allocated and every source's data is ready. The graph
+     * allocator lets ADD, SUB, MUL, DIV, SCALE, GELU, SILU, SWIGLU, NORM,
+     * RMS_NORM, SOFT_MAX, DIAG_MASK_INF and ROPE write over a source of the
+     * same type and layout: their kernels must be correct with dst's data
+     * equal to that source's. The plugin reads the node headers (op, src,
+     * ne, nb, op_params, data) before graph_compute returns and never
+     * afterwards; only the bytes they point at may be used later. */
     rt_status_t (*graph_compute)(void *queue, rt_tensor_t *const *nodes, int32_t n_nodes);
     /* required: waits for everything submitted to the queue. */
     rt_status_t (*synchronize)(void *queue);

@@ -40,7 +40,10 @@
  * The copies are tensors in the scheduler's own context. While a graph is
  * allocated, its nodes read those copies: alloc_graph points the node's
  * src[] at them, and rt_sched_reset points it back. So keep the graph alive
- * until rt_sched_reset (or rt_sched_destroy, which does not touch it).
+ * until rt_sched_reset (or rt_sched_destroy, which does not touch it). A
+ * graph may be allocated again after a reset (and is split the same way),
+ * unless a reserve in between grew the compute buffers: its tensors would
+ * still point into the old ones, so build it anew then.
  *
  * Pipeline parallelism (n_copies > 1): every split input, and every INPUT
  * leaf the scheduler places, gets n_copies copies used round-robin by
@@ -92,7 +95,8 @@ RT_API void rt_sched_destroy(rt_sched_t *sched);
  * allocate returns RT_ERR_OUT_OF_MEMORY with a message naming the device
  * and the bytes needed (rt_sched_last_oom tells which). RT_ERR_UNSUPPORTED
  * when no device can run a node, or a node's data lives in a buffer no
- * device that runs it can use. */
+ * device that runs it can use; RT_ERR_MISUSE while another graph is
+ * allocated. */
 RT_API rt_status_t rt_sched_reserve(rt_sched_t *sched, rt_graph_t *g);
 /* Assigns, splits and places g in the reserved buffers (reserving again
  * when g does not fit the plan or the assignment changed). Calling it again
@@ -108,7 +112,8 @@ RT_API rt_status_t rt_sched_synchronize(rt_sched_t *sched);
 /* Forgets the assignment of the last graph and points its nodes' sources
  * back at the original tensors (its tensors keep their data until the next
  * alloc_graph). Call before building the next graph, while the last one is
- * still alive. */
+ * still alive. It does not wait for the graph: devices read a graph's
+ * headers when it is submitted, only its bytes afterwards. */
 RT_API void rt_sched_reset(rt_sched_t *sched);
 
 /* Pins t (a node of the next graph) to dev, one of the scheduler's devices.
@@ -130,8 +135,9 @@ RT_API size_t rt_sched_buffer_size(const rt_sched_t *sched, int32_t i);
 /* After RT_ERR_OUT_OF_MEMORY: the device that failed and the bytes its
  * compute buffer needed; NULL (and 0) when the last reserve succeeded. */
 RT_API rt_device_t *rt_sched_last_oom(const rt_sched_t *sched, size_t *out_bytes);
-/* One line per split: device, node range, compute nodes, inputs copied
- * (name, from which device, bytes). */
+/* One line per split of the last graph split: device, node range, nodes
+ * computed, inputs copied (the copy's name, the device it comes from, its
+ * bytes). Reads only the scheduler's own records. */
 RT_API void rt_sched_write_splits(const rt_sched_t *sched, rt_write_fn write, void *user_data);
 
 //===--- rt_placement_t: layers to devices ---===//

@@ -117,6 +117,8 @@ enum {
                             (i2, i3) reads a's (i2 / (b2/a2), i3 / (b3/a3)));
                             a: F32/F16/BF16/Q8_0/Q4_0, rows contiguous (nb[0] = block bytes),
                             not transposed (nb[0] <= nb[1]); b: F32, nb[0] = 4;
+                            with Q8_0/Q4_0 weights a plugin may round b through
+                            Q8_0 per 32-block first (as ggml does: integer dots);
                             dims 1-3 of both may have any strides. */
     RT_OP_SOFT_MAX = 16, /* per row: softmax(a*scale + mask); b = mask or NULL, F32 or F16,
                             b->ne[0] == a->ne[0], b->ne[1] >= a->ne[1], b broadcasts
