@@ -97,22 +97,6 @@ static void copy_file(const char *from, const char *to) {
     assert_int_equal(system(cmd), 0);
 }
 
-/* Runs a shell command line and returns its stdout and stderr (malloc'd). */
-static char *run_capture(const char *cmd, int *out_status) {
-    char line[1024];
-    size_t len = 0, cap = 1 << 16;
-    char *out = calloc(1, cap);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    while (fgets(line, sizeof line, p) != NULL) {
-        const size_t n = strlen(line);
-        if (len + n + 1 > cap) out = realloc(out, cap *= 2);
-        memcpy(out + len, line, n + 1);
-        len += n;
-    }
-    *out_status = pclose(p);
-    return out;
-}
 
 //===--- loader-1: the CPU plugin next to the library ---===//
 
@@ -328,7 +312,7 @@ static void test_same_pci_device(void **state) {
 static char *rt_devices(const char *env, const char *args, int *out_status) {
     char cmd[3 * PATH_SIZE], exe[PATH_SIZE];
     snprintf(cmd, sizeof cmd, "%s '%s' %s 2>&1", env, build_path(exe, "bin/rt-devices"), args);
-    return run_capture(cmd, out_status);
+    return tu_run_capture(cmd, out_status);
 }
 
 static void test_third_party_in_rt_devices(void **state) {
@@ -378,7 +362,7 @@ static void expect_only_entry(const char *rel) {
     char cmd[PATH_SIZE + 64], lib[PATH_SIZE], sym[256];
     snprintf(cmd, sizeof cmd, "nm -D --defined-only '%s'", build_path(lib, rel));
     int status = 0, n = 0;
-    char *out = run_capture(cmd, &status);
+    char *out = tu_run_capture(cmd, &status);
     assert_int_equal(status, 0);
     for (const char *l = out; *l != '\0'; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : "") {
         if (sscanf(l, "%*s %*s %255s", sym) != 1) continue;

@@ -54,11 +54,6 @@ static char *model_path(const char *file, char *buf, size_t size) {
     return buf;
 }
 
-static const char *build_dir(void) {
-    static char path[PATH_MAX];
-    if (path[0] == 0 && realpath(tu_build_dir(), path) == NULL) fail_msg("no build dir %s", tu_build_dir());
-    return path;
-}
 
 /* A registry of the CPU plugin and, when n_gpus > 0, that many mock GPUs
  * of `memory` each (RT_MOCKGPU_MEMORY syntax). The mock reads its
@@ -69,7 +64,7 @@ static rt_registry_t *registry_open(int n_gpus, const char *memory) {
     setenv("RT_MOCKGPU_COUNT", count, 1);
     setenv("RT_MOCKGPU_MEMORY", memory ? memory : "1G", 1);
     setenv("RT_PLUGINS", n_gpus > 0 ? "cpu,mockgpu" : "cpu", 1);
-    snprintf(path, sizeof path, "%s/tests/plugins/mockgpu:%s/lib/rt-plugins", build_dir(), build_dir());
+    snprintf(path, sizeof path, "%s/tests/plugins/mockgpu:%s/lib/rt-plugins", tu_build_dir_abs(), tu_build_dir_abs());
     const rt_registry_options_t o = {.struct_size = sizeof o, .plugin_path = path};
     rt_registry_t *reg = NULL;
     if (rt_registry_create(&o, &reg) != RT_OK) fail_msg("rt_registry_create: %s", rt_last_error());
@@ -83,19 +78,6 @@ static rt_device_t *device(rt_registry_t *reg, const char *name) {
     return d;
 }
 
-static const mockgpu_ext_counters_t *mock_counters(void) {
-    char path[PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/tests/plugins/mockgpu/rt-plugin-mockgpu.so", build_dir());
-    void *dl = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
-    assert_non_null(dl);
-    rt_plugin_query_fn query = (rt_plugin_query_fn)dlsym(dl, RT_PLUGIN_QUERY_SYMBOL);
-    const rt_plugin_t *p = query != NULL ? query(RT_ABI_VERSION, NULL) : NULL;
-    const rt_ext_header_t *h = p != NULL ? p->next : NULL;
-    while (h != NULL && h->type != MOCKGPU_EXT_COUNTERS) h = h->next;
-    dlclose(dl); /* the registry keeps it loaded */
-    assert_non_null(h);
-    return (const mockgpu_ext_counters_t *)h;
-}
 
 //===--- running the model ---===//
 
@@ -115,12 +97,10 @@ typedef struct run_out {
     uint64_t mock_before, mock_after;  /* bytes the mock GPUs hold, likewise */
 } run_out_t;
 
-static const mockgpu_ext_counters_t *mock_counters(void);
-
 static uint64_t mock_allocated(void) {
     mockgpu_counters_t c;
     uint64_t sum = 0;
-    for (uint32_t d = 0; mock_counters()->get(d, &c); d++) sum += c.allocated;
+    for (uint32_t d = 0; tu_mock_counters()->get(d, &c); d++) sum += c.allocated;
     return sum;
 }
 
@@ -299,11 +279,11 @@ static void test_split_devices(void **state) {
     assert_ptr_equal(rtm_model_layer_device(m, 1), devs[1]);
     assert_ptr_equal(rtm_model_layer_device(m, 2), devs[0]);
     assert_ptr_equal(rtm_model_layer_device(m, 5), devs[0]);
-    mock_counters()->reset();
+    tu_mock_counters()->reset();
     greedy_run(m, &(run_cfg_t){.mp = &mp, .n_batch = 7, .mock = true}, &r);
     assert_true(r.mock_before > 0);
     mockgpu_counters_t mc;
-    assert_true(mock_counters()->get(0, &mc));
+    assert_true(tu_mock_counters()->get(0, &mc));
     assert_true(mc.n_graphs >= N_GEN); /* the GPU part really ran on the mock */
     expect_same(&base, &r, rtm_model_n_vocab(m), "model-2.5 (cpu + mockgpu0)");
     /* model-2.6: a split graph allocates nothing per step either. */
@@ -776,14 +756,14 @@ static void test_synthetic(void **state) {
  * or glslc) excuses a missing vulkan0. */
 static bool vulkan_plugin_built(void) {
     char path[PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/lib/rt-plugins/rt-plugin-vulkan.so", build_dir());
+    snprintf(path, sizeof path, "%s/lib/rt-plugins/rt-plugin-vulkan.so", tu_build_dir_abs());
     return access(path, F_OK) == 0;
 }
 
 static rt_registry_t *registry_open_vulkan(void) {
     char path[PATH_MAX + 64];
     setenv("RT_PLUGINS", "cpu,vulkan", 1);
-    snprintf(path, sizeof path, "%s/lib/rt-plugins", build_dir());
+    snprintf(path, sizeof path, "%s/lib/rt-plugins", tu_build_dir_abs());
     const rt_registry_options_t o = {.struct_size = sizeof o, .plugin_path = path};
     rt_registry_t *reg = NULL;
     if (rt_registry_create(&o, &reg) != RT_OK) fail_msg("rt_registry_create: %s", rt_last_error());

@@ -45,11 +45,6 @@ typedef struct env {
     int n_gpus;
 } env_t;
 
-static const char *build_dir(void) {
-    static char path[PATH_MAX];
-    if (path[0] == 0 && realpath(tu_build_dir(), path) == NULL) fail_msg("no build dir");
-    return path;
-}
 
 static void set_or_unset(const char *name, const char *value) {
     if (value != NULL) setenv(name, value, 1);
@@ -65,8 +60,8 @@ static void env_open(env_t *e, int n_gpus, const char *memory, const char *ops) 
     set_or_unset("RT_MOCKGPU_MEMORY", memory);
     set_or_unset("RT_MOCKGPU_OPS", ops);
     setenv("RT_PLUGINS", "cpu,mockgpu", 1);
-    snprintf(path, sizeof path, "%s/tests/plugins/mockgpu:%s/lib/rt-plugins", build_dir(),
-             build_dir());
+    snprintf(path, sizeof path, "%s/tests/plugins/mockgpu:%s/lib/rt-plugins", tu_build_dir_abs(),
+             tu_build_dir_abs());
     const rt_registry_options_t o = {.struct_size = sizeof o, .plugin_path = path};
     memset(e, 0, sizeof *e);
     assert_int_equal(rt_registry_create(&o, &e->reg), RT_OK);
@@ -86,23 +81,10 @@ static void env_close(env_t *e) {
     e->reg = NULL;
 }
 
-static const mockgpu_ext_counters_t *mock_counters(void) {
-    char path[PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/tests/plugins/mockgpu/rt-plugin-mockgpu.so", build_dir());
-    void *dl = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
-    assert_non_null(dl);
-    rt_plugin_query_fn query = (rt_plugin_query_fn)dlsym(dl, RT_PLUGIN_QUERY_SYMBOL);
-    const rt_plugin_t *p = query != NULL ? query(RT_ABI_VERSION, NULL) : NULL;
-    const rt_ext_header_t *h = p != NULL ? p->next : NULL;
-    while (h != NULL && h->type != MOCKGPU_EXT_COUNTERS) h = h->next;
-    dlclose(dl); /* the registry keeps it loaded */
-    assert_non_null(h);
-    return (const mockgpu_ext_counters_t *)h;
-}
 
 static mockgpu_counters_t counters(uint32_t device) {
     mockgpu_counters_t c;
-    assert_true(mock_counters()->get(device, &c));
+    assert_true(tu_mock_counters()->get(device, &c));
     return c;
 }
 
@@ -504,7 +486,7 @@ static void test_transformer(void **state) {
     model_t m;
     expect_ok(model_create(&m, groups, devs, 3), "sched-2.2");
     rt_sched_t *s = sched_new(devs, 3, 1);
-    mock_counters()->reset();
+    tu_mock_counters()->reset();
     run_model(&m, s, 1, got, "sched-2.3");
     check_logits(ref, got, "sched-2.3");
     rt_sched_write_splits(s, write_stdout, NULL);

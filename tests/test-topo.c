@@ -364,21 +364,6 @@ static void test_device_numa(void **state) {
 
 //===--- topo-5: rt-devices explains ---===//
 
-static char *run_capture(const char *cmd) {
-    char line[1024];
-    size_t len = 0, cap = 1 << 16;
-    char *out = calloc(1, cap);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    while (fgets(line, sizeof line, p) != NULL) {
-        const size_t n = strlen(line);
-        while (len + n + 1 > cap) out = realloc(out, cap *= 2);
-        memcpy(out + len, line, n + 1);
-        len += n;
-    }
-    assert_int_equal(pclose(p), 0);
-    return out;
-}
 
 static char *rt_devices(const char *args) {
     char dir[PATH_SIZE], cmd[3 * PATH_SIZE];
@@ -386,7 +371,10 @@ static char *rt_devices(const char *args) {
     snprintf(cmd, sizeof cmd, "RT_PLUGIN_PATH='%s/tests/plugins/mockgpu' RT_PLUGINS=mockgpu,cpu "
              "RT_MOCKGPU_COUNT=2 RT_MOCKGPU_MEMORY=1G,3G RT_MOCKGPU_PCI=0002:01:00.0,000b:01:00.0 "
              "HWLOC_XMLFILE=" POWER8 " '%s/bin/rt-devices' %s 2>&1", dir, dir, args);
-    return run_capture(cmd);
+    int status;
+    char *out = tu_run_capture(cmd, &status);
+    assert_int_equal(status, 0);
+    return out;
 }
 
 static void test_rt_devices(void **state) {

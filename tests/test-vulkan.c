@@ -204,19 +204,11 @@ static void test_back_to_back(void **state) {
 
 /* Reads rt-devices' whole output; whether it exited 0 goes to out_ok. */
 static char *rt_devices_output(bool *out_ok) {
-    char cmd[1024], line[512];
+    char cmd[1024];
+    int status;
     snprintf(cmd, sizeof cmd, "'%s/bin/rt-devices' 2>&1", tu_build_dir());
-    size_t len = 0, cap = 1 << 16;
-    char *out = calloc(1, cap);
-    FILE *p = popen(cmd, "r");
-    assert_true(out != NULL && p != NULL);
-    while (fgets(line, sizeof line, p) != NULL) {
-        const size_t n = strlen(line);
-        if (len + n + 1 > cap) out = realloc(out, cap *= 2);
-        memcpy(out + len, line, n + 1);
-        len += n;
-    }
-    *out_ok = pclose(p) == 0;
+    char *out = tu_run_capture(cmd, &status);
+    *out_ok = status == 0;
     return out;
 }
 

@@ -2,6 +2,8 @@
 /* testutil.c: see testutil.h. */
 #include "testutil.h"
 
+#include <dlfcn.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +52,44 @@ double tu_max_abs_error(const double *ref, const float *got, size_t n) {
 const char *tu_build_dir(void) {
     const char *b = getenv("RT_TEST_BUILD_DIR");
     return b != NULL && *b ? b : "build";
+}
+
+const char *tu_build_dir_abs(void) {
+    static char path[PATH_MAX];
+    if (path[0] == 0 && realpath(tu_build_dir(), path) == NULL)
+        fail_msg("no build directory %s", tu_build_dir());
+    return path;
+}
+
+char *tu_run_capture(const char *cmd, int *out_status) {
+    char line[1024];
+    size_t len = 0, cap = 1 << 16;
+    char *out = calloc(1, cap);
+    FILE *p = popen(cmd, "r");
+    assert_true(out != NULL && p != NULL);
+    while (fgets(line, sizeof line, p) != NULL) {
+        const size_t n = strlen(line);
+        while (len + n + 1 > cap) out = realloc(out, cap *= 2);
+        assert_non_null(out);
+        memcpy(out + len, line, n + 1);
+        len += n;
+    }
+    *out_status = pclose(p);
+    return out;
+}
+
+const mockgpu_ext_counters_t *tu_mock_counters(void) {
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/tests/plugins/mockgpu/rt-plugin-mockgpu.so", tu_build_dir_abs());
+    void *dl = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+    assert_non_null(dl);
+    rt_plugin_query_fn query = (rt_plugin_query_fn)dlsym(dl, RT_PLUGIN_QUERY_SYMBOL);
+    const rt_plugin_t *p = query != NULL ? query(RT_ABI_VERSION, NULL) : NULL;
+    const rt_ext_header_t *h = p != NULL ? p->next : NULL;
+    while (h != NULL && h->type != MOCKGPU_EXT_COUNTERS) h = h->next;
+    dlclose(dl); /* the registry keeps it loaded */
+    assert_non_null(h);
+    return (const mockgpu_ext_counters_t *)h;
 }
 
 static rt_registry_t *registry;

@@ -15,6 +15,7 @@
 
 #include "../abi/rt.h"
 #include "../abi/rt_plugin.h"
+#include "plugins/mockgpu/mockgpu.h"
 
 /* xorshift64*: the same numbers on every machine for a given seed. */
 void tu_seed(uint64_t seed);
@@ -29,6 +30,18 @@ double tu_max_abs_error(const double *ref, const float *got, size_t n);
 
 /* The build directory (RT_TEST_BUILD_DIR, set by tests/run.sh; else "build"). */
 const char *tu_build_dir(void);
+
+/* The build directory as an absolute path (for RT_PLUGIN_PATH, which
+ * takes absolute directories only). */
+const char *tu_build_dir_abs(void);
+
+/* Runs a shell command line; returns its output (stdout, and stderr where
+ * the command redirects it), malloc'd, and its pclose status. */
+char *tu_run_capture(const char *cmd, int *out_status);
+
+/* The mockgpu plugin's counters, reached through the loaded object's own
+ * rt_plugin_query (the registry must have loaded it). */
+const mockgpu_ext_counters_t *tu_mock_counters(void);
 
 /* One registry per test process over the plugins next to the core library
  * (build/lib/rt-plugins). Destroyed at exit. */
