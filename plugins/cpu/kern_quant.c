@@ -104,7 +104,7 @@ static void q8a_place(char *row, int64_t b, rt_type_t atype, const int8_t q[32],
 
 static void quantize_q8a(const float *x, int64_t K, rt_type_t atype, void *row) {
     const rt_cpu_kern_vec_t *v = QK_VEC();
-    memset(row, 0, rt_cpu_q8a_size(K)); /* the second block of a lone last one */
+    memset(row, 0, rt_cpu_q8a_size(K)); /* the missing blocks of a short last step */
     for (int64_t b = 0; b < K / 32; b++) {
         rt_block_q8_0_t blk;
         v->f32_to_q8_0(x + b * 32, &blk, 32);
@@ -182,7 +182,8 @@ RT_INLINE wblk_t w_load(rt_type_t t, const char *row, int64_t b, int nv) {
         const __m512i m4 = _mm512_set1_epi8(15);
         w.lo = _mm512_and_si512(qs, m4);
         w.hi = _mm512_and_si512(_mm512_srli_epi16(qs, 4), m4);
-        w.d = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(w_idx(q4_d_idx), x0)));
+        const __m512i d = _mm512_permutexvar_epi16(w_idx(q4_d_idx), x0);
+        w.d = _mm512_cvtph_ps(_mm512_castsi512_si256(d));
     } else {
         const char *p = row + (size_t)b * 34;
         const __m512i x0 = w_window(p, 0, 34 * nv), x1 = w_window(p, 56, 34 * nv);
