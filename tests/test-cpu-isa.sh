@@ -1,5 +1,6 @@
 #!/bin/sh
-# tests/test-cpu-isa.sh: the op conformance suite (test-ops) once per kernel
+# tests/test-cpu-isa.sh: the op conformance suite (test-ops, and the seed's
+# attention block, test-attention) once per kernel
 # path of the CPU plugin, forced with RT_CPU_ISA, so that CI checks every
 # path its machine can run, not only the one the plugin would pick.
 #
@@ -20,8 +21,12 @@ for isa in $want; do
        failed="$failed $isa"
        continue ;;
     esac
-    echo "== RT_CPU_ISA=$isa test-ops"
-    if RT_CPU_ISA=$isa "$b/tests/test-ops"; then ran="$ran $isa"; else failed="$failed $isa"; fi
+    echo "== RT_CPU_ISA=$isa test-ops test-attention"
+    if RT_CPU_ISA=$isa "$b/tests/test-ops" && RT_CPU_ISA=$isa "$b/tests/test-attention"; then
+        ran="$ran $isa"
+    else
+        failed="$failed $isa"
+    fi
 done
 echo "test-cpu-isa: test-ops passed under:${ran:- none}${failed:+; failed or unavailable:$failed}"
 [ -z "$failed" ] && [ -n "$ran" ]
