@@ -201,6 +201,10 @@ RT_API rt_tensor_t *rt_cast(rt_context_t *ctx, rt_tensor_t *a, rt_type_t type);
 //===--- graph constructors: compute ---===//
 
 RT_API rt_tensor_t *rt_get_rows(rt_context_t *ctx, rt_tensor_t *a, rt_tensor_t *rows);
+/* abi >= 1.1: writes the rows of b over rows `rows` of a (SET_ROWS); the
+ * result is a view of a. */
+RT_API rt_tensor_t *rt_set_rows(rt_context_t *ctx, rt_tensor_t *a, rt_tensor_t *b,
+                                rt_tensor_t *rows);
 RT_API rt_tensor_t *rt_add(rt_context_t *ctx, rt_tensor_t *a, rt_tensor_t *b);
 RT_API rt_tensor_t *rt_sub(rt_context_t *ctx, rt_tensor_t *a, rt_tensor_t *b);
 RT_API rt_tensor_t *rt_mul(rt_context_t *ctx, rt_tensor_t *a, rt_tensor_t *b);
@@ -403,6 +407,11 @@ RT_API size_t rt_buffer_type_alignment(const rt_buffer_type_t *buft);
 RT_API size_t rt_buffer_type_max_size(const rt_buffer_type_t *buft); /* SIZE_MAX: no limit */
 RT_API size_t rt_buffer_type_alloc_size(const rt_buffer_type_t *buft, const rt_tensor_t *t);
 RT_API bool rt_buffer_type_is_host(const rt_buffer_type_t *buft);
+/* abi >= 1.1: a type that keeps weights in the device's own layout
+ * (RT_BUFT_FLAG_WEIGHTS in rt_plugin.h: whole-tensor set and get only, used
+ * only by the ops the device accepts them for), and whether it takes t. */
+RT_API bool rt_buffer_type_is_weights(const rt_buffer_type_t *buft);
+RT_API bool rt_buffer_type_supports_tensor(const rt_buffer_type_t *buft, const rt_tensor_t *t);
 RT_API rt_device_t *rt_buffer_type_device(const rt_buffer_type_t *buft);
 
 RT_API rt_status_t rt_buffer_alloc(rt_buffer_type_t *buft, size_t size, rt_buffer_t **out_buf);

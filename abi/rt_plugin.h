@@ -148,7 +148,17 @@ RT_STATIC_ASSERT(offsetof(rt_plugin_t, vtable) == 48, "rt_plugin_t 1.0 last fiel
 //===--- buffer types and buffers ---===//
 
 enum {
-    RT_BUFT_FLAG_HOST = 1u << 0 /* tensor->data is a host address the CPU can use */
+    RT_BUFT_FLAG_HOST = 1u << 0, /* tensor->data is a host address the CPU can use */
+    /* abi >= 1.1: weights kept in a layout of the device's own, repacked for
+     * its kernels. A tensor in such a buffer is written and read whole
+     * (set_tensor and get_tensor at offset 0 for nbytes, in the standard
+     * layout: get_tensor gives back what set_tensor took) and is read by the
+     * device only as a source of the nodes its supports_op accepts (src[0]
+     * of MUL_MAT, typically); no view of it is ever read. An application
+     * places a tensor there only when supports_tensor accepts it and every
+     * use of it is such a node; the scheduler copies it through get_tensor
+     * when another device needs it. */
+    RT_BUFT_FLAG_WEIGHTS = 1u << 1
 };
 
 /* Functions on one buffer. `state` is the buffer_state_size bytes the core
@@ -202,10 +212,17 @@ typedef struct rt_buffer_type_desc {
      * its nbytes. */
     size_t (*alloc_size)(void *ctx, const rt_tensor_t *t);
     const rt_buffer_vtable_t *buffer_vtable; /* required */
+    /* abi >= 1.1 */
+    /* (optional) whether tensor t (its type and shape; not yet allocated)
+     * may be placed in a buffer of this type; defaults to yes. A
+     * RT_BUFT_FLAG_WEIGHTS type says here which weights it can repack. */
+    bool (*supports_tensor)(void *ctx, const rt_tensor_t *t);
 } rt_buffer_type_desc_t;
 
 RT_STATIC_ASSERT(offsetof(rt_buffer_type_desc_t, buffer_vtable) == 64,
                  "rt_buffer_type_desc_t 1.0 last field");
+RT_STATIC_ASSERT(offsetof(rt_buffer_type_desc_t, supports_tensor) == 72,
+                 "rt_buffer_type_desc_t 1.1 last field");
 
 //===--- the device table ---===//
 

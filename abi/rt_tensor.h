@@ -137,6 +137,20 @@ enum {
                             in NEOX mode. F32 or F16. */
     RT_OP_ARGMAX = 22,   /* a F32 {n0, n1, n2, n3} -> I32 {n1, n2, n3}: index of the
                             largest element of each row (the first one on ties) */
+
+    /* abi >= 1.1. A plugin of an older minor version is never asked about
+       these: the core answers "unsupported" for it. */
+    RT_OP_SET_ROWS = 23, /* a {n0, n1, n2, n3} F32/F16/BF16, b F32 {n0, m, n2, n3},
+                            c I32 {m, n2, n3}: row b[:, i, i2, i3] is written,
+                            converted to a's type, over row c[i, i2, i3] of a's
+                            matrix (i2, i3); the other rows of a keep their bytes.
+                            The result is a view of a (like CPY): the scatter
+                            counterpart of GET_ROWS, which lets a graph write at
+                            positions chosen by an input, so the same graph serves
+                            every step (a KV cache written at the step's rows).
+                            a's rows contiguous (nb[0] = type size); with indices
+                            repeated, which of their rows lands is unspecified; an
+                            index outside a fails the graph. */
     RT_OP_COUNT          /* not ABI: grows with new ops */
 };
 

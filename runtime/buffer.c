@@ -38,6 +38,15 @@ bool rt_buffer_type_is_host(const rt_buffer_type_t *buft) {
     return buft != NULL && (buft->desc.flags & RT_BUFT_FLAG_HOST) != 0;
 }
 
+bool rt_buffer_type_is_weights(const rt_buffer_type_t *buft) {
+    return buft != NULL && (buft->desc.flags & RT_BUFT_FLAG_WEIGHTS) != 0;
+}
+
+bool rt_buffer_type_supports_tensor(const rt_buffer_type_t *buft, const rt_tensor_t *t) {
+    if (buft == NULL || t == NULL) return false;
+    return buft->desc.supports_tensor == NULL || buft->desc.supports_tensor(buft->desc.ctx, t);
+}
+
 rt_device_t *rt_buffer_type_device(const rt_buffer_type_t *buft) {
     return buft != NULL ? buft->device : NULL;
 }

@@ -334,8 +334,15 @@ rt_buffer_type_t *rt_device_buffer_type(const rt_device_t *dev, int32_t i) {
     return &dev->bufts[i];
 }
 
+/* The ABI version that brought op: a plugin of an older one has never
+ * heard of it and is not asked (rt_tensor.h). */
+static uint32_t op_since(rt_op_t op) {
+    return op >= RT_OP_SET_ROWS ? RT_ABI_MAKE_VERSION(1, 1) : RT_ABI_MAKE_VERSION(1, 0);
+}
+
 bool rt_device_supports_op(const rt_device_t *dev, const rt_tensor_t *node) {
     if (dev == NULL || node == NULL) return false;
+    if (dev->plugin->info.abi_version < op_since(node->op)) return false;
     return dev->vtable.supports_op(dev->handle, node);
 }
 

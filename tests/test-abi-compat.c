@@ -124,6 +124,12 @@ static void test_frozen_plugin(void **state) {
     assert_int_equal(props.kind, RT_DEVICE_KIND_SOFTWARE);
     assert_string_equal(rt_buffer_type_name(rt_device_buffer_type(dev, 0)), "Frozen");
     compute_on(dev, true);                                                  /* compat-1.4 */
+    rt_context_t *ctx = tu_context(1, true);                                /* compat-1.5 */
+    rt_tensor_t *a = rt_new_tensor_2d(ctx, RT_TYPE_F32, 16, 4);
+    rt_tensor_t *set = rt_set_rows(ctx, a, rt_new_tensor_2d(ctx, RT_TYPE_F32, 16, 2),
+                                   rt_new_tensor_1d(ctx, RT_TYPE_I32, 2));
+    assert_false(rt_device_supports_op(dev, set)); /* an op of 1.1: not asked */
+    rt_context_destroy(ctx);
     rt_registry_destroy(reg);
 }
 

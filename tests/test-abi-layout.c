@@ -69,7 +69,8 @@ static void test_plugin_tables(void **state) {
     PIN_OFFSET(rt_buffer_type_desc_t, buffer_state_size, 32);
     PIN_OFFSET(rt_buffer_type_desc_t, alloc, 48);
     PIN_OFFSET(rt_buffer_type_desc_t, buffer_vtable, 64);
-    PIN_SIZE(rt_buffer_type_desc_t, 72);
+    PIN_OFFSET(rt_buffer_type_desc_t, supports_tensor, 72); /* 1.1 */
+    PIN_SIZE(rt_buffer_type_desc_t, 80);
     PIN_OFFSET(rt_buffer_vtable_t, destroy, 8);
     PIN_OFFSET(rt_buffer_vtable_t, set_tensor, 32);
     PIN_OFFSET(rt_buffer_vtable_t, clear, 64);
@@ -118,6 +119,7 @@ static void test_numbers(void **state) {
         RT_OP_CPY, RT_OP_GET_ROWS, RT_OP_ADD, RT_OP_SUB, RT_OP_MUL, RT_OP_DIV, RT_OP_SCALE,
         RT_OP_NORM, RT_OP_RMS_NORM, RT_OP_MUL_MAT, RT_OP_SOFT_MAX, RT_OP_DIAG_MASK_INF,
         RT_OP_GELU, RT_OP_SILU, RT_OP_SWIGLU, RT_OP_ROPE, RT_OP_ARGMAX,
+        RT_OP_SET_ROWS, /* 1.1 */
     };
     for (int i = 0; i < (int)(sizeof ops / sizeof ops[0]); i++) assert_int_equal(ops[i], i);
     assert_int_equal(RT_ROPE_MODE_NORMAL, 0);
@@ -129,6 +131,8 @@ static void test_numbers(void **state) {
     assert_int_equal(RT_TENSOR_FLAG_INPUT, 1);
     assert_int_equal(RT_TENSOR_FLAG_OUTPUT, 2);
     assert_int_equal(RT_TENSOR_FLAG_PARAM, 4);
+    assert_int_equal(RT_BUFT_FLAG_HOST, 1);
+    assert_int_equal(RT_BUFT_FLAG_WEIGHTS, 2); /* 1.1 */
     assert_int_equal(RT_DEVICE_KIND_SOFTWARE, 4);
     assert_int_equal(RT_EXT_DEVICE_ASYNC, 1);
     assert_int_equal(RT_EXT_DEVICE_HOST_PTR, 2);

@@ -66,7 +66,8 @@ enum {
     FILL_WIDE,    /* U(-6, 6): reaches the tails of gelu and silu */
     FILL_CAUSAL,  /* U(-1, 1), -inf where i0 > i1 + 2: a mask */
     FILL_TIES,    /* integers 1..4: argmax ties */
-    FILL_INDEX    /* integers in [0, idx_hi): rows, positions */
+    FILL_INDEX,   /* integers in [0, idx_hi): rows, positions */
+    FILL_DISTINCT /* as FILL_INDEX, distinct along dim 0: SET_ROWS targets */
 };
 
 typedef struct src_spec {
@@ -74,7 +75,7 @@ typedef struct src_spec {
     int layout;      /* LAY_* */
     int fill;        /* FILL_* */
     int axes[4];     /* LAY_PERM, LAY_PADPERM */
-    int32_t idx_hi;  /* FILL_INDEX */
+    int32_t idx_hi;  /* FILL_INDEX, FILL_DISTINCT */
     int64_t ne[4];   /* shape the op sees; 0 reads as 1; ne[0] == 0: no source */
 } src_spec_t;
 
@@ -84,7 +85,7 @@ enum { OP_BINARY = -1, OP_ROWNORM = -2, OP_ACT = -3, OP_VIEWS = -4 };
 typedef struct op_case {
     rt_op_t op;          /* RT_OP_* or OP_* template */
     const char *name;
-    src_spec_t src[3];   /* a, b, c; for CPY b is the destination */
+    src_spec_t src[3];   /* a, b, c; for CPY b is the destination, for SET_ROWS a */
     float f[2];          /* SCALE s; NORM eps; SOFT_MAX scale; ROPE freq_base, freq_scale */
     int32_t i[2];        /* DIAG n_past; ROPE n_dims, mode; CPY cast type */
     int64_t ne[4];       /* CONT: the cont_Nd shape (0: rt_cont) */
@@ -100,6 +101,7 @@ typedef struct op_case {
 #define INPP(ty, x0, x1, x2, x3, ...) \
     {.type = RT_TYPE_##ty, .layout = LAY_PADPERM, .axes = {x0, x1, x2, x3}, .ne = {__VA_ARGS__}}
 #define IDX(hi, ...) {.type = RT_TYPE_I32, .fill = FILL_INDEX, .idx_hi = hi, .ne = {__VA_ARGS__}}
+#define DIST(hi, ...) {.type = RT_TYPE_I32, .fill = FILL_DISTINCT, .idx_hi = hi, .ne = {__VA_ARGS__}}
 #define POS(ty, lay, ...) {.type = RT_TYPE_##ty, .layout = LAY_##lay, .fill = FILL_POS, .ne = {__VA_ARGS__}}
 
 static const op_case_t cases[] = {
@@ -302,6 +304,19 @@ static const op_case_t cases[] = {
     {RT_OP_ARGMAX, "ne0 = 1", {IN(F32, 1, 5)}, .tol = TOL_EXACT},
     {RT_OP_ARGMAX, "ties: the first wins", {INF(F32, TIES, 16, 9)}, .tol = TOL_EXACT},
     {RT_OP_ARGMAX, "padded view", {INL(F32, PAD, 7, 5, 3)}, .tol = TOL_EXACT},
+
+    /* SET_ROWS: into F32/F16/BF16, batched, b strided, one-element rows (the
+       transposed V cache); rows not named keep their bytes. */
+    {RT_OP_SET_ROWS, "f32", {IN(F32, 7, 10), IN(F32, 7, 4), DIST(10, 4)}, .tol = TOL_EXACT},
+    {RT_OP_SET_ROWS, "into f16", {IN(F16, 33, 10), IN(F32, 33, 5), DIST(10, 5)}, .tol = TOL_EXACT},
+    {RT_OP_SET_ROWS, "into bf16", {IN(BF16, 100, 9), IN(F32, 100, 9), DIST(9, 9)}, .tol = TOL_EXACT},
+    {RT_OP_SET_ROWS, "batched over dims 2, 3", {IN(F32, 7, 6, 3, 2), IN(F32, 7, 4, 3, 2), DIST(6, 4, 3, 2)},
+     .tol = TOL_EXACT},
+    {RT_OP_SET_ROWS, "b permuted 0,2,1,3", {IN(F16, 16, 10, 3), INP(F32, 0, 2, 1, 3, 16, 4, 3), DIST(10, 4, 3)},
+     .tol = TOL_EXACT},
+    {RT_OP_SET_ROWS, "into a padded view", {INL(F32, PAD, 33, 10), IN(F32, 33, 3), DIST(10, 3)}, .tol = TOL_EXACT},
+    {RT_OP_SET_ROWS, "one-element rows (V cache)", {IN(F16, 1, 300), IN(F32, 1, 64), DIST(300, 64)},
+     .tol = TOL_EXACT},
 };
 
 #define N_CASES (sizeof cases / sizeof cases[0])
@@ -473,11 +488,33 @@ static float fill_value(const src_spec_t *s, const layout_t *bl, int64_t k) {
     }
 }
 
+/* FILL_DISTINCT: each run of ne[0] values a random pick without repeats
+ * from [0, idx_hi) (a partial Fisher-Yates shuffle). */
+static void fill_distinct(const src_spec_t *s, const layout_t *bl, float *v) {
+    const int64_t n = lay_nelem(bl), m = bl->ne[0], hi = s->idx_hi;
+    int64_t *pool = malloc((size_t)hi * sizeof *pool);
+    assert_true(m <= hi);
+    for (int64_t r = 0; r < n; r += m) {
+        for (int64_t k = 0; k < hi; k++) pool[k] = k;
+        for (int64_t k = 0; k < m; k++) {
+            const int64_t j = k + (int64_t)(tu_next() % (uint64_t)(hi - k));
+            const int64_t t = pool[k];
+            pool[k] = pool[j];
+            pool[j] = t;
+            v[r + k] = (float)pool[k];
+        }
+    }
+    free(pool);
+}
+
 /* Random values (never all zero) for the base, encoded in its type. */
 static void fill_input(input_t *in) {
     const int64_t n = lay_nelem(&in->base_lay);
     float *v = malloc((size_t)n * sizeof *v);
-    for (int64_t k = 0; k < n; k++) v[k] = fill_value(in->spec, &in->base_lay, k);
+    if (in->spec->fill == FILL_DISTINCT)
+        fill_distinct(in->spec, &in->base_lay, v);
+    else
+        for (int64_t k = 0; k < n; k++) v[k] = fill_value(in->spec, &in->base_lay, k);
     in->bytes = calloc(lay_span(&in->base_lay), 1);
     lay_write(&in->base_lay, in->bytes, v);
     free(v);
@@ -588,6 +625,7 @@ static rt_tensor_t *build_op(rt_context_t *ctx, rt_op_t op, const op_case_t *c, 
         return c->ext ? rt_rope_ext(ctx, a, b, c->i[0], c->i[1], c->f[0], c->f[1])
                       : rt_rope(ctx, a, b, c->i[0], c->i[1]);
     case RT_OP_ARGMAX: return rt_argmax(ctx, a);
+    case RT_OP_SET_ROWS: return rt_set_rows(ctx, a, b, in[2].t);
     default: fail_msg("build_op: op %d has no builder", op);
     }
     return NULL;
@@ -606,6 +644,7 @@ static layout_t expect_out(rt_op_t op, const op_case_t *c, const input_t *in) {
         if (!c->ext) return in[1].lay;
         type = c->i[0];
         break;
+    case RT_OP_SET_ROWS: return in[0].lay;
     case RT_OP_GET_ROWS: memcpy(ne, (int64_t[4]){a[0], b[0], b[1], b[2]}, sizeof ne); type = RT_TYPE_F32; break;
     case RT_OP_MUL_MAT: memcpy(ne, (int64_t[4]){a[1], b[1], b[2], b[3]}, sizeof ne); type = RT_TYPE_F32; break;
     case RT_OP_ARGMAX: memcpy(ne, (int64_t[4]){a[1], a[2], a[3], 1}, sizeof ne); type = RT_TYPE_I32; break;
@@ -793,6 +832,21 @@ static uint8_t *ref_copy_bytes(rt_op_t op, const op_case_t *c, const input_t *in
     return bytes;
 }
 
+/* SET_ROWS: a's whole base as uploaded, with b's rows encoded over the
+ * rows the indices name. */
+static uint8_t *ref_set_rows_bytes(const input_t *in) {
+    const layout_t *a = &in[0].lay, *b = &in[1].lay;
+    uint8_t *bytes = malloc(lay_span(&in[0].base_lay));
+    memcpy(bytes, in[0].bytes, lay_span(&in[0].base_lay));
+    int64_t i[4];
+    for (int64_t k = 0; k < lay_nelem(b); k++) {
+        lay_unravel(k, b->ne, i);
+        const int64_t at[4] = {i[0], (int64_t)in_at(&in[2], i[1], i[2], i[3], 0), i[2], i[3]};
+        lay_encode(a->type, bytes + lay_addr(a, at), (float)in_at(&in[1], i[0], i[1], i[2], i[3]));
+    }
+    return bytes;
+}
+
 //===--- running one case ---===//
 
 static rt_device_t *dev;
@@ -843,6 +897,10 @@ static bool check_out(rt_op_t op, const op_case_t *c) {
         report("%s: the CPY result is not a view of b", run.label);
         return false;
     }
+    if (op == RT_OP_SET_ROWS && t->view_src != run.in[0].base) {
+        report("%s: the SET_ROWS result is not a view of a", run.label);
+        return false;
+    }
     return header_is(run.label, "result", t, &want) && check_params(run.label, op, c, t);
 }
 
@@ -855,6 +913,10 @@ static void compute_ref(rt_op_t op, const op_case_t *c) {
         lay_read(o, run.want_bytes, run.ref);
         break;
     case RT_OP_GET_ROWS: ref_get_rows(run.in, o, run.ref); break;
+    case RT_OP_SET_ROWS:
+        run.want_bytes = ref_set_rows_bytes(run.in);
+        lay_read(o, run.want_bytes, run.ref);
+        break;
     case RT_OP_MUL_MAT: ref_mul_mat(run.in, o, run.ref); break;
     case RT_OP_NORM:
     case RT_OP_RMS_NORM:
@@ -957,9 +1019,10 @@ static void case_body(rt_op_t op, const op_case_t *c) {
         return;
     }
     for (int k = 0; k < 3 && run.in[k].spec != NULL; k++) fill_input(&run.in[k]);
-    const bool into_b = op == RT_OP_CPY && !c->ext;
-    run.chk_t = into_b ? run.in[1].base : run.out;
-    run.chk = into_b ? run.in[1].base_lay : expect_out(op, c, run.in);
+    /* Copies into a destination are checked over its whole base. */
+    const int into = op == RT_OP_CPY && !c->ext ? 1 : op == RT_OP_SET_ROWS ? 0 : -1;
+    run.chk_t = into >= 0 ? run.in[into].base : run.out;
+    run.chk = into >= 0 ? run.in[into].base_lay : expect_out(op, c, run.in);
     const int64_t n = lay_nelem(&run.chk);
     run.ref = malloc((size_t)n * sizeof *run.ref);
     run.got = malloc((size_t)n * sizeof *run.got);
@@ -1002,7 +1065,7 @@ static const op_test_t op_tests[] = {
     {"SOFT_MAX", RT_OP_SOFT_MAX, RT_OP_SOFT_MAX}, {"DIAG_MASK_INF", RT_OP_DIAG_MASK_INF, RT_OP_DIAG_MASK_INF},
     {"GELU", RT_OP_GELU, RT_OP_GELU}, {"SILU", RT_OP_SILU, RT_OP_SILU},
     {"SWIGLU", RT_OP_SWIGLU, RT_OP_SWIGLU}, {"ROPE", RT_OP_ROPE, RT_OP_ROPE},
-    {"ARGMAX", RT_OP_ARGMAX, RT_OP_ARGMAX},
+    {"ARGMAX", RT_OP_ARGMAX, RT_OP_ARGMAX}, {"SET_ROWS", RT_OP_SET_ROWS, RT_OP_SET_ROWS},
 };
 
 #define N_OP_TESTS (sizeof op_tests / sizeof op_tests[0])

@@ -416,9 +416,20 @@ static rt_tensor_t *cpy_node(rt_context_t *ctx, rt_type_t type) {
     return n;
 }
 
+/* SET_ROWS writes F32 rows into a of type, picked by I32 indices; the node
+ * is a view of a. */
+static rt_tensor_t *set_rows_node(rt_context_t *ctx, rt_tensor_t *a) {
+    rt_tensor_t *n = view_node(ctx, a, RT_OP_VIEW);
+    n->src[1] = rt_new_tensor_2d(ctx, RT_TYPE_F32, a->ne[0], 2);
+    n->src[2] = rt_new_tensor_1d(ctx, RT_TYPE_I32, 2);
+    return n;
+}
+
 static rt_tensor_t *build_node(rt_context_t *ctx, rt_op_t op, rt_type_t type) {
     rt_tensor_t *a = rt_new_tensor_2d(ctx, type, 64, 4); /* 64: whole quantised blocks */
-    rt_tensor_t *n = op == RT_OP_CPY ? cpy_node(ctx, type) : shape_node(ctx, op, type, a);
+    rt_tensor_t *n = op == RT_OP_CPY        ? cpy_node(ctx, type)
+                     : op == RT_OP_SET_ROWS ? set_rows_node(ctx, a)
+                                            : shape_node(ctx, op, type, a);
     if (op != RT_OP_CPY) n->src[0] = a;
     if (op == RT_OP_NORM || op == RT_OP_RMS_NORM) set_f32_param(n, 0, 1e-5f);
     if (op == RT_OP_SCALE || op == RT_OP_SOFT_MAX) set_f32_param(n, 0, 1.0f);
@@ -440,7 +451,7 @@ static bool op_table_build(op_table_t *t) {
 }
 
 static void print_ops_text(const rt_device_t *dev, const op_table_t *t) {
-    printf("      ops (x: supported; CPY converts F32 into the type):\n      %-14s", "");
+    printf("      ops (x: supported; CPY and SET_ROWS write F32 into the type):\n      %-14s", "");
     for (rt_type_t type = 0; type < RT_TYPE_COUNT; type++)
         if (rt_type_traits(type) != NULL) printf(" %-5s", rt_type_name(type));
     for (rt_op_t op = 1; op < RT_OP_COUNT; op++) {

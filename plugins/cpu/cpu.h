@@ -233,6 +233,7 @@ static inline float rt_cpu_param_f32(const rt_tensor_t *t, int i) {
 
 RT_CPU_KERNEL(copy);       /* CONT, CPY (ops_copy.c) */
 RT_CPU_KERNEL(get_rows);   /* ops_copy.c */
+RT_CPU_KERNEL(set_rows);   /* ops_set_rows.c */
 RT_CPU_KERNEL(binary);     /* ADD, SUB, MUL, DIV, SWIGLU (ops_elementwise.c) */
 RT_CPU_KERNEL(unary);      /* SCALE, GELU, SILU (ops_elementwise.c) */
 RT_CPU_KERNEL(norm);       /* NORM, RMS_NORM (ops_norm.c) */

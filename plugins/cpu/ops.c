@@ -254,6 +254,7 @@ static const rt_cpu_op_entry_t rt_cpu_ops[] = {
     [RT_OP_SWIGLU] = RT_CPU_OP(binary),
     [RT_OP_ROPE] = RT_CPU_OP(rope),
     [RT_OP_ARGMAX] = RT_CPU_OP(argmax),
+    [RT_OP_SET_ROWS] = RT_CPU_OP(set_rows),
 };
 
 static const rt_cpu_op_entry_t *rt_cpu_op_entry(rt_op_t op) {
@@ -302,6 +303,7 @@ static int64_t rt_cpu_op_work(const rt_tensor_t *node) {
         const rt_tensor_t *b = node->src[1];
         return node->src[0]->ne[0] * node->ne[0] * b->ne[1] * b->ne[2] * b->ne[3] / 8;
     }
+    if (node->op == RT_OP_SET_ROWS) return rt_cpu_nelements(node->src[1]); /* not all of a */
     return rt_cpu_nelements(node);
 }
 

@@ -22,7 +22,8 @@
 # RT_ABI_VERSION_MINOR, give new symbols a new version node in
 # runtime/rtcore.map, and run `ninja abi-baseline` in the same commit.
 # Release numbers (RT_VERSION_*) are not part of the ABI and not recorded,
-# nor is RT_ABI_VERSION_MINOR, which a compatible addition bumps.
+# nor is RT_ABI_VERSION_MINOR, which a compatible addition bumps, nor the
+# *_COUNT sentinels (one past the last value), which grow with additions.
 set -eu
 mode=${1:?usage: abi.sh check|baseline BUILD}
 b=${2:?usage: abi.sh check|baseline BUILD}
@@ -54,7 +55,7 @@ list_constants() {
         $cc -std=c11 -dM -E "$out/probe.c" |
             sed -n 's/^#define \(RT_[A-Za-z0-9_]*\) \{0,1\}\(.*[^ ]\) *$/\1 \2/p' |
             grep -v '^RT_VERSION_\|^RT_ABI_VERSION_MINOR '
-    } | LC_ALL=C sort -u > "$out/constants.txt"
+    } | grep -v '^RT_[A-Z0-9_]*_COUNT ' | LC_ALL=C sort -u > "$out/constants.txt"
 }
 
 dump() {

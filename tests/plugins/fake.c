@@ -244,8 +244,10 @@ static rt_status_t plugin_create(const rt_host_t *host, void **out_plugin) {
     memset(f, 0, sizeof *f);
     g_host = host;
     f->host = host;
-    f->buft = (rt_buffer_type_desc_t){sizeof f->buft, RT_BUFT_FLAG_HOST, "Fake", FAKE_ALIGN, 0,
-                                      sizeof(fake_buffer_t), f, buft_alloc, NULL, &buffer_vtable};
+    f->buft = (rt_buffer_type_desc_t){.struct_size = sizeof f->buft, .flags = RT_BUFT_FLAG_HOST,
+                                      .name = "Fake", .alignment = FAKE_ALIGN,
+                                      .buffer_state_size = sizeof(fake_buffer_t), .ctx = f,
+                                      .alloc = buft_alloc, .buffer_vtable = &buffer_vtable};
     read_env(f);
     *out_plugin = f;
     return RT_OK;

@@ -64,7 +64,7 @@ static rt_op_t op_by_name(const char *name) {
     static const char *const names[] = {
         "NONE", "VIEW", "RESHAPE", "PERMUTE", "TRANSPOSE", "CONT", "CPY", "GET_ROWS",
         "ADD", "SUB", "MUL", "DIV", "SCALE", "NORM", "RMS_NORM", "MUL_MAT", "SOFT_MAX",
-        "DIAG_MASK_INF", "GELU", "SILU", "SWIGLU", "ROPE", "ARGMAX",
+        "DIAG_MASK_INF", "GELU", "SILU", "SWIGLU", "ROPE", "ARGMAX", "SET_ROWS",
     };
     for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
         if (strcmp(names[i], name) == 0) return i;
