@@ -199,7 +199,9 @@ static void test_refusals(void **state) {
                                           "tests/plugins/initfail"}, 3);
     rt_registry_t *reg = registry();
     expect_refused(reg, "badmajor", RT_ERR_INCOMPATIBLE, "plugin ABI 2.0");   /* loader-3.1 */
-    expect_contains(find_plugin(reg, "badmajor")->message, "ABI 1.0", "loader-3.2");
+    char runtime_abi[32]; /* the message names the runtime's version too */
+    snprintf(runtime_abi, sizeof runtime_abi, "ABI %d.%d", RT_ABI_VERSION_MAJOR, RT_ABI_VERSION_MINOR);
+    expect_contains(find_plugin(reg, "badmajor")->message, runtime_abi, "loader-3.2");
     assert_int_equal(find_plugin(reg, "badmajor")->abi_version, RT_ABI_MAKE_VERSION(2, 0));
     expect_refused(reg, "nosym", RT_ERR_NOT_FOUND, "rt_plugin_query");         /* loader-3.3 */
     expect_refused(reg, "initfail", RT_ERR_DEVICE, "unplugged");               /* loader-3.4 */

@@ -7,8 +7,9 @@
  * 0 of its device, fills both with the same seeded random inputs, runs one
  * on the device and one on the CPU, and compares the outputs by normalised
  * error, sqrt(sum (d - c)^2 / sum c^2), against the case's tolerance.
- * A few multi-node cases ("GRAPH") are placed by a gallocr instead, so that
- * memory reuse and in-place ops exercise the device's hazard tracking.
+ * A few multi-node cases ("GRAPH", "KV") are placed by a gallocr instead, so
+ * that memory reuse, in-place ops and writes through views (a KV cache
+ * written by SET_ROWS, then read) exercise the device's hazard tracking.
  *
  *   rt-test-ops [perf] [--device NAME] [--op NAME]
  *
@@ -28,6 +29,7 @@
 
 #define NONE (-1)     /* no tensor of that role */
 #define OP_GRAPH (-2) /* a small multi-node graph, not one op */
+#define OP_KV (-3)    /* KV caches written by SET_ROWS, read back by MUL_MAT */
 
 /* How an input tensor is laid out; its logical shape is always the case's. */
 enum {
@@ -46,6 +48,8 @@ typedef struct tcase {
     int32_t i0, i1;            /* n_past, n_dims, rope mode */
     int32_t irange;            /* I32 inputs take values in [0, irange) */
     double tol;                /* largest normalised error that passes */
+    bool distinct;             /* I32 inputs distinct within each row (SET_ROWS:
+                                  repeated indices leave the result unspecified) */
 } tcase_t;
 
 /* Tolerances, as normalised errors. Conversions between float types are
@@ -89,6 +93,17 @@ static const tcase_t cases[] = {
     { RT_OP_GET_ROWS, BF16, I32, S(16, 7, 1, 1), S(4, 1, 1, 1), LAY_CONT, 0, .irange = 7, .tol = 0 },
     { RT_OP_GET_ROWS, Q8, I32, S(64, 10, 2, 1), S(7, 2, 1, 1), LAY_CONT, 0, .irange = 10, .tol = 1e-6 },
     { RT_OP_GET_ROWS, Q4, I32, S(96, 10, 1, 1), S(7, 1, 1, 1), LAY_PERMUTE, 0, .irange = 10, .tol = 1e-6 },
+    /* SET_ROWS into every float type: a (pre-filled, so the untouched rows are
+     * checked to keep their bytes) {n0, n1, n2, n3}, b F32 {n0, m, n2, n3};
+     * rows of 64, batched, strided b, and the transposed V cache's rows of
+     * one element, thousands of them */
+    { RT_OP_SET_ROWS, F32, F32, S(64, 20, 1, 1), S(64, 7, 1, 1), LAY_CONT, LAY_CONT, .irange = 20, .distinct = true, .tol = 0 },
+    { RT_OP_SET_ROWS, F16, F32, S(64, 16, 3, 2), S(64, 5, 3, 2), LAY_CONT, LAY_PERMUTE, .irange = 16, .distinct = true, .tol = 0 },
+    { RT_OP_SET_ROWS, BF16, F32, S(64, 12, 2, 1), S(64, 12, 2, 1), LAY_CONT, LAY_TRANSPOSE, .irange = 12, .distinct = true, .tol = 0 },
+    { RT_OP_SET_ROWS, F32, F32, S(33, 10, 2, 1), S(33, 4, 2, 1), LAY_PAD, LAY_PAD, .irange = 10, .distinct = true, .tol = 0 },
+    { RT_OP_SET_ROWS, F16, F32, S(1, 8192, 1, 1), S(1, 3000, 1, 1), LAY_CONT, LAY_CONT, .irange = 8192, .distinct = true, .tol = 0 },
+    { RT_OP_SET_ROWS, F32, F32, S(1, 4096, 1, 1), S(1, 2500, 1, 1), LAY_CONT, LAY_TRANSPOSE, .irange = 4096, .distinct = true, .tol = 0 },
+    { RT_OP_SET_ROWS, BF16, F32, S(1, 5000, 2, 1), S(1, 2048, 2, 1), LAY_CONT, LAY_PERMUTE, .irange = 5000, .distinct = true, .tol = 0 },
     /* binary ops: same shape, broadcast, strided */
     { RT_OP_ADD, F32, F32, S(16, 5, 4, 3), S(16, 5, 4, 3), LAY_CONT, LAY_CONT, .tol = 1e-6 },
     { RT_OP_ADD, F32, F32, S(16, 5, 4, 3), S(16, 1, 4, 1), LAY_PERMUTE, LAY_CONT, .tol = 1e-6 },
@@ -122,10 +137,10 @@ static const tcase_t cases[] = {
     { RT_OP_ARGMAX, F32, NONE, S(100, 20, 1, 1), S(0), LAY_CONT, 0, .tol = 0 },
     { RT_OP_ARGMAX, F32, NONE, S(5000, 3, 2, 1), S(0), LAY_PERMUTE, 0, .tol = 0 },
     /* ROPE, normal and neox, with pass-through dims */
-    { RT_OP_ROPE, F32, I32, S(64, 4, 6, 1), S(0), LAY_CONT, 0, 10000.0f, 1.0f, 64, RT_ROPE_MODE_NORMAL, 64, 1e-4 },
-    { RT_OP_ROPE, F32, I32, S(64, 4, 6, 1), S(0), LAY_PERMUTE, 0, 10000.0f, 1.0f, 32, RT_ROPE_MODE_NEOX, 64, 1e-4 },
-    { RT_OP_ROPE, F16, I32, S(32, 2, 5, 2), S(0), LAY_CONT, 0, 500000.0f, 0.5f, 24, RT_ROPE_MODE_NEOX, 64, 2e-3 },
-    { RT_OP_ROPE, F32, I32, S(18, 3, 4, 1), S(0), LAY_PAD, 0, 10000.0f, 1.0f, 16, RT_ROPE_MODE_NORMAL, 64, 1e-4 },
+    { RT_OP_ROPE, F32, I32, S(64, 4, 6, 1), S(0), LAY_CONT, 0, 10000.0f, 1.0f, 64, RT_ROPE_MODE_NORMAL, 64, .tol = 1e-4 },
+    { RT_OP_ROPE, F32, I32, S(64, 4, 6, 1), S(0), LAY_PERMUTE, 0, 10000.0f, 1.0f, 32, RT_ROPE_MODE_NEOX, 64, .tol = 1e-4 },
+    { RT_OP_ROPE, F16, I32, S(32, 2, 5, 2), S(0), LAY_CONT, 0, 500000.0f, 0.5f, 24, RT_ROPE_MODE_NEOX, 64, .tol = 2e-3 },
+    { RT_OP_ROPE, F32, I32, S(18, 3, 4, 1), S(0), LAY_PAD, 0, 10000.0f, 1.0f, 16, RT_ROPE_MODE_NORMAL, 64, .tol = 1e-4 },
     /* MUL_MAT: every a type, vectors and matrices, broadcast, strided */
     { RT_OP_MUL_MAT, F32, F32, S(64, 16, 1, 1), S(64, 1, 1, 1), LAY_CONT, LAY_CONT, .tol = 1e-5 },
     { RT_OP_MUL_MAT, F32, F32, S(67, 13, 3, 1), S(67, 9, 3, 2), LAY_CONT, LAY_CONT, .tol = 1e-5 },
@@ -141,6 +156,10 @@ static const tcase_t cases[] = {
     /* multi-node graphs placed by a gallocr: dependencies, reuse, in-place */
     { OP_GRAPH, F32, F32, S(64, 4, 1, 1), S(0), LAY_CONT, 0, 1e-5f, .tol = 1e-5 },
     { OP_GRAPH, Q8, F32, S(128, 8, 1, 1), S(0), LAY_CONT, 0, 1e-6f, .tol = TOL_QMM },
+    /* KV caches of type ta, na = {n_embd, n_ctx}, m = nb[1] tokens; one index
+     * range serves both caches, so m * n_embd <= n_ctx */
+    { OP_KV, F16, F32, S(16, 64, 1, 1), S(16, 3, 1, 1), LAY_CONT, 0, .irange = 64, .distinct = true, .tol = 1e-5 },
+    { OP_KV, F32, F32, S(32, 256, 1, 1), S(32, 7, 1, 1), LAY_CONT, 0, .irange = 256, .distinct = true, .tol = 1e-5 },
 };
 
 /* Larger shapes, for `perf`. */
@@ -215,13 +234,36 @@ static rt_tensor_t *build_graph(rt_context_t *ctx, const tcase_t *c, rt_tensor_t
     return rt_add(ctx, s, corner);
 }
 
+/* The decode graph's KV cache, small: SET_ROWS writes the step's m rows
+ * of K and, through a {1, n_ctx * n_embd} reshape, m * n_embd one-element
+ * rows of the transposed V cache (indices in [0, n_ctx): the case draws
+ * one range for every index tensor); MUL_MATs then read both caches
+ * through views of the SET_ROWS results, so the reads must wait for the
+ * writes to the same bytes. */
+static rt_tensor_t *build_kv(rt_context_t *ctx, const tcase_t *c) {
+    const int64_t d = c->na[0], n_ctx = c->na[1], m = c->nb[1];
+    rt_tensor_t *k = rt_new_tensor_2d(ctx, c->ta, d, n_ctx), *v = rt_new_tensor_2d(ctx, c->ta, n_ctx, d);
+    rt_tensor_t *k_cur = rt_new_tensor_2d(ctx, RT_TYPE_F32, d, m);
+    rt_tensor_t *v_cur = rt_new_tensor_2d(ctx, RT_TYPE_F32, 1, d * m);
+    rt_tensor_t *k_set = rt_set_rows(ctx, k, k_cur, rt_new_tensor_1d(ctx, RT_TYPE_I32, m));
+    rt_tensor_t *v_set = rt_set_rows(ctx, rt_reshape_2d(ctx, v, 1, n_ctx * d), v_cur,
+                                     rt_new_tensor_1d(ctx, RT_TYPE_I32, d * m));
+    rt_tensor_t *q = rt_new_tensor_2d(ctx, RT_TYPE_F32, d, 3);
+    rt_tensor_t *kq = rt_mul_mat(ctx, rt_view_2d(ctx, k_set, d, n_ctx, k->nb[1], 0), q);
+    return rt_mul_mat(ctx, rt_view_2d(ctx, v_set, n_ctx, d, v->nb[1], 0), kq);
+}
+
 static rt_tensor_t *build_op(rt_context_t *ctx, const tcase_t *c) {
+    if (c->op == OP_KV) return build_kv(ctx, c);
     const rt_type_t ta = c->op == OP_GRAPH ? RT_TYPE_F32 : c->ta;
     rt_tensor_t *a = input(ctx, ta, c->na, c->lay_a);
     switch (c->op) {
     case OP_GRAPH: return build_graph(ctx, c, a);
     case RT_OP_CONT: case RT_OP_CPY: return build_copy(ctx, c, a);
     case RT_OP_GET_ROWS: return rt_get_rows(ctx, a, rt_new_tensor_3d(ctx, RT_TYPE_I32, c->nb[0], c->nb[1], c->nb[2]));
+    case RT_OP_SET_ROWS:
+        return rt_set_rows(ctx, a, input(ctx, c->tb, c->nb, c->lay_b),
+                           rt_new_tensor_3d(ctx, RT_TYPE_I32, c->nb[1], c->nb[2], c->nb[3]));
     case RT_OP_SCALE: return rt_scale(ctx, a, c->f0);
     case RT_OP_NORM: return rt_norm(ctx, a, c->f0);
     case RT_OP_RMS_NORM: return rt_rms_norm(ctx, a, c->f0);
@@ -279,7 +321,7 @@ static bool side_supported(const side_t *s) {
 
 static rt_status_t side_place(side_t *s, const tcase_t *c) {
     rt_buffer_type_t *buft = rt_device_buffer_type(s->dev, 0);
-    if (c->op != OP_GRAPH) return rt_alloc_ctx_tensors(s->ctx, buft, &s->buf);
+    if (c->op != OP_GRAPH && c->op != OP_KV) return rt_alloc_ctx_tensors(s->ctx, buft, &s->buf);
     rt_status_t st = rt_gallocr_create(buft, &s->galloc);
     return st == RT_OK ? rt_gallocr_alloc_graph(s->galloc, s->graph) : st;
 }
@@ -297,24 +339,51 @@ static float rng_float(uint64_t *state) { /* uniform in [-1, 1) */
     return (float)((double)(rng_next(state) >> 11) * (2.0 / 9007199254740992.0) - 1.0);
 }
 
-/* Fills leaf t with values drawn from seed: floats in [-1, 1) converted to
- * its type, or indices in [0, irange) for I32. */
-static rt_status_t fill(rt_tensor_t *t, uint64_t seed, int32_t irange) {
+/* n indices, row after row of ne0, each row the first ne0 values of a
+ * random permutation of [0, irange) (a partial Fisher-Yates shuffle).
+ * RT_ERR_INVALID_ARGUMENT when a row is longer than the range. */
+static rt_status_t fill_distinct(int32_t *out, int64_t n, int64_t ne0, int32_t irange,
+                                 uint64_t *seed) {
+    if (ne0 > irange) return RT_ERR_INVALID_ARGUMENT;
+    int32_t *perm = malloc((size_t)(irange > 0 ? irange : 1) * sizeof *perm);
+    if (!perm) return RT_ERR_OUT_OF_MEMORY;
+    for (int64_t r = 0; r < n; r += ne0) {
+        for (int32_t i = 0; i < irange; i++) perm[i] = i;
+        for (int64_t j = 0; j < ne0; j++) {
+            const int64_t k = j + (int64_t)(rng_next(seed) % (uint64_t)(irange - j));
+            const int32_t x = perm[k];
+            perm[k] = perm[j];
+            out[r + j] = perm[j] = x;
+        }
+    }
+    free(perm);
+    return RT_OK;
+}
+
+/* t's bytes (a contiguous leaf), drawn from seed: floats in [-1, 1)
+ * converted to its type, or indices in [0, c->irange) for I32, distinct
+ * within each row when the case asks. f holds rt_nelements(t) floats. */
+static rt_status_t fill_values(const rt_tensor_t *t, const tcase_t *c, uint64_t seed, void *data,
+                               float *f) {
+    const int64_t n = rt_nelements(t);
+    if (t->type == RT_TYPE_I32 && c->distinct) return fill_distinct(data, n, t->ne[0], c->irange, &seed);
+    const uint64_t range = (uint64_t)(c->irange > 0 ? c->irange : 1);
+    for (int64_t i = 0; i < n; i++) {
+        if (t->type == RT_TYPE_I32) ((int32_t *)data)[i] = (int32_t)(rng_next(&seed) % range);
+        else f[i] = rng_float(&seed);
+    }
+    if (t->type != RT_TYPE_I32) rt_quantize(t->type, f, data, n);
+    return RT_OK;
+}
+
+/* Fills leaf t with values drawn from seed (fill_values). */
+static rt_status_t fill(rt_tensor_t *t, const tcase_t *c, uint64_t seed) {
     const int64_t n = rt_nelements(t);
     const size_t bytes = rt_nbytes(t);
     void *data = malloc(bytes ? bytes : 1);
     float *f = malloc((size_t)(n ? n : 1) * sizeof *f);
-    if (!data || !f) {
-        free(data);
-        free(f);
-        return RT_ERR_OUT_OF_MEMORY;
-    }
-    for (int64_t i = 0; i < n; i++) {
-        if (t->type == RT_TYPE_I32) ((int32_t *)data)[i] = (int32_t)(rng_next(&seed) % (uint64_t)(irange > 0 ? irange : 1));
-        else f[i] = rng_float(&seed);
-    }
-    if (t->type != RT_TYPE_I32) rt_quantize(t->type, f, data, n);
-    rt_status_t st = rt_tensor_set(t, data, 0, bytes);
+    rt_status_t st = data && f ? fill_values(t, c, seed, data, f) : RT_ERR_OUT_OF_MEMORY;
+    if (st == RT_OK) st = rt_tensor_set(t, data, 0, bytes);
     free(data);
     free(f);
     return st;
@@ -323,7 +392,7 @@ static rt_status_t fill(rt_tensor_t *t, uint64_t seed, int32_t irange) {
 static rt_status_t side_fill(side_t *s, const tcase_t *c, uint64_t seed) {
     rt_status_t st = RT_OK;
     for (int32_t i = 0; st == RT_OK && i < rt_graph_n_leafs(s->graph); i++)
-        st = fill(rt_graph_leaf(s->graph, i), seed * 1000003u + (uint64_t)i, c->irange);
+        st = fill(rt_graph_leaf(s->graph, i), c, seed * 1000003u + (uint64_t)i);
     return st;
 }
 
@@ -420,7 +489,9 @@ static result_t run_case(run_t *r) {
 
 //===--- describing a case ---===//
 
-static const char *op_label(rt_op_t op) { return op == OP_GRAPH ? "GRAPH" : rt_op_name(op); }
+static const char *op_label(rt_op_t op) {
+    return op == OP_GRAPH ? "GRAPH" : op == OP_KV ? "KV" : rt_op_name(op);
+}
 
 static const char *lay_name(int lay) {
     static const char *const names[] = {"", " permuted", " transposed", " padded"};

@@ -65,6 +65,18 @@ static bool cu_supports_get_rows(const rt_tensor_t *n) {
            n->ne[1] == b->ne[0] && n->ne[2] == a->ne[2] && n->ne[3] == a->ne[3];
 }
 
+/* The node is a view of a (a's type, shape and strides), rows contiguous
+ * as the contract requires; b F32 and c I32 with any strides. */
+static bool cu_supports_set_rows(const rt_tensor_t *n) {
+    const rt_tensor_t *a = n->src[0], *b = n->src[1], *c = n->src[2];
+    if (!a || !b || !c || b->type != RT_TYPE_F32 || c->type != RT_TYPE_I32) return false;
+    if (!cu_is_float(a->type) || n->type != a->type || !cu_same_shape(a, n)) return false;
+    const size_t unit = a->type == RT_TYPE_F32 ? 4 : 2;
+    return n->nb[0] == unit && b->ne[0] == a->ne[0] && b->ne[2] == a->ne[2] &&
+           b->ne[3] == a->ne[3] && c->ne[0] == b->ne[1] && c->ne[1] == b->ne[2] &&
+           c->ne[2] == b->ne[3] && c->ne[3] == 1;
+}
+
 static bool cu_supports_unary(const rt_tensor_t *n) {
     const rt_tensor_t *a = n->src[0];
     return a && cu_is_float(a->type) && cu_is_float(n->type) && cu_same_shape(a, n);
@@ -134,6 +146,7 @@ static const cu_op_t cu_ops[] = {
     [RT_OP_SWIGLU] = { "SWIGLU", cu_supports_binary, rt_cu_launch_binary },
     [RT_OP_ROPE] = { "ROPE", cu_supports_rope, rt_cu_launch_rope },
     [RT_OP_ARGMAX] = { "ARGMAX", cu_supports_argmax, rt_cu_launch_argmax },
+    [RT_OP_SET_ROWS] = { "SET_ROWS", cu_supports_set_rows, rt_cu_launch_set_rows },
 };
 
 static const cu_op_t *cu_op(rt_op_t op) {

@@ -72,6 +72,16 @@ static bool vk_supports_get_rows(const rt_vk_device_t *dev, const rt_tensor_t *n
            n->ne[2] == b->ne[1] && n->ne[3] == b->ne[2];
 }
 
+/* The node is a view of a (its type, shape and strides are a's); b F32,
+ * c I32, with any strides vk_tensor_ok accepts. */
+static bool vk_supports_set_rows(const rt_vk_device_t *dev, const rt_tensor_t *n,
+                                 const rt_tensor_t *a, const rt_tensor_t *b, const rt_tensor_t *c) {
+    return b && c && vk_is_float(a->type) && n->type == a->type && vk_same_shape(a, n) &&
+           vk_rows_packed(dev, n) && b->type == RT_TYPE_F32 && c->type == RT_TYPE_I32 &&
+           b->ne[0] == a->ne[0] && b->ne[2] == a->ne[2] && b->ne[3] == a->ne[3] &&
+           c->ne[0] == b->ne[1] && c->ne[1] == b->ne[2] && c->ne[2] == b->ne[3] && c->ne[3] == 1;
+}
+
 static bool vk_supports_binary(const rt_tensor_t *n, const rt_tensor_t *a, const rt_tensor_t *b) {
     if (!b || !vk_is_f32_f16(n->type) || a->type != n->type || b->type != n->type ||
         !vk_same_shape(a, n))
@@ -110,6 +120,7 @@ static bool vk_supports_compute(const rt_vk_device_t *dev, const rt_tensor_t *n)
     switch (n->op) {
     case RT_OP_CONT: case RT_OP_CPY: return vk_supports_copy(dev, n, a);
     case RT_OP_GET_ROWS: return vk_supports_get_rows(dev, n, a, b);
+    case RT_OP_SET_ROWS: return vk_supports_set_rows(dev, n, a, b, n->src[2]);
     case RT_OP_ADD: case RT_OP_SUB: case RT_OP_MUL: case RT_OP_DIV: case RT_OP_SWIGLU:
         return vk_supports_binary(n, a, b);
     case RT_OP_SCALE: case RT_OP_GELU: case RT_OP_SILU:
@@ -255,6 +266,26 @@ static void vk_build_get_rows(const rt_tensor_t *n, rt_vk_dispatch_t *d) {
     d->n_groups = vk_ceil_div((uint64_t)vk_nelements(n), VK_WG);
 }
 
+/* One invocation per element of b, whatever the row length (set_rows.comp).
+ * The destination binding is the node, whose bytes are a's: the hazard
+ * tracking (ops.c) thus records the write over all of a, and orders it
+ * before any later dispatch that reads another view of the same bytes (the
+ * KV cache read back by attention). a itself is not bound: none of its
+ * bytes are read. */
+static void vk_build_set_rows(const rt_tensor_t *n, rt_vk_dispatch_t *d) {
+    const rt_tensor_t *b = n->src[1], *c = n->src[2];
+    vk_dispatch_init(d, "set_rows", VK_WG, 0, n);
+    d->bind[1] = b;
+    d->bind[2] = c;
+    vk_push_ne(d, b);
+    vk_push_nb(d, b);
+    vk_push_nb(d, c);
+    vk_push_nb(d, n);
+    vk_push(d, (uint32_t)vk_nelements(b));
+    vk_push(d, (uint32_t)n->ne[1]);
+    d->n_groups = vk_ceil_div((uint64_t)vk_nelements(b), VK_WG);
+}
+
 /* Row kernels: one workgroup per row of a. */
 static void vk_build_rows(const rt_tensor_t *n, const char *shader, uint32_t op, rt_vk_dispatch_t *d) {
     const rt_tensor_t *a = n->src[0];
@@ -345,6 +376,7 @@ rt_status_t rt_vk_dispatch_build(const rt_vk_device_t *dev, const rt_tensor_t *n
         break;
     case RT_OP_SWIGLU: vk_build_binary(dev, node, 4, d); break;
     case RT_OP_GET_ROWS: vk_build_get_rows(node, d); break;
+    case RT_OP_SET_ROWS: vk_build_set_rows(node, d); break;
     case RT_OP_NORM: case RT_OP_RMS_NORM: vk_build_norm(node, d); break;
     case RT_OP_SOFT_MAX: vk_build_soft_max(node, d); break;
     case RT_OP_ROPE: vk_build_rope(node, d); break;

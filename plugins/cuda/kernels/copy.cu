@@ -9,7 +9,8 @@
  * quantisers of abi/rt_quant.h step for step, so results match the CPU
  * plugin's bit for bit), and same-type copies of types that are not floats
  * (I32, quantised blocks), moved as 16-bit words. GET_ROWS gathers rows by
- * I32 index into F32. */
+ * I32 index into F32; SET_ROWS scatters F32 rows by I32 index into a float
+ * destination. */
 #include "common.cuh"
 
 #include <math.h>
@@ -197,4 +198,37 @@ cudaError_t rt_cu_launch_get_rows(const rt_cu_node_t *n, cudaStream_t stream) {
     const unsigned grid = rt_cu_row_grid(rt_cu_nrows(n->dst), block);
     if (grid) rt_cu_k_get_rows<<<grid, block, 0, stream>>>(n->dst, n->src[0], n->src[1]);
     return rt_cu_launched(grid);
+}
+
+//===--- SET_ROWS ---===//
+
+#define RT_CU_SET_ROWS_THREADS 256
+
+/* One thread per element of src (b), not one block per row: the transposed
+ * V cache's rows are one element long and number in the thousands. Element
+ * (i0, i1, i2, i3) of src goes to element i0 of row idx[i1, i2, i3] of dst's
+ * matrix (i2, i3); dst is the node, a view of the destination a. A kernel
+ * cannot fail the graph, so an index outside [0, dst.ne[1]) writes nothing
+ * for its row (the CPU plugin fails the graph instead). */
+__global__ void rt_cu_k_set_rows(rt_cu_tensor_t dst, rt_cu_tensor_t src, rt_cu_tensor_t idx,
+                                 int64_t n) {
+    const int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= n) return;
+    const int64_t i0 = k % src.ne[0];
+    const rt_cu_rowidx x = rt_cu_row_index(src.ne, k / src.ne[0]);
+    const int32_t i = *(const int32_t *)(idx.data + x.i1 * idx.nb[0] + x.i2 * idx.nb[1] +
+                                         x.i3 * idx.nb[2]);
+    if (i < 0 || i >= dst.ne[1]) return;
+    const float v = rt_cu_load(src.type, rt_cu_row(src, x.i1, x.i2, x.i3), src.nb[0], i0);
+    rt_cu_store(dst.type, rt_cu_row(dst, i, x.i2, x.i3) + i0 * dst.nb[0], v);
+}
+
+cudaError_t rt_cu_launch_set_rows(const rt_cu_node_t *n, cudaStream_t stream) {
+    const rt_cu_tensor_t &src = n->src[1];
+    const int64_t elems = src.ne[0] * rt_cu_nrows(src);
+    if (elems == 0) return cudaSuccess;
+    const int64_t grid = (elems + RT_CU_SET_ROWS_THREADS - 1) / RT_CU_SET_ROWS_THREADS;
+    const unsigned g = grid > 0x7fffffff ? 0u : (unsigned)grid;
+    if (g) rt_cu_k_set_rows<<<g, RT_CU_SET_ROWS_THREADS, 0, stream>>>(n->dst, src, n->src[2], elems);
+    return rt_cu_launched(g);
 }

@@ -54,6 +54,11 @@ RT_CU_INTERNAL cudaError_t rt_cu_launch_copy(const rt_cu_node_t *n, cudaStream_t
 /* GET_ROWS: dst F32 row (i1, i2, i3) = row src[1][i1, i2, i3] of src[0]'s
  * matrix (i2, i3); an index out of range gives a row of zeros. */
 RT_CU_INTERNAL cudaError_t rt_cu_launch_get_rows(const rt_cu_node_t *n, cudaStream_t stream);
+/* SET_ROWS: F32 row src[1][:, i1, i2, i3], converted to dst's float type,
+ * over row src[2][i1, i2, i3] of dst's matrix (i2, i3); dst is a view of
+ * src[0], whose other rows keep their bytes. An index out of range writes
+ * nothing (a kernel cannot fail the graph). */
+RT_CU_INTERNAL cudaError_t rt_cu_launch_set_rows(const rt_cu_node_t *n, cudaStream_t stream);
 /* ADD, SUB, MUL, DIV (src[1] repeating into src[0]) and SWIGLU. */
 RT_CU_INTERNAL cudaError_t rt_cu_launch_binary(const rt_cu_node_t *n, cudaStream_t stream);
 /* SCALE, GELU, SILU, DIAG_MASK_INF. */
