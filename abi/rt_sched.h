@@ -43,7 +43,10 @@
  * until rt_sched_reset (or rt_sched_destroy, which does not touch it). A
  * graph may be allocated again after a reset (and is split the same way),
  * unless a reserve in between grew the compute buffers: its tensors would
- * still point into the old ones, so build it anew then.
+ * still point into the old ones, so build it anew then. An allocated graph
+ * may also be computed again and again, its inputs rewritten in place
+ * (rt_tensor_set), with no reset: nothing is assigned, planned or
+ * allocated then (a decode graph reused step after step; see SET_ROWS).
  *
  * Pipeline parallelism (n_copies > 1): every split input, and every INPUT
  * leaf the scheduler places, gets n_copies copies used round-robin by

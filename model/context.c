@@ -1,8 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* context.c: a context runs one sequence through the model. It owns the
  * KV cache, the scheduler over the model's devices and a fixed block of
- * host memory in which every graph's headers are built (a no_alloc
- * context over it, made afresh per ubatch).
+ * host memory in which the current graph's headers are built (a no_alloc
+ * context over it).
+ *
+ * A graph is built and allocated (the scheduler's passes, the gallocr's
+ * plan) only when the ubatch's shape changes: n_tokens, or n_kv, which
+ * grows in steps of RTM_KV_PAD. In between, decoding writes the inputs
+ * (tokens, positions, mask, cache rows) in place and computes the same
+ * allocated graph again: nothing is planned or allocated per token.
  *
  * Compute buffers are reserved at creation the llama.cpp way (seed 4.2):
  * the prompt graph (n_batch tokens at the end of the context, the largest
@@ -29,7 +35,14 @@ struct rtm_context {
     float *logits;                /* n_logits rows of n_vocab */
     int32_t n_logits, logits_cap; /* rows held, rows allocated */
     int32_t *tok_buf, *pos_buf;   /* n_batch each: input staging */
+    int32_t *v_rows_buf;          /* n_embd_kv * n_batch */
     float *mask_buf;              /* n_ctx * n_batch */
+    bool no_graph_reuse;
+    struct {                      /* the allocated graph, while gctx is not NULL */
+        rt_context_t *gctx;
+        rtm_graph_io_t io;
+        rtm_ubatch_t ub;
+    } cur;
     rtm_context_stats_t stats;
 };
 
@@ -68,8 +81,8 @@ static rt_status_t reserve(rtm_context_t *c, const rtm_ubatch_t *ub, bool keep_s
 }
 
 static rt_status_t reserve_all(rtm_context_t *c) {
-    const rtm_ubatch_t pp = {c->n_batch, c->n_ctx - c->n_batch, c->logits_all};
-    const rtm_ubatch_t tg = {1, c->n_ctx - 1, c->logits_all};
+    const rtm_ubatch_t pp = {c->n_batch, c->n_ctx, c->n_ctx - c->n_batch, c->logits_all};
+    const rtm_ubatch_t tg = {1, c->n_ctx, c->n_ctx - 1, c->logits_all};
     rt_status_t st = reserve(c, &pp, false);
     if (st == RT_OK) st = reserve(c, &tg, true);
     if (st == RT_OK) st = reserve(c, &pp, false);
@@ -95,8 +108,10 @@ static rt_status_t alloc_host(rtm_context_t *c) {
     c->graph_mem = malloc(c->graph_mem_size);
     c->tok_buf = malloc((size_t)c->n_batch * sizeof c->tok_buf[0]);
     c->pos_buf = malloc((size_t)c->n_batch * sizeof c->pos_buf[0]);
+    c->v_rows_buf = malloc((size_t)c->n_batch * (size_t)rtm_n_embd_kv(&c->model->hp) *
+                           sizeof c->v_rows_buf[0]);
     c->mask_buf = malloc((size_t)c->n_batch * (size_t)c->n_ctx * sizeof c->mask_buf[0]);
-    if (c->graph_mem && c->tok_buf && c->pos_buf && c->mask_buf) return RT_OK;
+    if (c->graph_mem && c->tok_buf && c->pos_buf && c->v_rows_buf && c->mask_buf) return RT_OK;
     return rtm_error(RT_ERR_OUT_OF_MEMORY, "rtm_context_create: no host memory for n_ctx %d, "
                      "n_batch %d", c->n_ctx, c->n_batch);
 }
@@ -107,15 +122,51 @@ static void set_sizes(rtm_context_t *c, const rtm_context_params_t *p) {
     c->n_batch = p->n_batch > 0 ? p->n_batch : RTM_DEFAULT_N_BATCH;
     if (c->n_batch > c->n_ctx) c->n_batch = c->n_ctx;
     c->logits_all = p->logits_all;
+    c->no_graph_reuse = p->no_graph_reuse;
+}
+
+//===--- the current graph ---===//
+
+static void drop_graph(rtm_context_t *c) {
+    if (c->cur.gctx == NULL) return;
+    rt_sched_reset(c->sched);
+    rt_context_destroy(c->cur.gctx);
+    c->cur.gctx = NULL;
+}
+
+/* Whether the graph built for a serves b. */
+static bool serves(const rtm_context_t *c, const rtm_ubatch_t *a, const rtm_ubatch_t *b) {
+    return a->n_tokens == b->n_tokens && a->n_kv == b->n_kv && a->all_logits == b->all_logits &&
+           (c->kv.by_rows || a->n_past == b->n_past);
+}
+
+/* The allocated graph for ub: the current one when it serves ub. */
+static rt_status_t prepare_graph(rtm_context_t *c, const rtm_ubatch_t *ub) {
+    if (c->cur.gctx != NULL && !c->no_graph_reuse && serves(c, &c->cur.ub, ub)) return RT_OK;
+    drop_graph(c);
+    rt_status_t st = graph_context(c, &c->cur.gctx);
+    if (st != RT_OK) return st;
+    c->cur.ub = *ub;
+    rtm_llama_build(c->model, &c->kv, c->cur.gctx, ub, &c->cur.io);
+    st = rt_sched_alloc_graph(c->sched, c->cur.io.graph);
+    if (st != RT_OK) {
+        rt_context_destroy(c->cur.gctx);
+        c->cur.gctx = NULL;
+        return st;
+    }
+    c->stats.n_builds++;
+    return RT_OK;
 }
 
 void rtm_context_destroy(rtm_context_t *c) {
     if (c == NULL) return;
+    drop_graph(c);
     rt_sched_destroy(c->sched);
     rtm_kv_cache_deinit(&c->kv);
     free(c->graph_mem);
     free(c->tok_buf);
     free(c->pos_buf);
+    free(c->v_rows_buf);
     free(c->mask_buf);
     free(c->logits);
     free(c);
@@ -153,22 +204,34 @@ rt_status_t rtm_context_create(rtm_model_t *m, const rtm_context_params_t *param
 
 //===--- decoding ---===//
 
-/* Causal: token i (at position n_past + i) sees positions 0..n_past + i. */
-static void fill_inputs(rtm_context_t *c, const rtm_token_t *tokens, int32_t n) {
-    const int32_t n_kv = c->n_past + n;
+/* Token i goes to position (and K cache row) n_past + i; element e of its
+ * V to row n_past + i of the transposed V cache's column e. Causal: it sees
+ * positions 0..n_past + i of the n_kv rows read. */
+static void fill_inputs(rtm_context_t *c, const rtm_token_t *tokens, int32_t n, int32_t n_kv) {
+    const int64_t n_embd_kv = rtm_n_embd_kv(&c->model->hp);
     for (int32_t i = 0; i < n; i++) {
+        const int32_t p = c->n_past + i;
         c->tok_buf[i] = tokens[i];
-        c->pos_buf[i] = c->n_past + i;
+        c->pos_buf[i] = p;
+        for (int64_t e = 0; e < n_embd_kv; e++)
+            c->v_rows_buf[i * n_embd_kv + e] = (int32_t)(e * c->n_ctx + p);
         for (int32_t j = 0; j < n_kv; j++)
-            c->mask_buf[(size_t)i * (size_t)n_kv + (size_t)j] = j <= c->n_past + i ? 0.0f : -INFINITY;
+            c->mask_buf[(size_t)i * (size_t)n_kv + (size_t)j] = j <= p ? 0.0f : -INFINITY;
     }
 }
 
-static rt_status_t set_inputs(rtm_context_t *c, const rtm_graph_io_t *io, int32_t n) {
-    rt_status_t st = rt_tensor_set(io->tokens, c->tok_buf, 0, (size_t)n * sizeof c->tok_buf[0]);
-    if (st == RT_OK) st = rt_tensor_set(io->pos, c->pos_buf, 0, (size_t)n * sizeof c->pos_buf[0]);
+static rt_status_t set_inputs(rtm_context_t *c, const rtm_graph_io_t *io) {
+    rt_status_t st = rt_tensor_set(io->tokens, c->tok_buf, 0, rt_nbytes(io->tokens));
+    if (st == RT_OK) st = rt_tensor_set(io->pos, c->pos_buf, 0, rt_nbytes(io->pos));
+    if (st == RT_OK) st = rt_tensor_set(io->v_rows, c->v_rows_buf, 0, rt_nbytes(io->v_rows));
     if (st == RT_OK) st = rt_tensor_set(io->mask, c->mask_buf, 0, rt_nbytes(io->mask));
     return st;
+}
+
+/* Cache rows the attention of n tokens after n_past reads. */
+static int32_t kv_rows(const rtm_context_t *c, int32_t n) {
+    const int32_t need = c->n_past + n, padded = (need + RTM_KV_PAD - 1) / RTM_KV_PAD * RTM_KV_PAD;
+    return padded < c->n_ctx ? padded : c->n_ctx;
 }
 
 static void count_run(rtm_context_t *c) {
@@ -182,22 +245,19 @@ static void count_run(rtm_context_t *c) {
 
 /* One graph: n tokens; their logits (or the last one's) into out when not NULL. */
 static rt_status_t run_ubatch(rtm_context_t *c, const rtm_token_t *tokens, int32_t n, float *out) {
-    rt_context_t *gctx = NULL;
-    rtm_graph_io_t io;
-    rt_status_t st = graph_context(c, &gctx);
-    if (st != RT_OK) return st;
-    const rtm_ubatch_t ub = {n, c->n_past, c->logits_all};
-    rtm_llama_build(c->model, &c->kv, gctx, &ub, &io);
-    fill_inputs(c, tokens, n);
-    st = rt_sched_alloc_graph(c->sched, io.graph);
-    if (st == RT_OK) st = set_inputs(c, &io, n);
-    if (st == RT_OK) st = rt_sched_graph_compute(c->sched, io.graph);
-    if (st == RT_OK && out != NULL) st = rt_tensor_get(io.logits, out, 0, rt_nbytes(io.logits));
-    if (st == RT_OK) count_run(c);
-    else st = rtm_error_core(st, "rtm_decode");
-    rt_sched_reset(c->sched);
-    rt_context_destroy(gctx);
-    return st;
+    const rtm_ubatch_t ub = {n, kv_rows(c, n), c->n_past, c->logits_all};
+    rt_status_t st = prepare_graph(c, &ub);
+    const rtm_graph_io_t *io = &c->cur.io;
+    fill_inputs(c, tokens, n, ub.n_kv);
+    if (st == RT_OK) st = set_inputs(c, io);
+    if (st == RT_OK) st = rt_sched_graph_compute(c->sched, io->graph);
+    if (st == RT_OK && out != NULL) st = rt_tensor_get(io->logits, out, 0, rt_nbytes(io->logits));
+    if (st == RT_OK) {
+        count_run(c);
+        return RT_OK;
+    }
+    drop_graph(c); /* a failed run may leave it half done: plan again next time */
+    return rtm_error_core(st, "rtm_decode");
 }
 
 static rt_status_t check_decode(const rtm_context_t *c, const rtm_token_t *tokens, int32_t n) {

@@ -3,8 +3,10 @@
  * llama.cpp's llama-kv-cache does, so attention never reads K and V across
  * devices). The tensors of one device share a no_alloc context and one
  * buffer of the device's type 0, cleared to zero so that no stale bytes
- * are ever read. The graph writes new rows with rt_cpy into views and
- * reads the first n_past + n_tokens rows through views (llama.c). */
+ * are ever read (rows past the sequence are read, masked, so they must
+ * hold finite numbers). The graph writes new rows with SET_ROWS where every
+ * device runs it, else with rt_cpy into views, and reads the first n_kv
+ * rows through views (llama.c). */
 #include "model_impl.h"
 
 #include <stdlib.h>
@@ -55,6 +57,32 @@ static rt_status_t allocate(rtm_kv_cache_t *kv, const rtm_model_t *m) {
     return RT_OK;
 }
 
+/* Whether d runs the two SET_ROWS of llama.c's store_kv on its cache: a
+ * plugin of ABI 1.0 does not know the op. */
+static bool device_sets_rows(const rtm_kv_cache_t *kv, const rtm_model_t *m, int32_t il,
+                             rt_device_t *dev) {
+    const rt_context_params_t p = {.struct_size = sizeof p, .mem_size = 8 * rt_tensor_overhead(),
+                                   .no_alloc = true};
+    rt_context_t *ctx = NULL;
+    if (rt_context_create(&p, &ctx) != RT_OK) return false;
+    const int64_t n_embd_kv = rtm_n_embd_kv(&m->hp);
+    rt_tensor_t *ck = kv->k[il], *cv = kv->v[il];
+    rt_tensor_t *k = rt_set_rows(ctx, ck, rt_new_tensor_2d(ctx, RT_TYPE_F32, n_embd_kv, 1),
+                                 rt_new_tensor_1d(ctx, RT_TYPE_I32, 1));
+    rt_tensor_t *v = rt_set_rows(ctx, rt_reshape_2d(ctx, cv, 1, rt_nelements(cv)),
+                                 rt_new_tensor_2d(ctx, RT_TYPE_F32, 1, n_embd_kv),
+                                 rt_new_tensor_1d(ctx, RT_TYPE_I32, n_embd_kv));
+    const bool ok = rt_device_supports_op(dev, k) && rt_device_supports_op(dev, v);
+    rt_context_destroy(ctx);
+    return ok;
+}
+
+static bool all_set_rows(const rtm_kv_cache_t *kv, const rtm_model_t *m) {
+    for (int32_t il = 0; il < m->hp.n_layer; il++)
+        if (!device_sets_rows(kv, m, il, m->devices[m->layout.layer[il]])) return false;
+    return true;
+}
+
 rt_status_t rtm_kv_cache_init(rtm_kv_cache_t *kv, const rtm_model_t *m, int32_t n_ctx) {
     *kv = (rtm_kv_cache_t){.n_ctx = n_ctx};
     kv->k = calloc((size_t)m->hp.n_layer, sizeof kv->k[0]);
@@ -64,5 +92,6 @@ rt_status_t rtm_kv_cache_init(rtm_kv_cache_t *kv, const rtm_model_t *m, int32_t 
     rt_status_t st = make_contexts(kv, m);
     if (st == RT_OK) declare(kv, m);
     if (st == RT_OK) st = allocate(kv, m);
+    if (st == RT_OK) kv->by_rows = all_set_rows(kv, m);
     return st;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* llama.c: the llama forward graph for one ubatch of n_tokens new tokens
- * after n_past cached ones (n_kv = n_past + n_tokens):
+ * whose attention reads n_kv rows of the cache:
  *
  *   x = get_rows(token_embd, tokens)                          {n_embd, N}
  *   per layer: h = x + W_o . attention(rms_norm(x) * attn_norm)
@@ -9,22 +9,26 @@
  *
  * Attention, per layer: Q, K, V projections, rope (NORMAL mode: the
  * converter permuted W_q and W_k for it) on Q and K, then this step's K
- * and V are copied into the layer's cache (rt_cpy into views, the seed's
- * 2.1) and the whole prefix is read back through views of the cache:
+ * and V are written into the layer's cache by SET_ROWS at rows that inputs
+ * name (K at the tokens' positions, V element by element, as its cache is
+ * transposed; devices without the op copy into views at n_past instead),
+ * and n_kv rows are read back through views of the cache:
  *
  *   K   view {head_dim, n_kv, n_head_kv} of cache_k {n_embd_kv, n_ctx}
  *   V^T view {n_kv, head_dim, n_head_kv} of cache_v {n_ctx, n_embd_kv},
  *       which is stored transposed so that this view has contiguous rows
  *   KQ  = mul_mat(K, Q)  {n_kv, N, n_head}: query head h reads K head
  *         h / (n_head / n_head_kv) through mul_mat's broadcast (GQA)
- *   KQ  = soft_max_ext(KQ, mask, 1/sqrt(head_dim)), mask -inf above the
- *         diagonal (key position > n_past + query index)
+ *   KQ  = soft_max_ext(KQ, mask, 1/sqrt(head_dim)), mask -inf where the
+ *         key position is past the query's (and on rows not yet written)
  *   KQV = mul_mat(V^T, KQ) {head_dim, N, n_head} -> permute, cont {n_embd, N}
  *
- * The copies into the cache are expanded into the graph before the
+ * The writes into the cache are expanded into the graph before the
  * attention reads the cache, so they run first. Every ubatch of a context
  * builds the same structure (only sizes change), which is what lets the
- * compute buffers reserved once for the largest one serve them all. */
+ * compute buffers reserved once for the largest one serve them all; and,
+ * written by rows, nothing in it depends on n_past, so the same graph runs
+ * again while n_tokens and n_kv stay (context.c). */
 #include "model_impl.h"
 
 #include <math.h>
@@ -35,8 +39,8 @@ typedef struct build {
     const rtm_kv_cache_t *kv;
     rt_context_t *ctx;
     rt_graph_t *g;
-    int32_t n_tokens, n_past, n_kv;
-    rt_tensor_t *pos, *mask;
+    int32_t n_tokens, n_kv, n_past;
+    rt_tensor_t *pos, *mask, *v_rows;
 } build_t;
 
 int32_t rtm_llama_graph_size(const rtm_hparams_t *hp) {
@@ -51,9 +55,24 @@ static rt_tensor_t *rope(build_t *b, rt_tensor_t *x) {
     return rt_rope_ext(b->ctx, x, b->pos, b->hp->n_rot, RT_ROPE_MODE_NORMAL, b->hp->rope_freq_base, 1.0f);
 }
 
-/* Writes this step's K {head_dim, n_head_kv, N} and V {n_embd_kv, N} into
- * rows n_past.. of layer il's cache. */
-static void store_kv(build_t *b, int32_t il, rt_tensor_t *k, rt_tensor_t *v) {
+/* Writes this step's K {head_dim, n_head_kv, N} into the rows of layer
+ * il's K cache {n_embd_kv, n_ctx} at the tokens' positions, and V
+ * {n_embd_kv, N} into its transposed cache {n_ctx, n_embd_kv}: there each
+ * element is a row of one (both seen as {1, elements}), at the index the
+ * v_rows input gives it. */
+static void store_kv_rows(build_t *b, int32_t il, rt_tensor_t *k, rt_tensor_t *v) {
+    rt_tensor_t *ck = b->kv->k[il], *cv = b->kv->v[il];
+    const int64_t n_embd_kv = rtm_n_embd_kv(b->hp), n_v = n_embd_kv * b->n_tokens;
+    rt_tensor_t *k_rows = rt_reshape_2d(b->ctx, k, n_embd_kv, b->n_tokens);
+    rt_graph_build_forward_expand(b->g, rt_set_rows(b->ctx, ck, k_rows, b->pos));
+    rt_tensor_t *v_elems = rt_reshape_2d(b->ctx, v, 1, n_v);
+    rt_tensor_t *cv_elems = rt_reshape_2d(b->ctx, cv, 1, rt_nelements(cv));
+    rt_graph_build_forward_expand(b->g, rt_set_rows(b->ctx, cv_elems, v_elems, b->v_rows));
+}
+
+/* The same for devices without SET_ROWS: copies into views at rows
+ * n_past.. (the seed's 2.1), which ties the graph to n_past. */
+static void store_kv_views(build_t *b, int32_t il, rt_tensor_t *k, rt_tensor_t *v) {
     rt_tensor_t *ck = b->kv->k[il], *cv = b->kv->v[il];
     const int64_t n_embd_kv = rtm_n_embd_kv(b->hp);
     rt_tensor_t *k_dst = rt_view_1d(b->ctx, ck, b->n_tokens * n_embd_kv, (size_t)b->n_past * ck->nb[1]);
@@ -61,6 +80,13 @@ static void store_kv(build_t *b, int32_t il, rt_tensor_t *k, rt_tensor_t *v) {
                                     (size_t)b->n_past * cv->nb[0]);
     rt_graph_build_forward_expand(b->g, rt_cpy(b->ctx, k, k_dst));
     rt_graph_build_forward_expand(b->g, rt_cpy(b->ctx, rt_transpose(b->ctx, v), v_dst));
+}
+
+static void store_kv(build_t *b, int32_t il, rt_tensor_t *k, rt_tensor_t *v) {
+    if (b->kv->by_rows)
+        store_kv_rows(b, il, k, v);
+    else
+        store_kv_views(b, il, k, v);
 }
 
 /* softmax(K^T Q / sqrt(d) + mask) applied to V, heads side by side. */
@@ -106,11 +132,13 @@ static rt_tensor_t *input(rt_tensor_t *t, const char *name) {
 void rtm_llama_build(const rtm_model_t *m, const rtm_kv_cache_t *kv, rt_context_t *ctx,
                      const rtm_ubatch_t *ub, rtm_graph_io_t *io) {
     build_t b = {m, &m->hp, kv, ctx, rt_graph_create(ctx, (size_t)rtm_llama_graph_size(&m->hp)),
-                 ub->n_tokens, ub->n_past, ub->n_past + ub->n_tokens, NULL, NULL};
+                 ub->n_tokens, ub->n_kv, ub->n_past, NULL, NULL, NULL};
     io->graph = b.g;
     io->tokens = input(rt_new_tensor_1d(ctx, RT_TYPE_I32, b.n_tokens), "tokens");
     io->pos = b.pos = input(rt_new_tensor_1d(ctx, RT_TYPE_I32, b.n_tokens), "positions");
     io->mask = b.mask = input(rt_new_tensor_2d(ctx, RT_TYPE_F32, b.n_kv, b.n_tokens), "kq_mask");
+    io->v_rows = b.v_rows = input(rt_new_tensor_1d(ctx, RT_TYPE_I32, rtm_n_embd_kv(&m->hp) * b.n_tokens),
+                                  "v_rows");
     rt_tensor_t *x = rt_get_rows(ctx, m->tok_embd, io->tokens);
     for (int32_t il = 0; il < m->hp.n_layer; il++) x = layer(&b, il, x);
     if (!ub->all_logits)

@@ -109,6 +109,8 @@ typedef struct rtm_kv_cache {
     rt_context_t *ctx[RTM_MAX_DEVICES];
     rt_buffer_t *buf[RTM_MAX_DEVICES];
     uint64_t bytes;
+    bool by_rows;   /* every device writes cache rows by index (SET_ROWS, ABI 1.1); else
+                       the graph copies into views at n_past and is tied to that n_past */
 } rtm_kv_cache_t;
 
 RTM_INTERNAL rt_status_t rtm_kv_cache_init(rtm_kv_cache_t *kv, const rtm_model_t *m, int32_t n_ctx);
@@ -116,18 +118,28 @@ RTM_INTERNAL void rtm_kv_cache_deinit(rtm_kv_cache_t *kv);
 
 //===--- llama.c: the graph ---===//
 
-/* One graph: n_tokens new tokens after n_past cached ones. */
+/* One graph: n_tokens new tokens after n_past cached ones, whose attention
+ * reads the first n_kv rows of the cache. With a cache written by rows
+ * (kv->by_rows) the graph does not depend on n_past: positions, cache rows
+ * and the mask are inputs, so one graph serves every step with the same
+ * n_tokens and n_kv. */
 typedef struct rtm_ubatch {
     int32_t n_tokens;
+    int32_t n_kv;           /* at least n_past + n_tokens; rows past it are masked */
     int32_t n_past;
     bool all_logits;        /* logits for every token, else the last one's */
 } rtm_ubatch_t;
+
+/* n_kv grows in steps of RTM_KV_PAD rows, so a decode graph is rebuilt once
+ * every RTM_KV_PAD tokens: 32 keeps the masked rows' extra work small. */
+#define RTM_KV_PAD 32
 
 /* The graph's inputs and output. */
 typedef struct rtm_graph_io {
     rt_graph_t *graph;
     rt_tensor_t *tokens;    /* I32 {n_tokens} */
-    rt_tensor_t *pos;       /* I32 {n_tokens} */
+    rt_tensor_t *pos;       /* I32 {n_tokens}: positions, also the K cache rows written */
+    rt_tensor_t *v_rows;    /* I32 {n_embd_kv * n_tokens}: V cache elements written */
     rt_tensor_t *mask;      /* F32 {n_kv, n_tokens}: 0 or -inf */
     rt_tensor_t *logits;    /* F32 {n_vocab, 1 or n_tokens} */
 } rtm_graph_io_t;

@@ -208,6 +208,8 @@ typedef struct rtm_context_params {
     int32_t n_batch;    /* most tokens per graph run (ubatch); 0: 32 */
     int32_t n_threads;  /* CPU threads; 0: the plugin's default */
     bool logits_all;    /* logits of every token of a decode, not only the last */
+    bool no_graph_reuse; /* build and plan a graph for every ubatch (default: reuse the
+                            last one while n_tokens and the cache rows read stay) */
 } rtm_context_params_t;
 
 /* Creates the KV cache (each layer's on that layer's device) and the
@@ -249,6 +251,8 @@ typedef struct rtm_context_stats {
     uint64_t kv_bytes;        /* the KV cache, bytes */
     int32_t tg_nodes;         /* nodes of the one-token graph (second reserve) */
     int32_t tg_splits;        /* its splits */
+    int32_t n_builds;         /* graphs built and allocated for decoding (n_graphs
+                                 minus the runs that reused one) */
 } rtm_context_stats_t;
 RTM_API rt_status_t rtm_context_get_stats(const rtm_context_t *ctx, rtm_context_stats_t *out);
 

@@ -11,7 +11,9 @@
  * rt_gguf_writer loads with the optional keys defaulted and tied
  * embeddings, and its broken variants name what is wrong; on the Vulkan
  * device, alone and split with the CPU, greedy output is the CPU's (the
- * only skip: configure built no Vulkan plugin). Tests run from
+ * only skip: configure built no Vulkan plugin); decoding builds a graph
+ * once per 32 cache rows, not per token, allocates nothing in between and
+ * gives the same tokens and logits as rebuilding every step. Tests run from
  * the repository root; RT_TEST_MODELS_DIR overrides ../shared/models. */
 #include "testutil.h"
 
@@ -58,18 +60,22 @@ static char *model_path(const char *file, char *buf, size_t size) {
 /* A registry of the CPU plugin and, when n_gpus > 0, that many mock GPUs
  * of `memory` each (RT_MOCKGPU_MEMORY syntax). The mock reads its
  * environment when created, so only one such registry lives at a time. */
-static rt_registry_t *registry_open(int n_gpus, const char *memory) {
+static rt_registry_t *registry_open_with(int n_gpus, const char *memory, const rt_allocator_t *alloc) {
     char count[8], path[2 * PATH_MAX + 64];
     snprintf(count, sizeof count, "%d", n_gpus);
     setenv("RT_MOCKGPU_COUNT", count, 1);
     setenv("RT_MOCKGPU_MEMORY", memory ? memory : "1G", 1);
     setenv("RT_PLUGINS", n_gpus > 0 ? "cpu,mockgpu" : "cpu", 1);
     snprintf(path, sizeof path, "%s/tests/plugins/mockgpu:%s/lib/rt-plugins", tu_build_dir_abs(), tu_build_dir_abs());
-    const rt_registry_options_t o = {.struct_size = sizeof o, .plugin_path = path};
+    const rt_registry_options_t o = {.struct_size = sizeof o, .plugin_path = path, .allocator = alloc};
     rt_registry_t *reg = NULL;
     if (rt_registry_create(&o, &reg) != RT_OK) fail_msg("rt_registry_create: %s", rt_last_error());
     assert_non_null(rt_registry_device_by_name(reg, "cpu0"));
     return reg;
+}
+
+static rt_registry_t *registry_open(int n_gpus, const char *memory) {
+    return registry_open_with(n_gpus, memory, NULL);
 }
 
 static rt_device_t *device(rt_registry_t *reg, const char *name) {
@@ -819,6 +825,83 @@ static void test_vulkan(void **state) {
     rt_registry_destroy(reg);
 }
 
+//===--- model-8: decoding reuses its graph and allocates nothing ---===//
+
+/* Every allocation the runtime and its plugins make through the registry. */
+static size_t n_allocations;
+
+static void *counting_realloc(void *user_data, void *ptr, size_t old_size, size_t new_size) {
+    (void)user_data;
+    (void)old_size;
+    if (new_size == 0) {
+        free(ptr);
+        return NULL;
+    }
+    n_allocations++;
+    return realloc(ptr, new_size);
+}
+
+#define N_REUSE_GEN 80 /* crosses two RTM_KV_PAD (32) boundaries after the prompt */
+
+typedef struct reuse_run {
+    rtm_token_t tokens[N_REUSE_GEN];
+    float *logits;          /* after the last token */
+    rtm_context_stats_t st;
+} reuse_run_t;
+
+/* The prompt, then N_REUSE_GEN greedy tokens; fails when a step that did
+ * not build a graph allocated anything. */
+static void reuse_run(rtm_model_t *m, bool no_reuse, reuse_run_t *r) {
+    const rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = 256, .n_batch = 32,
+                                     .no_graph_reuse = no_reuse};
+    rtm_context_t *c = NULL;
+    rtm_sampler_t *s = NULL;
+    rtm_token_t prompt[64];
+    assert_int_equal(rtm_context_create(m, &cp, &c), RT_OK);
+    assert_int_equal(rtm_sampler_create(NULL, &s), RT_OK);
+    const int32_t n_vocab = rtm_model_n_vocab(m), n_prompt = tokenize_prompt(m, prompt, 64);
+    for (int32_t i = 0; i < N_REUSE_GEN; i++) {
+        rtm_context_stats_t before;
+        stats(c, &before);
+        const size_t allocs = n_allocations;
+        assert_int_equal(rtm_decode(c, i == 0 ? prompt : &r->tokens[i - 1], i == 0 ? n_prompt : 1), RT_OK);
+        stats(c, &r->st);
+        if (r->st.n_builds == before.n_builds && n_allocations != allocs)
+            fail_msg("model-8.1: step %d reused its graph but made %zu allocations", i, n_allocations - allocs);
+        r->tokens[i] = rtm_sampler_sample(s, rtm_get_logits(c), n_vocab);
+    }
+    r->logits = malloc((size_t)n_vocab * sizeof(float));
+    memcpy(r->logits, rtm_get_logits(c), (size_t)n_vocab * sizeof(float));
+    rtm_sampler_destroy(s);
+    rtm_context_destroy(c);
+}
+
+static void test_graph_reuse(void **state) {
+    (void)state;
+    const rt_allocator_t counting = {counting_realloc, NULL};
+    rt_registry_t *reg = registry_open_with(0, NULL, &counting);
+    assert_true(n_allocations > 0); /* the counter sees the runtime's allocations */
+    const rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = reg, .no_progress = true};
+    rtm_model_t *m = load_model(&mp);
+    reuse_run_t reused = {0}, rebuilt = {0};
+    reuse_run(m, false, &reused);
+    reuse_run(m, true, &rebuilt);
+    /* model-8.2: a graph per RTM_KV_PAD rows of the cache, not per token */
+    if (reused.st.n_builds < 2 || reused.st.n_builds > 4)
+        fail_msg("model-8.2: %d graphs built for %d runs", reused.st.n_builds, reused.st.n_graphs);
+    assert_int_equal(rebuilt.st.n_builds, rebuilt.st.n_graphs); /* model-8.3 */
+    assert_int_equal(reused.st.n_graphs, N_REUSE_GEN);
+    /* model-8.4: the same tokens and bit-identical logits either way */
+    assert_memory_equal(reused.tokens, rebuilt.tokens, sizeof reused.tokens);
+    assert_memory_equal(reused.logits, rebuilt.logits, (size_t)rtm_model_n_vocab(m) * sizeof(float));
+    print_message("model-8: %d tokens in %d graphs built (no reuse: %d), the same tokens and logits\n",
+                  N_REUSE_GEN, reused.st.n_builds, rebuilt.st.n_builds);
+    free(reused.logits);
+    free(rebuilt.logits);
+    rtm_model_destroy(m);
+    rt_registry_destroy(reg);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_load_mapped),   cmocka_unit_test(test_deterministic_cpu),
@@ -826,6 +909,7 @@ int main(void) {
         cmocka_unit_test(test_sampling),      cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_too_large),     cmocka_unit_test(test_decode_errors),
         cmocka_unit_test(test_synthetic),     cmocka_unit_test(test_vulkan),
+        cmocka_unit_test(test_graph_reuse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

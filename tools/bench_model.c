@@ -26,7 +26,7 @@ typedef struct model_args {
     const char *model;
     const char *device;   /* the one device to hold the weights, NULL: the library's choice */
     int32_t n_prompt, n_gen, n_threads, n_batch, reps;
-    bool json;
+    bool json, no_graph_reuse;
 } model_args_t;
 
 static void usage(FILE *f) {
@@ -39,6 +39,8 @@ static void usage(FILE *f) {
             "  --threads N    CPU threads (default: the plugin's)\n"
             "  --n-batch N    most tokens per graph (default: the model library's)\n"
             "  --reps N       timed runs of each, after one warm-up (default 5)\n"
+            "  --no-graph-reuse  build and plan a graph for every token (to measure what\n"
+            "                 reusing the decode graph saves)\n"
             "  --json         the two rows as a JSON array\n");
 }
 
@@ -56,6 +58,7 @@ static int parse(int argc, char **argv, model_args_t *a) {
         int r = 0;
         if (strcmp(o, "-h") == 0 || strcmp(o, "--help") == 0) return usage(stdout), 1;
         if (strcmp(o, "--json") == 0) { a->json = true; continue; }
+        if (strcmp(o, "--no-graph-reuse") == 0) { a->no_graph_reuse = true; continue; }
         if (strcmp(o, "-m") == 0 && v) a->model = v;
         else if (strcmp(o, "--device") == 0 && v) a->device = v;
         else if (strcmp(o, "-p") == 0) r = int_arg(v, 1, &a->n_prompt);
@@ -145,15 +148,16 @@ static void print_rows(const model_run_t *r, const double tps[4]) {
     if (a->json) {
         printf("[\n  {\"test\": \"prompt\", \"tokens\": %d, \"tokens_per_s\": %.6g, \"best\": %.6g},\n"
                "  {\"test\": \"generation\", \"tokens\": %d, \"tokens_per_s\": %.6g, \"best\": %.6g, "
-               "\"tg_nodes\": %d, \"tg_splits\": %d, \"reserves\": %d, \"compute_buffer_changes\": %llu}\n]\n",
+               "\"tg_nodes\": %d, \"tg_splits\": %d, \"reserves\": %d, \"compute_buffer_changes\": %llu, "
+               "\"graphs_run\": %d, \"graphs_built\": %d}\n]\n",
                a->n_prompt, tps[0], tps[1], a->n_gen, tps[2], tps[3], st.tg_nodes, st.tg_splits,
-               st.n_reserves, (unsigned long long)st.compute_bytes_changes);
+               st.n_reserves, (unsigned long long)st.compute_bytes_changes, st.n_graphs, st.n_builds);
         return;
     }
     const rt_device_t *d0 = rtm_model_layer_device(r->model, 0);
-    printf("model %s (%s, %d layers, n_embd %d) on %s, n_batch %d, %d graphs run\n", a->model,
-           rtm_model_arch(r->model), rtm_model_n_layer(r->model), rtm_model_n_embd(r->model),
-           d0 ? rt_device_name(d0) : "?", rtm_context_n_batch(r->ctx), st.n_graphs);
+    printf("model %s (%s, %d layers, n_embd %d) on %s, n_batch %d, %d graphs run, %d built\n",
+           a->model, rtm_model_arch(r->model), rtm_model_n_layer(r->model), rtm_model_n_embd(r->model),
+           d0 ? rt_device_name(d0) : "?", rtm_context_n_batch(r->ctx), st.n_graphs, st.n_builds);
     printf("prompt      %5d tokens  %10.1f tokens/s (best %.1f)\n", a->n_prompt, tps[0], tps[1]);
     printf("generation  %5d tokens  %10.1f tokens/s (best %.1f), %.3f ms a token\n", a->n_gen,
            tps[2], tps[3], 1e3 / tps[2]);
@@ -174,7 +178,8 @@ static int run(model_run_t *r, rt_registry_t *reg) {
                                    .n_ctx = a->n_prompt + a->n_gen + 16, .no_progress = true};
     if (rtm_model_load(a->model, &mp, &r->model) != RT_OK) return -1;
     const rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = a->n_prompt + a->n_gen + 16,
-                                     .n_batch = a->n_batch, .n_threads = a->n_threads};
+                                     .n_batch = a->n_batch, .n_threads = a->n_threads,
+                                     .no_graph_reuse = a->no_graph_reuse};
     if (rtm_context_create(r->model, &cp, &r->ctx) != RT_OK) return -1;
     r->tokens = malloc((size_t)a->n_prompt * sizeof r->tokens[0]);
     if (r->tokens == NULL) return -1;
