@@ -1,6 +1,7 @@
 #!/bin/sh
-# tests/test-cpu-isa.sh: the op conformance suite (test-ops, and the seed's
-# attention block, test-attention) once per kernel
+# tests/test-cpu-isa.sh: the op conformance suite (test-ops, the seed's
+# attention block, test-attention, and the repacked weights' products,
+# test-cpu-weights) once per kernel
 # path of the CPU plugin, forced with RT_CPU_ISA, so that CI checks every
 # path its machine can run, not only the one the plugin would pick.
 #
@@ -21,8 +22,9 @@ for isa in $want; do
        failed="$failed $isa"
        continue ;;
     esac
-    echo "== RT_CPU_ISA=$isa test-ops test-attention"
-    if RT_CPU_ISA=$isa "$b/tests/test-ops" && RT_CPU_ISA=$isa "$b/tests/test-attention"; then
+    echo "== RT_CPU_ISA=$isa test-ops test-attention test-cpu-weights"
+    if RT_CPU_ISA=$isa "$b/tests/test-ops" && RT_CPU_ISA=$isa "$b/tests/test-attention" &&
+        RT_CPU_ISA=$isa "$b/tests/test-cpu-weights"; then
         ran="$ran $isa"
     else
         failed="$failed $isa"

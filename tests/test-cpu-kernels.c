@@ -278,11 +278,9 @@ static void soft_max_case(const rt_cpu_kernels_t *k, int64_t n, bool masked, int
     free(x), free(m), free(d), free(ref);
 }
 
-/* The table layout of kern.h, from angles i * 0.37 + pos * 0.011. */
-static void rope_case(const rt_cpu_kernels_t *k, int64_t n_dims, int64_t n, bool neox) {
-    float *x = frand(n, -2.0f, 2.0f), *d = malloc((size_t)n * sizeof *d);
-    float *cs = malloc((size_t)(2 * n_dims) * sizeof *cs);
-    double *ref = malloc((size_t)n * sizeof *ref);
+/* The table layout of kern.h for angles 0.37 i + 0.5, into cs; ref gets
+ * row x rotated by it. */
+static void rope_ref(const float *x, int64_t n_dims, int64_t n, bool neox, float *cs, double *ref) {
     const int64_t h = n_dims / 2;
     for (int64_t i = 0; i < h; i++) {
         const double th = 0.37 * (double)i + 0.5;
@@ -298,13 +296,37 @@ static void rope_case(const rt_cpu_kernels_t *k, int64_t n_dims, int64_t n, bool
         }
     }
     for (int64_t i = n_dims; i < n; i++) ref[i] = x[i];
-    k->vec->rope(d, x, cs, n_dims, neox, n);
-    double e = rel_err(ref, d, n, 1e-3);
-    k->vec->rope(x, x, cs, n_dims, neox, n); /* in place */
-    const double e2 = rel_err(ref, x, n, 1e-3);
+}
+
+/* Worst error of n_rows rows of d (stride dd) against ref (stride n). A
+ * rotated pair can cancel to near 0 while its roundings stay those of
+ * |x| <= 2, so the floor is at that scale (1e-6 absolute: a few ulp of 2). */
+static double rope_err(const double *ref, const float *d, int64_t dd, int64_t n_rows, int64_t n) {
+    double e = 0;
+    for (int64_t r = 0; r < n_rows; r++) {
+        const double er = rel_err(ref + r * n, d + r * dd, n, 0.25);
+        if (!(er <= e)) e = er;
+    }
+    return e;
+}
+
+/* n_rows rows under one table, x's rows n + 3 floats apart and d's n + 5
+ * (misaligned, distinct strides), then in place. */
+static void rope_case(const rt_cpu_kernels_t *k, int64_t n_dims, int64_t n, int64_t n_rows,
+                      bool neox) {
+    const int64_t dx = n + 3, dd = n + 5;
+    float *x = frand(n_rows * dx, -2.0f, 2.0f), *d = malloc((size_t)(n_rows * dd) * sizeof *d);
+    float *cs = malloc((size_t)(2 * n_dims + 1) * sizeof *cs);
+    double *ref = malloc((size_t)(n_rows * n) * sizeof *ref);
+    for (int64_t r = 0; r < n_rows; r++) rope_ref(x + r * dx, n_dims, n, neox, cs, ref + r * n);
+    k->vec->rope(d, dd, x, dx, n_rows, cs, n_dims, neox, n);
+    const double e = rope_err(ref, d, dd, n_rows, n);
+    k->vec->rope(x, dx, x, dx, n_rows, cs, n_dims, neox, n); /* in place */
+    const double e2 = rope_err(ref, x, dx, n_rows, n);
     if (!(e <= TOL_ROW) || !(e2 <= TOL_ROW))
-        report("cpuk-3.4 %s rope %s n_dims %lld n %lld: error %.3g (in place %.3g)", k->name,
-               neox ? "neox" : "normal", (long long)n_dims, (long long)n, e, e2);
+        report("cpuk-3.4 %s rope %s n_dims %lld n %lld rows %lld: error %.3g (in place %.3g)",
+               k->name, neox ? "neox" : "normal", (long long)n_dims, (long long)n,
+               (long long)n_rows, e, e2);
     free(x), free(d), free(cs), free(ref);
 }
 
@@ -333,9 +355,12 @@ static void rows(const rt_cpu_kernels_t *k) {
         soft_max_case(k, ns[i], true, 0); /* all -inf: zeros */
     }
     static const int64_t dims[][2] = {{2, 2}, {6, 10}, {8, 16}, {16, 16}, {34, 40}, {128, 128}};
+    static const int64_t n_rows[] = {1, 3, 32};
     for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
-        rope_case(k, dims[i][0], dims[i][1], false);
-        rope_case(k, dims[i][0], dims[i][1], true);
+        for (size_t r = 0; r < sizeof n_rows / sizeof n_rows[0]; r++) {
+            rope_case(k, dims[i][0], dims[i][1], n_rows[r], false);
+            rope_case(k, dims[i][0], dims[i][1], n_rows[r], true);
+        }
     }
 }
 

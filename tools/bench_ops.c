@@ -15,7 +15,12 @@
  * as large as the op's weights (or all its operands), which tells the cache
  * level it lives in, and for F32 MUL_MAT the speed of OpenBLAS's sgemm on
  * the same shape ("n/a" without libopenblas.so.0). --json prints the same
- * rows as one JSON array. */
+ * rows as one JSON array.
+ *
+ * Quantised weights go into the device's weights buffer type (its own
+ * repacked layout, RT_BUFT_FLAG_WEIGHTS) when it has one that takes them;
+ * their type reads "q8_0(r)" then. --no-weights-buft keeps them in the
+ * plain buffer type, in the GGUF layout. */
 #include "bench.h"
 #include "bench_ceilings.h"
 
@@ -46,6 +51,7 @@ typedef struct ops_args {
     double min_time;      /* seconds of timed runs per row, at least 3 runs */
     int max_reps;
     bool json, no_blas;
+    bool no_weights_buft; /* weights in buffer type 0 even when a weights type takes them */
 } ops_args_t;
 
 /* One result. flops 0: not an arithmetic op; blas_time 0: no comparison. */
@@ -89,6 +95,8 @@ static void usage(FILE *f) {
             "  --time S        seconds of timed runs per row, at least 3 runs (default 0.3)\n"
             "  --reps N        at most N (3..256) timed runs per row (default 50)\n"
             "  --no-openblas   skip the OpenBLAS comparison\n"
+            "  --no-weights-buft  mul_mat weights in the plain buffer type, not the device's\n"
+            "                  repacked weights type (rows marked (r))\n"
             "  --device NAME   device to run on (default cpu0)\n"
             "  --json          the rows as a JSON array\n");
 }
@@ -108,6 +116,7 @@ static int parse_one(int argc, char **argv, int *i, ops_args_t *a) {
     const char *o = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
     if (strcmp(o, "--json") == 0) return a->json = true, 0;
     if (strcmp(o, "--no-openblas") == 0) return a->no_blas = true, 0;
+    if (strcmp(o, "--no-weights-buft") == 0) return a->no_weights_buft = true, 0;
     if (strcmp(o, "-h") == 0 || strcmp(o, "--help") == 0) return usage(stdout), 1;
     if (v == NULL) return 2;
     ++*i;
@@ -257,24 +266,29 @@ static float rand_uniform(float lo, float hi) {
 }
 
 /* Random values in [lo, hi) in t's type, a batch of rows at a time
- * (contiguous tensors; I32 gets integers in [0, hi)). */
+ * (contiguous tensors; I32 gets integers in [0, hi)); a tensor in a
+ * weights buffer type takes its bytes in one whole set. */
 static rt_status_t fill(rt_tensor_t *t, float lo, float hi) {
     const int64_t ne0 = t->ne[0], rows = rt_nrows(t), batch = 1024;
     const size_t row_bytes = rt_row_size(t->type, ne0);
+    const bool whole = rt_buffer_type_is_weights(rt_buffer_get_type(t->buffer));
     float *v = malloc((size_t)(ne0 * batch) * sizeof *v);
-    char *staging = malloc(row_bytes * (size_t)batch);
+    char *staging = malloc(row_bytes * (size_t)(whole ? rows : batch));
     rt_status_t st = v && staging ? RT_OK : RT_ERR_OUT_OF_MEMORY;
     for (int64_t r0 = 0; r0 < rows && st == RT_OK; r0 += batch) {
         const int64_t nr = rows - r0 < batch ? rows - r0 : batch;
+        char *dst = staging + (whole ? (size_t)r0 * row_bytes : 0);
         for (int64_t i = 0; i < ne0 * nr; i++) {
             const float x = rand_uniform(lo, hi);
             if (t->type == RT_TYPE_I32) ((int32_t *)(void *)v)[i] = (int32_t)floorf(x);
             else v[i] = x;
         }
-        if (t->type != RT_TYPE_I32) rt_quantize(t->type, v, staging, ne0 * nr);
-        st = rt_tensor_set(t, t->type == RT_TYPE_I32 ? (void *)v : staging,
-                           (size_t)r0 * row_bytes, (size_t)nr * row_bytes);
+        if (t->type != RT_TYPE_I32) rt_quantize(t->type, v, dst, ne0 * nr);
+        if (!whole)
+            st = rt_tensor_set(t, t->type == RT_TYPE_I32 ? (void *)v : staging,
+                               (size_t)r0 * row_bytes, (size_t)nr * row_bytes);
     }
+    if (whole && st == RT_OK) st = rt_tensor_set(t, staging, 0, rt_nbytes(t));
     free(v);
     free(staging);
     return st;
@@ -361,7 +375,8 @@ static void bench_mul_mat_n(bench_t *b, rt_tensor_t *a, const float *a_host, int
     rt_tensor_t *c = rt_mul_mat(ctx, a, bt);
     const ops_input_t in[] = {{bt, -1, 1}, {NULL, 0, 0}};
     ops_row_t r = {.op = "mul_mat", .m = M, .n = n, .k = K, .flops = 2.0 * (double)(M * n * K)};
-    snprintf(r.types, sizeof r.types, "%s x f32", rt_type_name(a->type));
+    snprintf(r.types, sizeof r.types, "%s%s x f32", rt_type_name(a->type),
+             rt_buffer_type_is_weights(rt_buffer_get_type(a->buffer)) ? "(r)" : "");
     r.time = run_graph(b, ctx, c, in, &r.best);
     r.bytes = (double)(rt_nbytes(a) + rt_nbytes(bt) + rt_nbytes(c));
     r.level_bytes = rt_nbytes(a);
@@ -370,13 +385,22 @@ static void bench_mul_mat_n(bench_t *b, rt_tensor_t *a, const float *a_host, int
     rt_context_destroy(ctx);
 }
 
+/* The device's weights buffer type that takes a, else its default one. */
+static rt_buffer_type_t *weights_buft(const bench_t *b, const rt_tensor_t *a) {
+    for (int32_t i = 1; i < rt_device_buffer_type_count(b->dev) && !b->a->no_weights_buft; i++) {
+        rt_buffer_type_t *buft = rt_device_buffer_type(b->dev, i);
+        if (rt_buffer_type_is_weights(buft) && rt_buffer_type_supports_tensor(buft, a)) return buft;
+    }
+    return rt_device_buffer_type(b->dev, 0);
+}
+
 /* One weight matrix, then every n against it. */
 static void bench_mul_mat_weights(bench_t *b, rt_type_t type, int64_t k) {
     rt_context_t *ctx = new_context();
     rt_tensor_t *a = ctx ? rt_new_tensor_2d(ctx, type, k, b->a->m) : NULL;
     rt_buffer_t *buf = NULL;
     float *a_host = NULL;
-    rt_status_t st = a ? rt_alloc_ctx_tensors(ctx, rt_device_buffer_type(b->dev, 0), &buf)
+    rt_status_t st = a ? rt_alloc_ctx_tensors(ctx, weights_buft(b, a), &buf)
                        : RT_ERR_OUT_OF_MEMORY;
     if (st == RT_OK) st = fill(a, -1, 1);
     if (st == RT_OK && type == RT_TYPE_F32 && !b->a->no_blas && bench_blas_available()) {

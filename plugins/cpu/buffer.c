@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-static void rt_cpu_buffer_destroy(void *state) {
+void rt_cpu_buffer_destroy(void *state) {
     rt_cpu_buffer_t *b = state;
     if (!b || !b->mem) return;
     const rt_allocator_t *a = &b->host->allocator;
@@ -17,7 +17,7 @@ static void rt_cpu_buffer_destroy(void *state) {
     b->mem = NULL;
 }
 
-static void *rt_cpu_buffer_base(void *state) {
+void *rt_cpu_buffer_base(void *state) {
     return ((rt_cpu_buffer_t *)state)->data;
 }
 

@@ -29,6 +29,8 @@ typedef struct rt_cpu_device {
     rt_device_vtable_t vtable;          /* handed out by device_get */
     rt_device_ext_host_ptr_t host_ptr;  /* on vtable.next */
     rt_buffer_type_desc_t buft;         /* buffer type 0, "CPU" */
+    rt_buffer_type_desc_t wbuft;        /* buffer type 1, "CPU_Weights" (weights.c) */
+    bool weights;                       /* wbuft offered (RT_CPU_WEIGHTS is not 0) */
     char model[64];                     /* /proc/cpuinfo "model name", or "CPU" */
     int32_t n_cpus;                     /* online processors, >= 1 */
 } rt_cpu_device_t;
@@ -50,7 +52,20 @@ typedef struct rt_cpu_buffer {
 
 extern const rt_buffer_vtable_t rt_cpu_buffer_vtable;
 rt_status_t rt_cpu_buffer_alloc(void *device, size_t size, void *state);
+void rt_cpu_buffer_destroy(void *state);
+void *rt_cpu_buffer_base(void *state);
 rt_status_t rt_cpu_buffer_from_host_ptr(void *device, void *ptr, size_t size, void *state);
+
+//===--- repacked weights (weights.c) ---===//
+
+/* The CPU_Weights buffer type: 2-D Q8_0/Q4_0 matrices kept in the r16
+ * layout (repack.h), read only as src[0] of MUL_MAT. */
+void rt_cpu_weights_buft_init(rt_cpu_device_t *dev);
+/* Whether t itself (not a view of it) is in the r16 layout. */
+bool rt_cpu_repacked(const rt_tensor_t *t);
+/* false when node reads a repacked tensor other than as src[0] of
+ * MUL_MAT, or a view of one, or writes into one. */
+bool rt_cpu_repacked_uses_ok(const rt_tensor_t *node);
 
 //===--- the thread pool (threadpool.c) ---===//
 
@@ -192,6 +207,10 @@ typedef struct rt_cpu_rows {
 
 void rt_cpu_rows_init(rt_cpu_rows_t *it, const int64_t ne[RT_MAX_DIMS], const rt_cpu_params_t *p);
 bool rt_cpu_rows_next(rt_cpu_rows_t *it);
+/* Takes the current row and those after it in the same (i2, i3) within the
+ * thread's run, for a kernel that does short rows several at a time;
+ * returns how many (>= 1). it.i1 is left on the last of them. */
+int64_t rt_cpu_rows_span(rt_cpu_rows_t *it);
 
 static inline void *rt_cpu_row(const rt_tensor_t *t, int64_t i1, int64_t i2, int64_t i3) {
     return (char *)t->data + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3];

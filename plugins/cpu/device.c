@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* device.c: the CPU plugin's one device. Its properties (model name from
  * /proc/cpuinfo, memory from /proc/meminfo or sysconf, the kernel path in
- * the description), its one buffer type (host memory, "CPU") and the
- * host-pointer extension, which buffer types it can compute on, and its
+ * the description), its buffer types (host memory, "CPU"; repacked
+ * weights, "CPU_Weights", weights.c) and the host-pointer extension, which buffer types it can compute on, and its
  * queues: each queue is a thread pool (threadpool.c), and graph_compute
  * checks every node before it runs any. */
 #include "cpu.h"
@@ -102,25 +102,33 @@ static rt_status_t rt_cpu_get_props(void *device, rt_device_props_t *props) {
 //===--- buffer types ---===//
 
 static uint32_t rt_cpu_buffer_type_count(void *device) {
-    (void)device;
-    return 1;
+    const rt_cpu_device_t *dev = device;
+    return dev && dev->weights ? 2 : 1;
 }
 
 static const rt_buffer_type_desc_t *rt_cpu_buffer_type(void *device, uint32_t index) {
     rt_cpu_device_t *dev = device;
-    return dev && index == 0 ? &dev->buft : NULL;
+    if (!dev) return NULL;
+    if (index == 0) return &dev->buft;
+    return index == 1 && dev->weights ? &dev->wbuft : NULL;
 }
 
-/* Any buffer type whose memory the CPU can address, whoever's it is. */
+/* Any buffer type whose memory the CPU can address, whoever's it is, and
+ * its own repacked weights. */
 static bool rt_cpu_supports_buft(void *device, const rt_buffer_type_desc_t *buft) {
-    (void)device;
+    const rt_cpu_device_t *dev = device;
+    if (dev && buft == &dev->wbuft) return dev->weights;
     return buft && RT_STRUCT_HAS(buft, rt_buffer_type_desc_t, flags) &&
            (buft->flags & RT_BUFT_FLAG_HOST) != 0;
 }
 
+static bool rt_cpu_node_ok(const rt_tensor_t *node) {
+    return rt_cpu_op_supported(node) && rt_cpu_repacked_uses_ok(node);
+}
+
 static bool rt_cpu_supports_op(void *device, const rt_tensor_t *node) {
     (void)device;
-    return node && rt_cpu_op_supported(node);
+    return node && rt_cpu_node_ok(node);
 }
 
 //===--- queues ---===//
@@ -194,7 +202,7 @@ static void rt_cpu_queue_destroy(void *queue) {
 static rt_status_t rt_cpu_check_node(const rt_host_t *host, int32_t i, const rt_tensor_t *n) {
     if (!n) return host->set_error(RT_ERR_INVALID_ARGUMENT, "cpu: node %d is NULL", (int)i);
     if (!rt_cpu_op_computes(n->op)) return RT_OK;
-    if (!rt_cpu_op_supported(n))
+    if (!rt_cpu_node_ok(n))
         return host->set_error(RT_ERR_UNSUPPORTED,
                                "cpu: node %d '%s' (op %d, type %d): unsupported op, types or "
                                "layout", (int)i, n->name, (int)n->op, (int)n->type);
@@ -242,6 +250,7 @@ static void rt_cpu_device_fill_tables(rt_cpu_device_t *dev) {
         .alloc_size = NULL,
         .buffer_vtable = &rt_cpu_buffer_vtable,
     };
+    rt_cpu_weights_buft_init(dev);
     dev->host_ptr = (rt_device_ext_host_ptr_t){
         .header = { sizeof(rt_device_ext_host_ptr_t), RT_EXT_DEVICE_HOST_PTR, NULL },
         .buffer_type = &dev->buft,

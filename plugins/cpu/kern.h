@@ -61,11 +61,14 @@ typedef struct rt_cpu_kern_vec {
     /* softmax(x*scale + mask); mask NULL for none. A row with no finite
      * entry becomes zeros (see ops_norm.c). */
     void (*soft_max)(float *d, const float *x, const float *mask, float scale, int64_t n);
-    /* Rotates the first n_dims of x by a table from rt_cpu_rope_table (ops_rope.c):
-     * NORMAL: cs[0..n_dims) cosines, cs[n_dims..2n_dims) signed sines, both per
-     * element of the pair; NEOX: cs[0..h) cosines, cs[h..2h) sines, h = n_dims/2.
-     * Elements from n_dims to n are copied. */
-    void (*rope)(float *d, const float *x, const float *cs, int64_t n_dims, bool neox, int64_t n);
+    /* Rotates the first n_dims of each of n_rows rows of n elements by one
+     * table from rt_cpu_rope_table (ops_rope.c): NORMAL: cs[0..n_dims)
+     * cosines, cs[n_dims..2n_dims) signed sines, both per element of the
+     * pair; NEOX: cs[0..h) cosines, cs[h..2h) sines, h = n_dims/2. Elements
+     * from n_dims to n are copied. Row r is x + r*x_stride and d + r*d_stride
+     * (floats); d is x (in place) or does not overlap it. */
+    void (*rope)(float *d, int64_t d_stride, const float *x, int64_t x_stride, int64_t n_rows,
+                 const float *cs, int64_t n_dims, bool neox, int64_t n);
     /* s = sin(x), c = cos(x) to about 1 ulp for |x| <= pi/4 (the caller
      * reduces the angle). */
     void (*sincos)(const float *x, float *s, float *c, int64_t n);
@@ -74,9 +77,12 @@ typedef struct rt_cpu_kern_vec {
 //===--- matrix products (kern_mm.c, kern_quant.c) ---===//
 
 /* One matrix product c[n][m] = dot(row m of a, row n of b), m < M, n < N,
- * over K. Rows of a are of type atype, lda bytes apart; b's rows are F32
- * (or, for matvec_q, activation rows of rt_cpu_q8a_size(K) bytes), ldb
- * bytes apart; c's rows are F32, ldc bytes apart, element m at m*4. */
+ * over K. Rows of a are of type atype, lda bytes apart, or with packed set
+ * in the r16 layout of repack.h (Q8_0/Q4_0), lda then the bytes from one
+ * group of 16 rows to the next; b's rows are F32 (or, for matvec_q and
+ * matvec_r, activation rows of rt_cpu_q8a_size(K) / rt_cpu_q8r_size(K)
+ * bytes), ldb bytes apart; c's rows are F32, ldc bytes apart, element m at
+ * m*4. */
 typedef struct rt_cpu_mm {
     const char *a;
     size_t lda;
@@ -87,12 +93,14 @@ typedef struct rt_cpu_mm {
     int64_t N;
     char *c;
     size_t ldc;
+    bool packed;    /* a in the r16 layout (repack.h) */
 } rt_cpu_mm_t;
 
 typedef struct rt_cpu_kern_mm {
     int64_t gemm_rows;   /* rows of a per gemm call: work items are multiples of it */
     size_t gemm_wsize;   /* scratch bytes per thread for gemm */
-    /* Rows [m0, m1) of c, every n; m0 a multiple of gemm_rows; any a type. */
+    /* Rows [m0, m1) of c, every n; m0 a multiple of gemm_rows; any a type,
+     * packed or not. */
     void (*gemm)(const rt_cpu_mm_t *g, int64_t m0, int64_t m1, void *scratch);
     /* The same for small N (bandwidth-bound, no packing); F32/F16/BF16 a. */
     void (*matvec)(const rt_cpu_mm_t *g, int64_t m0, int64_t m1);
@@ -119,6 +127,11 @@ typedef struct rt_cpu_kern_quant {
     void (*roundtrip_q8)(const float *x, int64_t K, float *out);
     /* matvec for Q8_0/Q4_0 a with activation rows from quantize_q8a. */
     void (*matvec_q)(const rt_cpu_mm_t *g, int64_t m0, int64_t m1);
+    /* The same for packed a (repack.h): activation rows of
+     * rt_cpu_q8r_size(K) bytes from quantize_q8r (for weights of type
+     * atype); m0 a multiple of 16. */
+    void (*quantize_q8r)(const float *x, int64_t K, rt_type_t atype, void *row);
+    void (*matvec_r)(const rt_cpu_mm_t *g, int64_t m0, int64_t m1);
 } rt_cpu_kern_quant_t;
 
 //===--- the table ---===//

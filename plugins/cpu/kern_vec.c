@@ -138,20 +138,39 @@ static void row_gelu(float *d, const float *x, int64_t n) {
 
 //===--- NORM, RMS_NORM ---===//
 
-/* Sum of x (or of x^2): two accumulators, the partial block zero-filled. */
-RT_INLINE float row_sum(const float *x, int64_t n, bool squares) {
-    rt_vf s0 = vf_zero(), s1 = vf_zero();
+/* The sums below keep four accumulators: a row of 4096 is only 256 AVX-512
+ * blocks, and with fewer the adds wait on each other instead of on memory. */
+RT_INLINE rt_vf vf_sum4(rt_vf s[4]) { return vf_add(vf_add(s[0], s[1]), vf_add(s[2], s[3])); }
+
+static float row_sum(const float *x, int64_t n) {
+    rt_vf s[4] = {vf_zero(), vf_zero(), vf_zero(), vf_zero()};
     int64_t i = 0;
-    for (; i + 2 * RT_W <= n; i += 2 * RT_W) {
-        const rt_vf a = vf_load(x + i), b = vf_load(x + i + RT_W);
-        s0 = squares ? vf_fma(a, a, s0) : vf_add(s0, a);
-        s1 = squares ? vf_fma(b, b, s1) : vf_add(s1, b);
+    for (; i + 4 * RT_W <= n; i += 4 * RT_W) {
+        RT_UNROLL(4)
+        for (int k = 0; k < 4; k++) s[k] = vf_add(s[k], vf_load(x + i + k * RT_W));
+    }
+    for (; i < n; i += RT_W) s[0] = vf_add(s[0], vf_load_n(x, i, n)); /* zeros past n */
+    return vf_hsum(vf_sum4(s));
+}
+
+/* Sum of (x - m)^2; the lanes past n, which would add m^2, are dropped. */
+static float row_sum_sq(const float *x, int64_t n, float m) {
+    const rt_vf mv = vf_set1(m);
+    rt_vf s[4] = {vf_zero(), vf_zero(), vf_zero(), vf_zero()};
+    int64_t i = 0;
+    for (; i + 4 * RT_W <= n; i += 4 * RT_W) {
+        RT_UNROLL(4)
+        for (int k = 0; k < 4; k++) {
+            const rt_vf c = vf_sub(vf_load(x + i + k * RT_W), mv);
+            s[k] = vf_fma(c, c, s[k]);
+        }
     }
     for (; i < n; i += RT_W) {
-        const rt_vf a = vf_load_n(x, i, n);
-        s0 = squares ? vf_fma(a, a, s0) : vf_add(s0, a);
+        const rt_vf c = vf_select(vm_n(n - i < RT_W ? n - i : RT_W), vf_sub(vf_load_n(x, i, n), mv),
+                                  vf_zero());
+        s[0] = vf_fma(c, c, s[0]);
     }
-    return vf_hsum(vf_add(s0, s1));
+    return vf_hsum(vf_sum4(s));
 }
 
 static void row_scale_shift(float *d, const float *x, int64_t n, float shift, float scale) {
@@ -161,43 +180,42 @@ static void row_scale_shift(float *d, const float *x, int64_t n, float shift, fl
 }
 
 static void row_rms_norm(float *d, const float *x, int64_t n, float eps) {
-    const double ms = (double)row_sum(x, n, true) / (double)n;
+    const double ms = (double)row_sum_sq(x, n, 0.0f) / (double)n;
     row_scale_shift(d, x, n, 0.0f, (float)(1.0 / sqrt(ms + (double)eps)));
 }
 
 /* Variance about the mean (two passes, no cancellation). */
 static void row_norm(float *d, const float *x, int64_t n, float eps) {
-    const float mean = (float)((double)row_sum(x, n, false) / (double)n);
-    const rt_vf m = vf_set1(mean);
-    rt_vf s0 = vf_zero(), s1 = vf_zero();
-    int64_t i = 0;
-    for (; i + 2 * RT_W <= n; i += 2 * RT_W) {
-        const rt_vf c0 = vf_sub(vf_load(x + i), m), c1 = vf_sub(vf_load(x + i + RT_W), m);
-        s0 = vf_fma(c0, c0, s0);
-        s1 = vf_fma(c1, c1, s1);
-    }
-    for (; i < n; i += RT_W) { /* the lanes past n would add mean^2 */
-        const rt_vf c = vf_select(vm_n(n - i < RT_W ? n - i : RT_W), vf_sub(vf_load_n(x, i, n), m),
-                                  vf_zero());
-        s0 = vf_fma(c, c, s0);
-    }
-    const double var = (double)vf_hsum(vf_add(s0, s1)) / (double)n;
+    const float mean = (float)((double)row_sum(x, n) / (double)n);
+    const double var = (double)row_sum_sq(x, n, mean) / (double)n;
     row_scale_shift(d, x, n, mean, (float)(1.0 / sqrt(var + (double)eps)));
 }
 
 //===--- SOFT_MAX ---===//
 
-RT_INLINE rt_vm lanes(int64_t i, int64_t n) { return vm_n(n - i < RT_W ? n - i : RT_W); }
+/* The logits x*scale + mask of the block at i. Both passes recompute them
+ * rather than store them: a load and two operations cost less than a
+ * store and a load, and the row is in L1 for the second pass. */
+RT_INLINE rt_vf sm_logits(const float *x, const float *mask, rt_vf sc, int64_t i, int64_t n) {
+    const rt_vf v = vf_mul(vf_load_n(x, i, n), sc);
+    return mask ? vf_add(v, vf_load_n(mask, i, n)) : v;
+}
 
+RT_INLINE rt_vf sm_exp(float *d, const float *x, const float *mask, rt_vf sc, rt_vf m, int64_t i,
+                       int64_t n) {
+    const rt_vf e = vf_exp(vf_sub(sm_logits(x, mask, sc, i, n), m));
+    vf_store_n(d, i, n, e);
+    return e;
+}
+
+/* Whole blocks go without lane masks; only the partial one (from full on)
+ * drops the lanes past n. */
 static void row_soft_max(float *d, const float *x, const float *mask, float scale, int64_t n) {
     const rt_vf sc = vf_set1(scale), ninf = vf_set1(-__builtin_inff());
+    const int64_t full = n - n % RT_W;
     rt_vf mx = ninf;
-    for (int64_t i = 0; i < n; i += RT_W) {
-        rt_vf v = vf_mul(vf_load_n(x, i, n), sc);
-        if (mask) v = vf_add(v, vf_load_n(mask, i, n));
-        vf_store_n(d, i, n, v);
-        mx = vf_max(mx, vf_select(lanes(i, n), v, ninf));
-    }
+    for (int64_t i = 0; i < full; i += RT_W) mx = vf_max(mx, sm_logits(x, mask, sc, i, n));
+    if (full < n) mx = vf_max(mx, vf_select(vm_n(n - full), sm_logits(x, mask, sc, full, n), ninf));
     const float max = vf_hmax(mx);
     if (max == -__builtin_inff()) {
         memset(d, 0, (size_t)n * sizeof d[0]);
@@ -205,52 +223,71 @@ static void row_soft_max(float *d, const float *x, const float *mask, float scal
     }
     const rt_vf m = vf_set1(max);
     rt_vf sum = vf_zero();
-    for (int64_t i = 0; i < n; i += RT_W) {
-        const rt_vf e = vf_exp(vf_sub(vf_load_n(d, i, n), m));
-        vf_store_n(d, i, n, e);
-        sum = vf_add(sum, vf_select(lanes(i, n), e, vf_zero()));
-    }
+    for (int64_t i = 0; i < full; i += RT_W) sum = vf_add(sum, sm_exp(d, x, mask, sc, m, i, n));
+    if (full < n)
+        sum = vf_add(sum, vf_select(vm_n(n - full), sm_exp(d, x, mask, sc, m, full, n), vf_zero()));
     const rt_vf inv = vf_set1((float)(1.0 / (double)vf_hsum(sum)));
     for (int64_t i = 0; i < n; i += RT_W) vf_store_n(d, i, n, vf_mul(vf_load_n(d, i, n), inv));
 }
 
 //===--- ROPE ---===//
 
-/* Pairs (2i, 2i+1) never straddle a block: RT_W and n_dims are even. */
-static void rope_normal(float *d, const float *x, const float *cs, int64_t n_dims) {
+/* A call takes every row of one position: a row of 128 is only 8 blocks,
+ * and per-row calls cost as much as the rotation. The rows go one after
+ * the other, the table read again (from L1) for each: taking a block of the
+ * table across all rows instead would load x rows 4 KiB past stores to d
+ * still in flight (8 rows of 128), and stall on 4K aliasing. Pairs
+ * (2i, 2i+1) never straddle a block: RT_W and n_dims are even. */
 #if RT_W == 1
-    for (int64_t j = 0; j < n_dims; j += 2) {
-        const float x0 = x[j], x1 = x[j + 1];
-        d[j] = x0 * cs[j] + x1 * cs[n_dims + j];
-        d[j + 1] = x1 * cs[j + 1] + x0 * cs[n_dims + j + 1];
+static void rope_normal(float *d, int64_t dd, const float *x, int64_t dx, int64_t n_rows,
+                        const float *cs, int64_t n_dims) {
+    for (int64_t r = 0; r < n_rows; r++) {
+        const float *xr = x + r * dx;
+        float *dr = d + r * dd;
+        for (int64_t j = 0; j < n_dims; j += 2) {
+            const float x0 = xr[j], x1 = xr[j + 1];
+            dr[j] = x0 * cs[j] + x1 * cs[n_dims + j];
+            dr[j + 1] = x1 * cs[j + 1] + x0 * cs[n_dims + j + 1];
+        }
     }
+}
 #else
-    for (int64_t j = 0; j < n_dims; j += RT_W) {
-        const rt_vf v = vf_load_n(x, j, n_dims);
-        const rt_vf r = vf_fma(vf_swap_pairs(v), vf_load_n(cs + n_dims, j, n_dims),
-                               vf_mul(v, vf_load_n(cs, j, n_dims)));
-        vf_store_n(d, j, n_dims, r);
+static void rope_normal(float *d, int64_t dd, const float *x, int64_t dx, int64_t n_rows,
+                        const float *cs, int64_t n_dims) {
+    for (int64_t r = 0; r < n_rows; r++) {
+        for (int64_t j = 0; j < n_dims; j += RT_W) {
+            const rt_vf c = vf_load_n(cs, j, n_dims), s = vf_load_n(cs + n_dims, j, n_dims);
+            const rt_vf v = vf_load_n(x + r * dx, j, n_dims);
+            vf_store_n(d + r * dd, j, n_dims, vf_fma(vf_swap_pairs(v), s, vf_mul(v, c)));
+        }
     }
+}
 #endif
-}
 
-static void rope_neox(float *d, const float *x, const float *cs, int64_t n_dims) {
+static void rope_neox(float *d, int64_t dd, const float *x, int64_t dx, int64_t n_rows,
+                      const float *cs, int64_t n_dims) {
     const int64_t h = n_dims / 2;
-    for (int64_t i = 0; i < h; i += RT_W) {
-        const rt_vf x0 = vf_load_n(x, i, h), x1 = vf_load_n(x + h, i, h);
-        const rt_vf c = vf_load_n(cs, i, h), s = vf_load_n(cs + h, i, h);
-        vf_store_n(d, i, h, vf_sub(vf_mul(x0, c), vf_mul(x1, s)));
-        vf_store_n(d + h, i, h, vf_fma(x0, s, vf_mul(x1, c)));
+    for (int64_t r = 0; r < n_rows; r++) {
+        const float *xr = x + r * dx;
+        float *dr = d + r * dd;
+        for (int64_t i = 0; i < h; i += RT_W) {
+            const rt_vf c = vf_load_n(cs, i, h), s = vf_load_n(cs + h, i, h);
+            const rt_vf x0 = vf_load_n(xr, i, h), x1 = vf_load_n(xr + h, i, h);
+            vf_store_n(dr, i, h, vf_sub(vf_mul(x0, c), vf_mul(x1, s)));
+            vf_store_n(dr + h, i, h, vf_fma(x0, s, vf_mul(x1, c)));
+        }
     }
 }
 
-static void row_rope(float *d, const float *x, const float *cs, int64_t n_dims, bool neox,
-                     int64_t n) {
+static void row_rope(float *d, int64_t dd, const float *x, int64_t dx, int64_t n_rows,
+                     const float *cs, int64_t n_dims, bool neox, int64_t n) {
     if (neox)
-        rope_neox(d, x, cs, n_dims);
+        rope_neox(d, dd, x, dx, n_rows, cs, n_dims);
     else
-        rope_normal(d, x, cs, n_dims);
-    if (d != x && n > n_dims) memcpy(d + n_dims, x + n_dims, (size_t)(n - n_dims) * sizeof d[0]);
+        rope_normal(d, dd, x, dx, n_rows, cs, n_dims);
+    if (d == x || n == n_dims) return;
+    for (int64_t r = 0; r < n_rows; r++)
+        memcpy(d + r * dd + n_dims, x + r * dx + n_dims, (size_t)(n - n_dims) * sizeof d[0]);
 }
 
 /* Cephes' sinf and cosf polynomials on [-pi/4, pi/4]. */

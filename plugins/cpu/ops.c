@@ -204,6 +204,14 @@ bool rt_cpu_rows_next(rt_cpu_rows_t *it) {
     return true;
 }
 
+int64_t rt_cpu_rows_span(rt_cpu_rows_t *it) {
+    int64_t k = it->ne1 - it->i1;
+    if (k > it->end - it->ir) k = it->end - it->ir;
+    it->ir += k - 1;
+    it->i1 += k - 1;
+    return k;
+}
+
 void rt_cpu_map_rows(const rt_cpu_params_t *p, rt_tensor_t *dst, rt_cpu_row_fn fn) {
     const rt_tensor_t *a = dst->src[0];
     const int64_t n = dst->ne[0];

@@ -162,22 +162,39 @@ static void rt_cpu_copy_order(rt_tensor_t *a, rt_tensor_t *d) {
         }
 }
 
+/* The rows of one (i2, i3) from the iterator's current row on: a memcpy
+ * each (one for all when both sides' rows are back to back), or a
+ * conversion each. Short rows (a permuted head of 128) are why this takes
+ * a span at a time: per row, the iterator and the lookups cost as much as
+ * the copy. */
+static void rt_cpu_copy_span(const rt_tensor_t *a, const rt_tensor_t *dst, rt_cpu_rows_t *it,
+                             float *buf) {
+    const int64_t n = dst->ne[0];
+    const char *s = rt_cpu_row(a, it->i1, it->i2, it->i3);
+    char *d = rt_cpu_row(dst, it->i1, it->i2, it->i3);
+    const int64_t k = rt_cpu_rows_span(it);
+    if (a->type != dst->type) {
+        for (int64_t r = 0; r < k; r++) {
+            const float *x = rt_cpu_row_in(a, s + r * a->nb[1], n, buf);
+            rt_cpu_row_from_f32(dst, d + r * dst->nb[1], x, n);
+        }
+        return;
+    }
+    const size_t bytes = (size_t)n * rt_cpu_type(a->type)->size;
+    if (a->nb[1] == bytes && dst->nb[1] == bytes) {
+        memcpy(d, s, (size_t)k * bytes);
+        return;
+    }
+    for (int64_t r = 0; r < k; r++) memcpy(d + r * dst->nb[1], s + r * a->nb[1], bytes);
+}
+
 static void rt_cpu_copy_rows(const rt_cpu_params_t *p, rt_tensor_t *node, const rt_tensor_t *src) {
     rt_tensor_t sa = *src, sd = *node;
     rt_cpu_copy_order(&sa, &sd);
-    const rt_tensor_t *a = &sa, *dst = &sd;
-    const int64_t n = dst->ne[0];
-    float *buf = rt_cpu_scratch(p, 0, n);
+    float *buf = rt_cpu_scratch(p, 0, sd.ne[0]);
     rt_cpu_rows_t it;
-    rt_cpu_rows_init(&it, dst->ne, p);
-    while (rt_cpu_rows_next(&it)) {
-        const void *s = rt_cpu_row(a, it.i1, it.i2, it.i3);
-        void *d = rt_cpu_row(dst, it.i1, it.i2, it.i3);
-        if (a->type == dst->type)
-            memcpy(d, s, (size_t)n * rt_cpu_type(a->type)->size);
-        else
-            rt_cpu_row_from_f32(dst, d, rt_cpu_row_in(a, s, n, buf), n);
-    }
+    rt_cpu_rows_init(&it, sd.ne, p);
+    while (rt_cpu_rows_next(&it)) rt_cpu_copy_span(&sa, &sd, &it, buf);
 }
 
 void rt_cpu_compute_copy(const rt_cpu_params_t *p, rt_tensor_t *dst) {

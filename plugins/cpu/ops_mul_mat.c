@@ -3,7 +3,8 @@
  * matrix of b's dims 2 and 3 (c = b . a^T), a broadcast over them as ggml
  * does (b's matrix i2 reads a's matrix i2 / (b2 / a2)). This file owns the
  * shapes, the strides and the threads; the arithmetic is the kernel table's
- * (kern.h). Four paths, by a's type and N = b's rows per matrix:
+ * (kern.h). Four paths (five with repacked weights, below), by a's type
+ * and N = b's rows per matrix:
  *
  *   N <= RT_CPU_MV_MAX_N, F32/F16/BF16 a: matvec, one pass over a.
  *   N <= RT_CPU_MV_MAX_N, Q8_0/Q4_0 a:    phase 0 quantises b's rows to Q8_0
@@ -14,10 +15,14 @@
  *       are the integer path's, so a result does not depend on N.
  *
  * Work items are (matrix, run of rows of a), claimed dynamically from the
- * pool's counter so a thread slowed by a busy core takes fewer. b may be
+ * pool's counter so a thread slowed by a busy core takes fewer. Weights
+ * in the CPU_Weights buffer type (r16 layout, repack.h; weights.c) take
+ * the same paths with their own activation rows (quantize_q8r, then
+ * matvec_r) and gemm packing, in work items of whole groups of 16 rows. b may be
  * any view whose rows are contiguous (the seed's permuted Q): rows are read
  * in place, never copied. */
 #include "cpu.h"
+#include "repack.h"
 
 #define RT_CPU_MV_MAX_N 8          /* b rows per matrix up to which matvec runs */
 #define RT_CPU_MV_CHUNK_BYTES 65536 /* bytes of a per matvec work item */
@@ -25,7 +30,7 @@
  * the item, and each item starts without them. */
 #define RT_CPU_MVQ_CHUNK_BYTES 262144
 
-typedef enum { MM_MATVEC, MM_MATVEC_Q, MM_GEMM, MM_GEMM_Q } rt_cpu_mm_path_t;
+typedef enum { MM_MATVEC, MM_MATVEC_Q, MM_MATVEC_R, MM_GEMM, MM_GEMM_Q } rt_cpu_mm_path_t;
 
 static bool rt_cpu_is_quant(rt_type_t t) {
     return t == RT_TYPE_Q8_0 || t == RT_TYPE_Q4_0;
@@ -33,7 +38,8 @@ static bool rt_cpu_is_quant(rt_type_t t) {
 
 static rt_cpu_mm_path_t rt_cpu_mm_path(const rt_tensor_t *node) {
     const bool q = rt_cpu_is_quant(node->src[0]->type);
-    if (node->src[1]->ne[1] <= RT_CPU_MV_MAX_N) return q ? MM_MATVEC_Q : MM_MATVEC;
+    if (node->src[1]->ne[1] <= RT_CPU_MV_MAX_N)
+        return rt_cpu_repacked(node->src[0]) ? MM_MATVEC_R : q ? MM_MATVEC_Q : MM_MATVEC;
     return q ? MM_GEMM_Q : MM_GEMM;
 }
 
@@ -54,6 +60,7 @@ static size_t rt_cpu_mm_prep_row(const rt_tensor_t *node) {
     const int64_t K = node->src[1]->ne[0];
     switch (rt_cpu_mm_path(node)) {
     case MM_MATVEC_Q: return rt_cpu_q8a_size(K);
+    case MM_MATVEC_R: return rt_cpu_q8r_size(K);
     case MM_GEMM_Q: return (size_t)K * sizeof(float);
     default: return 0;
     }
@@ -79,16 +86,19 @@ int32_t rt_cpu_phases_mul_mat(const rt_tensor_t *node) {
 static void rt_cpu_mm_prepare(const rt_cpu_params_t *p, const rt_tensor_t *node) {
     const rt_tensor_t *b = node->src[1];
     const size_t row = rt_cpu_mm_prep_row(node);
-    const bool q8a = rt_cpu_mm_path(node) == MM_MATVEC_Q;
+    const rt_cpu_mm_path_t path = rt_cpu_mm_path(node);
+    const rt_cpu_kern_quant_t *kq = rt_cpu_k->quant;
     rt_cpu_rows_t it;
     rt_cpu_rows_init(&it, b->ne, p);
     while (rt_cpu_rows_next(&it)) {
         const float *x = rt_cpu_row(b, it.i1, it.i2, it.i3);
         char *dst = (char *)p->shared + (size_t)it.ir * row;
-        if (q8a)
-            rt_cpu_k->quant->quantize_q8a(x, b->ne[0], node->src[0]->type, dst);
+        if (path == MM_MATVEC_Q)
+            kq->quantize_q8a(x, b->ne[0], node->src[0]->type, dst);
+        else if (path == MM_MATVEC_R)
+            kq->quantize_q8r(x, b->ne[0], node->src[0]->type, dst);
         else
-            rt_cpu_k->quant->roundtrip_q8(x, b->ne[0], (float *)dst);
+            kq->roundtrip_q8(x, b->ne[0], (float *)dst);
     }
 }
 
@@ -111,7 +121,9 @@ static rt_cpu_mm_t rt_cpu_mm_operands(const rt_cpu_params_t *p, const rt_tensor_
         .N = b->ne[1],
         .c = (char *)node->data + i2 * node->nb[2] + i3 * node->nb[3],
         .ldc = node->nb[1],
+        .packed = rt_cpu_repacked(a),
     };
+    if (g.packed) g.lda = rt_cpu_rp_group_bytes(a->type, a->ne[0]);
     const size_t row = rt_cpu_mm_prep_row(node);
     if (row) {
         g.b = (const char *)p->shared + (size_t)(batch * b->ne[1]) * row;
@@ -126,11 +138,12 @@ static int64_t rt_cpu_mm_chunk(const rt_cpu_params_t *p, const rt_tensor_t *node
     const rt_tensor_t *a = node->src[0];
     const rt_cpu_mm_path_t path = rt_cpu_mm_path(node);
     if (path == MM_GEMM || path == MM_GEMM_Q) return rt_cpu_k->mm->gemm_rows;
-    const int64_t bytes = path == MM_MATVEC_Q ? RT_CPU_MVQ_CHUNK_BYTES : RT_CPU_MV_CHUNK_BYTES;
+    const int64_t bytes = path == MM_MATVEC ? RT_CPU_MV_CHUNK_BYTES : RT_CPU_MVQ_CHUNK_BYTES;
     int64_t rows = bytes / (int64_t)(a->nb[1] ? a->nb[1] : 1);
     const int64_t fair = (a->ne[1] + 4 * p->nth - 1) / (4 * p->nth);
     if (rows > fair) rows = fair;
-    return rows < 4 ? 4 : (rows + 3) / 4 * 4;
+    const int64_t unit = path == MM_MATVEC_R ? RT_CPU_RP_ROWS : 4; /* whole groups */
+    return rows < unit ? unit : (rows + unit - 1) / unit * unit;
 }
 
 static void rt_cpu_mm_run(const rt_cpu_params_t *p, const rt_cpu_mm_t *g,
@@ -138,6 +151,7 @@ static void rt_cpu_mm_run(const rt_cpu_params_t *p, const rt_cpu_mm_t *g,
     switch (path) {
     case MM_MATVEC: rt_cpu_k->mm->matvec(g, m0, m1); return;
     case MM_MATVEC_Q: rt_cpu_k->quant->matvec_q(g, m0, m1); return;
+    case MM_MATVEC_R: rt_cpu_k->quant->matvec_r(g, m0, m1); return;
     default: rt_cpu_k->mm->gemm(g, m0, m1, p->wdata); return;
     }
 }

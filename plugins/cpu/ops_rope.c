@@ -57,6 +57,13 @@ typedef struct rt_cpu_rope_tmp {
     int32_t *q;
 } rt_cpu_rope_tmp_t;
 
+/* x rounded to nearest even for |x| < 2^51, inline: nearbyint is a libm
+ * call in a baseline x86-64 build, and this runs for every angle. */
+static inline double rt_cpu_round(double x) {
+    const double magic = 0x1.8p52;
+    return (x + magic) - magic;
+}
+
 /* theta = pos * freq[i], reduced in double (positions reach 10^5, where an
  * F32 angle has lost its fraction) to y + q*pi/2 with |y| <= pi/4; the
  * kernel's polynomials take y, the quadrant q mod 4 the rest:
@@ -65,7 +72,7 @@ static void rt_cpu_rope_angles(const rt_cpu_rope_t *r, const double *freq, int32
                                const rt_cpu_rope_tmp_t *t) {
     const int64_t half = r->n_dims / 2;
     for (int64_t i = 0; i < half; i++) {
-        const double theta = (double)pos * freq[i], q = nearbyint(theta * (2.0 / M_PI));
+        const double theta = (double)pos * freq[i], q = rt_cpu_round(theta * (2.0 / M_PI));
         t->y[i] = (float)(theta - q * (M_PI / 2));
         t->q[i] = (int32_t)((int64_t)q & 3);
     }
@@ -80,10 +87,12 @@ static void rt_cpu_rope_table(const rt_cpu_rope_t *r, const double *freq, int32_
     const int64_t half = r->n_dims / 2;
     rt_cpu_rope_angles(r, freq, pos, t);
     for (int64_t i = 0; i < half; i++) {
+        /* Without branches (quadrants follow no pattern): an odd quadrant
+         * swaps sine and cosine, then cos < 0 in quadrants 1 and 2, sin < 0
+         * in 2 and 3, a product by +-1 (exact). */
         const int32_t q = t->q[i];
-        const float s0 = t->s[i], c0 = t->c[i];
-        const float c = q == 0 ? c0 : q == 1 ? -s0 : q == 2 ? -c0 : s0;
-        const float sn = q == 0 ? s0 : q == 1 ? c0 : q == 2 ? -s0 : -c0;
+        const float *cp = q & 1 ? t->s : t->c, *sp = q & 1 ? t->c : t->s;
+        const float c = cp[i] * (float)(1 - ((q + 1) & 2)), sn = sp[i] * (float)(1 - (q & 2));
         if (r->neox) {
             cs[i] = c;
             cs[half + i] = sn;
@@ -93,6 +102,27 @@ static void rt_cpu_rope_table(const rt_cpu_rope_t *r, const double *freq, int32_
             cs[r->n_dims + 2 * i + 1] = sn;
         }
     }
+}
+
+/* The rows of one position from it's current row on, all rotated by cs:
+ * in place in a and dst, several at a time, when both hold plain F32 rows;
+ * one at a time through scratch otherwise. */
+static void rt_cpu_rope_rows(const rt_cpu_rope_t *r, const rt_tensor_t *a, rt_tensor_t *dst,
+                             rt_cpu_rows_t *it, const float *cs, float *sx, float *sd) {
+    const int64_t n = dst->ne[0];
+    const void *arow = rt_cpu_row(a, it->i1, it->i2, it->i3);
+    void *drow = rt_cpu_row(dst, it->i1, it->i2, it->i3);
+    if (rt_cpu_row_is_f32(a) && rt_cpu_row_is_f32(dst) && a->nb[1] % sizeof(float) == 0 &&
+        dst->nb[1] % sizeof(float) == 0) {
+        const int64_t k = rt_cpu_rows_span(it);
+        rt_cpu_k->vec->rope(drow, (int64_t)(dst->nb[1] / sizeof(float)), arow,
+                            (int64_t)(a->nb[1] / sizeof(float)), k, cs, r->n_dims, r->neox, n);
+        return;
+    }
+    const float *x = rt_cpu_row_in(a, arow, n, sx);
+    float *d = rt_cpu_row_out(dst, drow, sd);
+    rt_cpu_k->vec->rope(d, n, x, n, 1, cs, r->n_dims, r->neox, n);
+    rt_cpu_row_commit(dst, drow, d, n);
 }
 
 void rt_cpu_compute_rope(const rt_cpu_params_t *p, rt_tensor_t *dst) {
@@ -115,10 +145,6 @@ void rt_cpu_compute_rope(const rt_cpu_params_t *p, rt_tensor_t *dst) {
             rt_cpu_rope_table(&r, freq, pos, &tmp, cs);
             table_i2 = it.i2;
         }
-        const float *x = rt_cpu_row_in(a, rt_cpu_row(a, it.i1, it.i2, it.i3), n, sx);
-        void *drow = rt_cpu_row(dst, it.i1, it.i2, it.i3);
-        float *d = rt_cpu_row_out(dst, drow, sd);
-        rt_cpu_k->vec->rope(d, x, cs, r.n_dims, r.neox, n);
-        rt_cpu_row_commit(dst, drow, d, n);
+        rt_cpu_rope_rows(&r, a, dst, &it, cs, sx, sd);
     }
 }

@@ -458,15 +458,26 @@ RT_INLINE rt_vf vf_pow2i(rt_vf n) {
     return vf_from_bits(vi_slli(vi_add(vi_cvt(n), vi_set1(127)), 23));
 }
 
+/* e * 2^n for e in [0.5, 2] and an integral n in [-126, 128]: one scalef
+ * on AVX-512; elsewhere 2^n in two halves so that n = 128 stays finite
+ * until the last product, which overflows to inf as it must. */
+RT_INLINE rt_vf vf_ldexp(rt_vf e, rt_vf n) {
+#if defined(RT_SIMD_AVX512)
+    return _mm512_scalef_ps(e, n);
+#else
+    const rt_vf n1 = vf_trunc(vf_mul(n, vf_set1(0.5f))), n2 = vf_sub(n, n1);
+    return vf_mul(vf_mul(e, vf_pow2i(n1)), vf_pow2i(n2));
+#endif
+}
+
 /* exp(x) to about 1 ulp (Cody-Waite reduction by ln 2, Cephes' expf
- * polynomial). x is clamped to [-87.34, 88.72], the range with a normal
- * result; past it the result is +inf above and 0 below (the true values
- * there are subnormal). NaN stays NaN. 2^n is applied in two halves so
- * that n = 128 (x near 88.72) stays finite. */
+ * polynomial). x is clamped to [-87.34, 89]: below, where the true values
+ * are subnormal, the result is 0; above 88.72 the scaling overflows to
+ * +inf. NaN stays NaN. */
 RT_INLINE rt_vf vf_exp(rt_vf x) {
-    const rt_vf hi = vf_set1(88.72283f), lo = vf_set1(-87.33654f);
-    const rt_vm big = vf_gt(x, hi), small = vf_gt(lo, x), nan = vf_isnan(x);
-    const rt_vf xc = vf_max(vf_min(x, hi), lo);
+    const rt_vf lo = vf_set1(-87.33654f);
+    const rt_vm small = vf_gt(lo, x), nan = vf_isnan(x);
+    const rt_vf xc = vf_max(vf_min(x, vf_set1(89.0f)), lo);
     const rt_vf n = vf_round(vf_mul(xc, vf_set1(1.44269504088896341f)));
     rt_vf r = vf_fma(n, vf_set1(-0.693359375f), xc);
     r = vf_fma(n, vf_set1(2.12194440e-4f), r);
@@ -477,10 +488,7 @@ RT_INLINE rt_vf vf_exp(rt_vf x) {
     p = vf_fma(p, r, vf_set1(1.6666665459e-1f));
     p = vf_fma(p, r, vf_set1(5.0000001201e-1f));
     const rt_vf e = vf_add(vf_fma(p, vf_mul(r, r), r), vf_set1(1.0f));
-    const rt_vf n1 = vf_trunc(vf_mul(n, vf_set1(0.5f))), n2 = vf_sub(n, n1);
-    rt_vf y = vf_mul(vf_mul(e, vf_pow2i(n1)), vf_pow2i(n2));
-    y = vf_select(big, vf_set1(__builtin_inff()), y);
-    y = vf_select(small, vf_zero(), y);
+    const rt_vf y = vf_select(small, vf_zero(), vf_ldexp(e, n));
     return vf_select(nan, x, y);
 }
 
