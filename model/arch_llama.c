@@ -172,15 +172,38 @@ uint64_t rtm_llama_output_bytes(const rtm_model_t *m) {
 
 //===--- declaring the weights ---===//
 
-/* A header for file tensor `name` in device d's context, or the one that
- * is there already (tied embeddings on one device). */
-static rt_tensor_t *declare(rtm_model_t *m, int32_t d, const char *name) {
-    rt_tensor_t *t = rt_context_get_tensor(m->ctx[d], name);
-    if (t != NULL) return t;
+static rt_tensor_t *new_header(rtm_model_t *m, rt_context_t *ctx, const char *name) {
     rt_gguf_tensor_info_t ti = {.struct_size = sizeof ti};
     rt_gguf_get_tensor_info(m->gguf, find(m, name), &ti);
-    t = rt_new_tensor(m->ctx[d], ti.type, ti.n_dims, ti.ne);
-    return rt_set_name(t, name);
+    return rt_set_name(rt_new_tensor(ctx, ti.type, ti.n_dims, ti.ne), name);
+}
+
+/* Whether device d's weight buffer type takes file tensor `name`, asked
+ * with a header in a scratch context (one left in ctx_w would be
+ * allocated). */
+static bool repacks(rtm_model_t *m, int32_t d, const char *name) {
+    if (m->weights_buft[d] == NULL) return false;
+    const rt_context_params_t p = {.struct_size = sizeof p, .mem_size = rt_tensor_overhead(),
+                                   .no_alloc = true};
+    rt_context_t *scratch = NULL;
+    if (rt_context_create(&p, &scratch) != RT_OK) return false;
+    const bool ok = rt_buffer_type_supports_tensor(m->weights_buft[d], new_header(m, scratch, name));
+    rt_context_destroy(scratch);
+    return ok;
+}
+
+/* A header for file tensor `name` on device d, or the one that is there
+ * already (tied embeddings on one device). A matrix weight (only ever the
+ * left operand of a product) goes into ctx_w when the device repacks it. */
+static rt_tensor_t *declare_as(rtm_model_t *m, int32_t d, const char *name, bool matrix) {
+    rt_tensor_t *t = rt_context_get_tensor(m->ctx[d], name);
+    if (t == NULL && m->ctx_w[d] != NULL) t = rt_context_get_tensor(m->ctx_w[d], name);
+    if (t != NULL) return t;
+    return new_header(m, matrix && repacks(m, d, name) ? m->ctx_w[d] : m->ctx[d], name);
+}
+
+static rt_tensor_t *declare(rtm_model_t *m, int32_t d, const char *name) {
+    return declare_as(m, d, name, false);
 }
 
 static void declare_layer(rtm_model_t *m, int32_t il) {
@@ -189,23 +212,35 @@ static void declare_layer(rtm_model_t *m, int32_t il) {
     rt_tensor_t **slots[N_LAYER_PARTS] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo,
                                           &L->ffn_norm, &L->ffn_gate, &L->ffn_up, &L->ffn_down};
     char n[RT_MAX_NAME];
-    for (int i = 0; i < N_LAYER_PARTS; i++) *slots[i] = declare(m, d, blk_name(n, sizeof n, il, layer_parts[i]));
+    for (int i = 0; i < N_LAYER_PARTS; i++) {
+        const bool matrix = slots[i] != &L->attn_norm && slots[i] != &L->ffn_norm;
+        *slots[i] = declare_as(m, d, blk_name(n, sizeof n, il, layer_parts[i]), matrix);
+    }
 }
 
-/* Each device's context can hold every weight header: the model is small
+/* The first weight buffer type of dev (RT_BUFT_FLAG_WEIGHTS), or NULL. */
+static rt_buffer_type_t *weights_buft(const rt_device_t *dev) {
+    for (int32_t i = 0; i < rt_device_buffer_type_count(dev); i++)
+        if (rt_buffer_type_is_weights(rt_device_buffer_type(dev, i))) return rt_device_buffer_type(dev, i);
+    return NULL;
+}
+
+/* Each device's contexts can hold every weight header: the model is small
  * in headers even when it is large in bytes. */
-rt_status_t rtm_llama_declare(rtm_model_t *m) {
+rt_status_t rtm_llama_declare(rtm_model_t *m, bool repack) {
     const size_t n_tensors = (size_t)N_LAYER_PARTS * (size_t)m->hp.n_layer + 4;
     const rt_context_params_t p = {.struct_size = sizeof p,
                                    .mem_size = n_tensors * rt_tensor_overhead(), .no_alloc = true};
     for (int32_t d = 0; d < m->n_devices; d++) {
-        const rt_status_t st = rt_context_create(&p, &m->ctx[d]);
+        rt_status_t st = rt_context_create(&p, &m->ctx[d]);
+        m->weights_buft[d] = repack ? weights_buft(m->devices[d]) : NULL;
+        if (st == RT_OK && m->weights_buft[d] != NULL) st = rt_context_create(&p, &m->ctx_w[d]);
         if (st != RT_OK) return rtm_error_core(st, "rtm_model_load: weight context");
     }
     m->tok_embd = declare(m, m->layout.input, "token_embd.weight");
     m->output_norm = declare(m, m->layout.output, "output_norm.weight");
-    m->output = declare(m, m->layout.output,
-                        find(m, "output.weight") >= 0 ? "output.weight" : "token_embd.weight");
+    const bool tied = find(m, "output.weight") < 0; /* then also read by GET_ROWS */
+    m->output = declare_as(m, m->layout.output, tied ? "token_embd.weight" : "output.weight", !tied);
     for (int32_t il = 0; il < m->hp.n_layer; il++) declare_layer(m, il);
     return RT_OK;
 }

@@ -17,6 +17,8 @@ void rtm_model_destroy(rtm_model_t *m) {
     for (int32_t d = 0; d < m->n_devices; d++) {
         rt_buffer_free(m->buf[d]);
         rt_context_destroy(m->ctx[d]);
+        rt_buffer_free(m->buf_w[d]);
+        rt_context_destroy(m->ctx_w[d]);
     }
     free(m->layout.layer);
     free(m->layers);
@@ -80,7 +82,7 @@ rt_status_t rtm_model_load(const char *path, const rtm_model_params_t *caller_pa
     if (st == RT_OK) st = read_model(m, path);
     if (st == RT_OK) st = rtm_devices_choose(m, params);
     if (st == RT_OK) st = rtm_devices_place(m, params);
-    if (st == RT_OK) st = rtm_llama_declare(m);
+    if (st == RT_OK) st = rtm_llama_declare(m, !params->no_repack);
     if (st == RT_OK) st = rtm_weights_load(m, params->no_mmap, !params->no_progress);
     if (st != RT_OK) {
         rtm_model_destroy(m);

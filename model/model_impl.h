@@ -8,7 +8,10 @@
  * Each device d has its own no_alloc context of weight headers ctx[d] and
  * one weight buffer buf[d]: the file's mapping wrapped in place, or memory
  * of the device's buffer type 0 the weights were copied into. A weight
- * tensor lives in the context of the device of its layer. */
+ * tensor lives in the context of the device of its layer; matrix weights
+ * the device keeps in a layout of its own (a RT_BUFT_FLAG_WEIGHTS buffer
+ * type, weights_buft[d]) live in a second context ctx_w[d] with its buffer
+ * buf_w[d], always copied (repacked) out of the mapping. */
 #ifndef RTM_MODEL_IMPL_H
 #define RTM_MODEL_IMPL_H
 
@@ -60,6 +63,9 @@ struct rtm_model {
     rt_context_t *ctx[RTM_MAX_DEVICES];     /* weight headers, per device */
     rt_buffer_t *buf[RTM_MAX_DEVICES];      /* weight bytes, per device */
     bool mapped[RTM_MAX_DEVICES];           /* buf wraps the mapping */
+    rt_buffer_type_t *weights_buft[RTM_MAX_DEVICES]; /* NULL: none, or no_repack */
+    rt_context_t *ctx_w[RTM_MAX_DEVICES];   /* headers of weights kept in weights_buft */
+    rt_buffer_t *buf_w[RTM_MAX_DEVICES];
     rt_tensor_t *tok_embd, *output_norm, *output;
     rtm_layer_t *layers;                    /* n_layer */
     rtm_load_stats_t stats;
@@ -77,8 +83,9 @@ RTM_INTERNAL uint64_t rtm_llama_layer_bytes(const rtm_model_t *m, int32_t il);
 RTM_INTERNAL uint64_t rtm_llama_input_bytes(const rtm_model_t *m);
 RTM_INTERNAL uint64_t rtm_llama_output_bytes(const rtm_model_t *m);
 /* Declares every weight in the context of its layout device (as the
- * file's type and shape, named as in the file). */
-RTM_INTERNAL rt_status_t rtm_llama_declare(rtm_model_t *m);
+ * file's type and shape, named as in the file); with repack, the matrix
+ * weights a device's weight buffer type takes in its ctx_w. */
+RTM_INTERNAL rt_status_t rtm_llama_declare(rtm_model_t *m, bool repack);
 
 //===--- devices.c: which devices, which layer where ---===//
 

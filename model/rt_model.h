@@ -159,13 +159,18 @@ typedef struct rtm_model_params {
     int32_t n_ctx;                 /* KV cache length the placement budgets for; 0: 2048 */
     bool no_mmap;                  /* copy weights into device buffers even where mapping works */
     bool no_progress;              /* no progress bar (it only shows when stderr is a terminal) */
+    bool no_repack;                /* keep matrix weights in the file's layout even where the
+                                      device offers its own (a RT_BUFT_FLAG_WEIGHTS type) */
 } rtm_model_params_t;
 
 /* Opens the GGUF at path and loads it onto the devices (the seed's 4.3):
  * weights are declared per device in no_alloc contexts; on a device that
  * can wrap host memory the file's mapping is the buffer and tensors point
  * into it, with nothing copied; elsewhere one buffer per device is
- * allocated and each tensor is copied out of the mapping. The mapping
+ * allocated and each tensor is copied out of the mapping. Matrix weights
+ * (the products' left operands, never the tied embeddings) go instead into
+ * a device's weight buffer type, repacked for its kernels, when it has one
+ * that takes them (unless no_repack). The mapping
  * stays alive as long as the model. Fails as listed at the top; the CPU is
  * always added to the devices given, last, for the scheduler's inputs, but
  * holds weights only when it is one of them (or devices is NULL). */
@@ -189,8 +194,9 @@ typedef struct rtm_load_stats {
     double load_seconds;      /* rtm_model_load's wall time */
     uint64_t bytes_weights;   /* tensor bytes in the file */
     uint64_t bytes_mapped;    /* weights used in place from the mapping */
-    uint64_t bytes_copied;    /* weights copied into device buffers */
+    uint64_t bytes_copied;    /* weights copied into device buffers (repacked ones too) */
     int32_t n_tensors;
+    uint64_t bytes_repacked;  /* weights in a device's own layout (RT_BUFT_FLAG_WEIGHTS) */
 } rtm_load_stats_t;
 /* Fills the fields inside out->struct_size (set it first). */
 RTM_API rt_status_t rtm_model_get_load_stats(const rtm_model_t *model, rtm_load_stats_t *out);

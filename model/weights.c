@@ -7,8 +7,10 @@
  * tensor points into it (rt_tensor_alloc), with nothing copied; otherwise
  * one buffer of the device's type 0 is allocated for its tensors and each
  * is copied out of the mapping (rt_tensor_set), with a progress bar when
- * stderr is a terminal. Then the parts of the mapping no device reads in
- * place are unmapped. */
+ * stderr is a terminal. Matrix weights a device keeps in its own layout
+ * (ctx_w, a RT_BUFT_FLAG_WEIGHTS buffer type) are always copied, each
+ * whole, so the device can repack it. Then the parts of the mapping no
+ * device reads in place are unmapped. */
 #include "model_impl.h"
 
 #include <stdio.h>
@@ -111,28 +113,34 @@ static void progress_step(progress_t *p, uint64_t bytes) {
     if (pct == 100) fprintf(stderr, "\n");
 }
 
-static rt_status_t copy_device(rtm_model_t *m, int32_t d, progress_t *prog) {
-    rt_buffer_type_t *buft = rt_device_buffer_type(m->devices[d], 0);
-    rt_status_t st = rt_alloc_ctx_tensors(m->ctx[d], buft, &m->buf[d]);
+/* Allocates ctx's tensors in one buffer of buft and copies each in. */
+static rt_status_t copy_tensors(rtm_model_t *m, rt_context_t *ctx, rt_buffer_type_t *buft,
+                                rt_buffer_t **out_buf, progress_t *prog) {
+    rt_status_t st = rt_alloc_ctx_tensors(ctx, buft, out_buf);
     if (st != RT_OK) return rtm_error_core(st, "rtm_model_load: weight buffer");
     uint64_t size;
-    for (rt_tensor_t *t = rt_context_first_tensor(m->ctx[d]); t; t = rt_context_next_tensor(m->ctx[d], t)) {
+    for (rt_tensor_t *t = rt_context_first_tensor(ctx); t; t = rt_context_next_tensor(ctx, t)) {
         const void *p = file_bytes(m, t, &size);
         st = rt_tensor_set(t, p, 0, (size_t)size);
         if (st != RT_OK) return rtm_error_core(st, "rtm_model_load: copying weights");
         m->stats.bytes_copied += size;
+        if (rt_buffer_type_is_weights(buft)) m->stats.bytes_repacked += size;
         progress_step(prog, size);
     }
     return RT_OK;
 }
 
-static uint64_t device_bytes(const rtm_model_t *m, int32_t d) {
+static uint64_t context_bytes(const rtm_model_t *m, rt_context_t *ctx) {
     uint64_t sum = 0, size;
-    for (rt_tensor_t *t = rt_context_first_tensor(m->ctx[d]); t; t = rt_context_next_tensor(m->ctx[d], t)) {
+    for (rt_tensor_t *t = rt_context_first_tensor(ctx); t; t = rt_context_next_tensor(ctx, t)) {
         file_bytes(m, t, &size);
         sum += size;
     }
     return sum;
+}
+
+static bool has_tensors(rt_context_t *ctx) {
+    return ctx != NULL && rt_context_first_tensor(ctx) != NULL;
 }
 
 /* Unmaps the data section outside the span the in-place devices use: the
@@ -157,14 +165,18 @@ rt_status_t rtm_weights_load(rtm_model_t *m, bool no_mmap, bool progress) {
     bool map[RTM_MAX_DEVICES] = {false};
     progress_t prog = {progress && isatty(STDERR_FILENO), 0, 0, -1};
     for (int32_t d = 0; d < m->n_devices; d++) {
-        if (rt_context_first_tensor(m->ctx[d]) == NULL) continue;
+        if (has_tensors(m->ctx_w[d])) prog.total += context_bytes(m, m->ctx_w[d]);
+        if (!has_tensors(m->ctx[d])) continue;
         const rt_status_t st = no_mmap ? RT_OK : map_device(m, d, &map[d]);
         if (st != RT_OK) return st;
-        if (!map[d]) prog.total += device_bytes(m, d);
+        if (!map[d]) prog.total += context_bytes(m, m->ctx[d]);
     }
     for (int32_t d = 0; d < m->n_devices; d++) {
-        if (map[d] || rt_context_first_tensor(m->ctx[d]) == NULL) continue;
-        const rt_status_t st = copy_device(m, d, &prog);
+        rt_status_t st = RT_OK;
+        if (!map[d] && has_tensors(m->ctx[d]))
+            st = copy_tensors(m, m->ctx[d], rt_device_buffer_type(m->devices[d], 0), &m->buf[d], &prog);
+        if (st == RT_OK && has_tensors(m->ctx_w[d]))
+            st = copy_tensors(m, m->ctx_w[d], m->weights_buft[d], &m->buf_w[d], &prog);
         if (st != RT_OK) return st;
     }
     release_unused(m, map);

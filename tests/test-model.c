@@ -902,6 +902,70 @@ static void test_graph_reuse(void **state) {
     rt_registry_destroy(reg);
 }
 
+//===--- model-9: quantised weights, repacked by the CPU plugin ---===//
+
+/* stories260K with its matrices in type (tools/rt-quantize) at path. */
+static void quantize_model(const char *path, const char *type) {
+    char cmd[3 * PATH_MAX], src[PATH_MAX];
+    int status = -1;
+    snprintf(cmd, sizeof cmd, "%s/bin/rt-quantize %s %s %s", tu_build_dir_abs(),
+             model_path(MODEL, src, sizeof src), path, type);
+    free(tu_run_capture(cmd, &status));
+    if (status != 0) fail_msg("model-9: %s exited with %d", cmd, status);
+}
+
+static rtm_model_t *load_from(const char *path, rt_registry_t *reg, bool no_repack, rtm_load_stats_t *ls) {
+    const rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = reg, .no_progress = true,
+                                   .no_repack = no_repack};
+    rtm_model_t *m = NULL;
+    if (rtm_model_load(path, &mp, &m) != RT_OK) fail_msg("%s: %s", path, rtm_last_error());
+    ls->struct_size = sizeof *ls;
+    assert_int_equal(rtm_model_get_load_stats(m, ls), RT_OK);
+    return m;
+}
+
+/* Loaded with the CPU's weight buffer type and without, the same greedy
+ * tokens and logits within TOL_SAME_MODEL (both quantise the activations
+ * to Q8_0 and sum integer products; the repacked kernels add the blocks'
+ * products in another order). */
+static void repack_case(rt_registry_t *reg, const char *dir, const char *type) {
+    char path[PATH_MAX + 32], what[64];
+    snprintf(path, sizeof path, "%s/stories260K-%s.gguf", dir, type);
+    quantize_model(path, type);
+    rtm_load_stats_t with, without;
+    rtm_model_t *mr = load_from(path, reg, false, &with), *mp = load_from(path, reg, true, &without);
+    /* model-9.1: the 30 products' weights (not ffn_down: 172 columns) went into it */
+    if (with.bytes_repacked == 0) fail_msg("model-9.1 (%s): no weight was repacked", type);
+    assert_int_equal(without.bytes_repacked, 0);
+    assert_int_equal(with.bytes_mapped + with.bytes_copied, without.bytes_mapped);
+    run_out_t a = {0}, b = {0};
+    greedy_run(mp, &(run_cfg_t){.n_batch = 32}, &a);
+    greedy_run(mr, &(run_cfg_t){.n_batch = 32}, &b);
+    snprintf(what, sizeof what, "model-9.2 (%s repacked)", type);
+    expect_same(&a, &b, rtm_model_n_vocab(mr), what);
+    run_free(&a);
+    run_free(&b);
+    rtm_model_destroy(mr);
+    rtm_model_destroy(mp);
+    unlink(path);
+}
+
+static void test_repacked_weights(void **state) {
+    (void)state;
+    char dir[] = "/tmp/rt-test-model-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    rt_registry_t *reg = registry_open(0, NULL);
+    bool offered = false;
+    rt_device_t *cpu = device(reg, "cpu0");
+    for (int32_t i = 0; i < rt_device_buffer_type_count(cpu); i++)
+        offered |= rt_buffer_type_is_weights(rt_device_buffer_type(cpu, i));
+    assert_true(offered); /* model-9.0: the CPU plugin has a weight buffer type */
+    repack_case(reg, dir, "q8_0");
+    repack_case(reg, dir, "q4_0");
+    rt_registry_destroy(reg);
+    rmdir(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_load_mapped),   cmocka_unit_test(test_deterministic_cpu),
@@ -909,7 +973,7 @@ int main(void) {
         cmocka_unit_test(test_sampling),      cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_too_large),     cmocka_unit_test(test_decode_errors),
         cmocka_unit_test(test_synthetic),     cmocka_unit_test(test_vulkan),
-        cmocka_unit_test(test_graph_reuse),
+        cmocka_unit_test(test_graph_reuse),   cmocka_unit_test(test_repacked_weights),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+/* rt-quantize: a GGUF model with its matrices in another type, as
+ * llama.cpp's quantize tool makes them (one type for all):
+ *
+ *     rt-quantize IN.gguf OUT.gguf q8_0|q4_0|f16|bf16
+ *
+ * Every key and value is copied as it is (general.file_type set to the
+ * llama.cpp number of the new type); every 2-D tensor in a float type whose
+ * rows hold whole blocks of the new type is converted (rt_quantize, the
+ * GGUF block layouts); the others (norms, odd-sized matrices) are copied. */
+#include "../abi/rt.h"
+#include "../abi/rt_gguf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* llama.cpp's LLAMA_FTYPE_MOSTLY_* for the types rt-quantize makes. */
+static int file_type(rt_type_t t) {
+    switch (t) {
+    case RT_TYPE_F16: return 1;
+    case RT_TYPE_Q4_0: return 2;
+    case RT_TYPE_Q8_0: return 7;
+    case RT_TYPE_BF16: return 32;
+    default: return -1;
+    }
+}
+
+static rt_type_t parse_type(const char *s) {
+    const rt_type_t types[] = {RT_TYPE_Q8_0, RT_TYPE_Q4_0, RT_TYPE_F16, RT_TYPE_BF16};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (strcmp(s, rt_type_name(types[i])) == 0) return types[i];
+    return RT_TYPE_COUNT;
+}
+
+//===--- keys ---===//
+
+/* Scalars by type: the getter's value handed to the setter. */
+#define COPY_AS(get, set, field)                                    \
+    do {                                                            \
+        st = get(g, k, &v.field);                                   \
+        if (st == RT_OK) st = set(w, k, v.field);                   \
+    } while (0)
+
+static rt_status_t copy_scalar(const rt_gguf_t *g, rt_gguf_writer_t *w, const char *k, rt_gguf_type_t t) {
+    union { uint8_t u8; int8_t i8; uint16_t u16; int16_t i16; uint32_t u32; int32_t i32; float f32;
+            bool b; uint64_t u64; int64_t i64; double f64; const char *s; } v;
+    rt_status_t st = RT_ERR_FORMAT;
+    switch (t) {
+    case RT_GGUF_TYPE_UINT8: COPY_AS(rt_gguf_get_u8, rt_gguf_writer_set_u8, u8); break;
+    case RT_GGUF_TYPE_INT8: COPY_AS(rt_gguf_get_i8, rt_gguf_writer_set_i8, i8); break;
+    case RT_GGUF_TYPE_UINT16: COPY_AS(rt_gguf_get_u16, rt_gguf_writer_set_u16, u16); break;
+    case RT_GGUF_TYPE_INT16: COPY_AS(rt_gguf_get_i16, rt_gguf_writer_set_i16, i16); break;
+    case RT_GGUF_TYPE_UINT32: COPY_AS(rt_gguf_get_u32, rt_gguf_writer_set_u32, u32); break;
+    case RT_GGUF_TYPE_INT32: COPY_AS(rt_gguf_get_i32, rt_gguf_writer_set_i32, i32); break;
+    case RT_GGUF_TYPE_FLOAT32: COPY_AS(rt_gguf_get_f32, rt_gguf_writer_set_f32, f32); break;
+    case RT_GGUF_TYPE_BOOL: COPY_AS(rt_gguf_get_bool, rt_gguf_writer_set_bool, b); break;
+    case RT_GGUF_TYPE_STRING: COPY_AS(rt_gguf_get_str, rt_gguf_writer_set_str, s); break;
+    case RT_GGUF_TYPE_UINT64: COPY_AS(rt_gguf_get_u64, rt_gguf_writer_set_u64, u64); break;
+    case RT_GGUF_TYPE_INT64: COPY_AS(rt_gguf_get_i64, rt_gguf_writer_set_i64, i64); break;
+    case RT_GGUF_TYPE_FLOAT64: COPY_AS(rt_gguf_get_f64, rt_gguf_writer_set_f64, f64); break;
+    default: break;
+    }
+    return st;
+}
+
+static rt_status_t copy_keys(const rt_gguf_t *g, rt_gguf_writer_t *w, rt_type_t type) {
+    rt_status_t st = RT_OK;
+    for (int64_t i = 0; i < rt_gguf_n_kv(g) && st == RT_OK; i++) {
+        const char *k = rt_gguf_kv_key(g, i);
+        const rt_gguf_type_t t = rt_gguf_kv_type(g, i);
+        if (t != RT_GGUF_TYPE_ARRAY) {
+            st = copy_scalar(g, w, k, t);
+            continue;
+        }
+        const void *data = NULL;
+        uint64_t n = 0;
+        const rt_gguf_type_t et = rt_gguf_kv_array_type(g, i);
+        st = rt_gguf_get_array(g, k, et, &data, &n);
+        if (st == RT_OK) st = rt_gguf_writer_set_array(w, k, et, data, n);
+    }
+    if (st == RT_OK) st = rt_gguf_writer_set_u32(w, "general.file_type", (uint32_t)file_type(type));
+    return st;
+}
+
+//===--- tensors ---===//
+
+static bool converts(const rt_gguf_tensor_info_t *ti, rt_type_t type) {
+    const bool is_float = ti->type == RT_TYPE_F32 || ti->type == RT_TYPE_F16 || ti->type == RT_TYPE_BF16;
+    return is_float && ti->type != type && ti->n_dims == 2 && ti->ne[0] % rt_blck_size(type) == 0;
+}
+
+/* The tensor's bytes in type, in *owned (freed by the caller), or its file
+ * bytes when it stays as it is. */
+static const void *tensor_bytes(const rt_gguf_tensor_info_t *ti, rt_type_t type, void **owned) {
+    *owned = NULL;
+    if (!converts(ti, type)) return ti->data;
+    const int64_t n = ti->ne[0] * ti->ne[1];
+    float *f = malloc((size_t)n * sizeof *f);
+    void *q = malloc((size_t)(n / rt_blck_size(type)) * rt_type_size(type));
+    if (f == NULL || q == NULL) {
+        free(f);
+        free(q);
+        return NULL;
+    }
+    rt_dequantize(ti->type, ti->data, f, n);
+    rt_quantize(type, f, q, n);
+    free(f);
+    return *owned = q;
+}
+
+static rt_status_t add_tensors(const rt_gguf_t *g, rt_gguf_writer_t *w, rt_type_t type, void **owned) {
+    for (int64_t i = 0; i < rt_gguf_n_tensors(g); i++) {
+        rt_gguf_tensor_info_t ti = {.struct_size = sizeof ti};
+        rt_status_t st = rt_gguf_get_tensor_info(g, i, &ti);
+        if (st != RT_OK) return st;
+        const void *data = tensor_bytes(&ti, type, &owned[i]);
+        if (data == NULL) return RT_ERR_OUT_OF_MEMORY;
+        st = rt_gguf_writer_add_tensor(w, ti.name, owned[i] ? type : ti.type, ti.n_dims, ti.ne, data);
+        if (st != RT_OK) return st;
+        printf("  %-32s %-5s -> %s\n", ti.name, rt_type_name(ti.type), rt_type_name(owned[i] ? type : ti.type));
+    }
+    return RT_OK;
+}
+
+//===--- main ---===//
+
+static rt_status_t quantize(const char *in, const char *out, rt_type_t type) {
+    rt_gguf_t *g = NULL;
+    rt_gguf_writer_t *w = NULL;
+    rt_status_t st = rt_gguf_open(in, NULL, &g);
+    if (st == RT_OK) st = rt_gguf_writer_create(NULL, &w);
+    void **owned = st == RT_OK ? calloc((size_t)rt_gguf_n_tensors(g) + 1, sizeof *owned) : NULL;
+    if (st == RT_OK && owned == NULL) st = RT_ERR_OUT_OF_MEMORY;
+    if (st == RT_OK) st = copy_keys(g, w, type);
+    if (st == RT_OK) st = add_tensors(g, w, type, owned);
+    if (st == RT_OK) st = rt_gguf_writer_write_file(w, out);
+    for (int64_t i = 0; owned != NULL && i < rt_gguf_n_tensors(g); i++) free(owned[i]);
+    free(owned);
+    rt_gguf_writer_destroy(w);
+    rt_gguf_destroy(g);
+    return st;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 4 || parse_type(argv[3]) == RT_TYPE_COUNT) {
+        fprintf(stderr, "usage: rt-quantize IN.gguf OUT.gguf q8_0|q4_0|f16|bf16\n");
+        return 2;
+    }
+    const rt_status_t st = quantize(argv[1], argv[2], parse_type(argv[3]));
+    if (st != RT_OK) {
+        fprintf(stderr, "rt-quantize: %s: %s\n", rt_status_name(st), rt_last_error());
+        return 1;
+    }
+    printf("rt-quantize: wrote %s\n", argv[2]);
+    return 0;
+}
