@@ -415,17 +415,6 @@ static char *weights(rt_type_t t, int64_t M, int64_t K, size_t lda, double *w) {
     return a;
 }
 
-/* x rounded through Q8_0 as the integer path sees it. */
-static void q8_round(const float *x, int64_t K, double *out) {
-    for (int64_t b = 0; b < K / 32; b++) {
-        rt_block_q8_0_t q;
-        float y[32];
-        rt_quantize_block_q8_0(x + b * 32, &q);
-        rt_dequantize_block_q8_0(&q, y);
-        for (int i = 0; i < 32; i++) out[b * 32 + i] = y[i];
-    }
-}
-
 typedef enum { MM_GEMM, MM_MATVEC, MM_MATVEC_Q } mm_kind_t;
 
 typedef struct mm_case {
@@ -456,14 +445,14 @@ static void mm_case(const rt_cpu_kernels_t *k, mm_kind_t kind, const mm_case_t *
     float *x = frand((int64_t)ldb * N, -1.0f, 1.0f), *cm = malloc(ldc * (size_t)N * sizeof *cm);
     for (int64_t n = 0; n < N; n++) {
         if (kind == MM_MATVEC_Q)
-            q8_round(x + (size_t)n * ldb, K, xr + n * K);
+            tu_q8_round(x + (size_t)n * ldb, K, xr + n * K);
         else
             for (int64_t i = 0; i < K; i++) xr[n * K + i] = x[(size_t)n * ldb + (size_t)i];
     }
     size_t ld;
     char *q = activations(k, kind, c->t, x, N, K, ldb, &ld);
     for (size_t i = 0; i < ldc * (size_t)N; i++) cm[i] = -7.0f;
-    const rt_cpu_mm_t g = {a, lda, c->t, M, K, q ? q : (const char *)x, ld, N, (char *)cm, ldc * 4};
+    const rt_cpu_mm_t g = {a, lda, c->t, M, K, q ? q : (const char *)x, ld, N, (char *)cm, ldc * 4, false};
     void *scratch = aligned_alloc(64, (k->mm->gemm_wsize + 63) / 64 * 64);
     if (kind == MM_GEMM) k->mm->gemm(&g, c->m0, c->m1, scratch);
     else if (kind == MM_MATVEC) k->mm->matvec(&g, c->m0, c->m1);
@@ -533,7 +522,7 @@ static void roundtrip(const rt_cpu_kernels_t *k) {
     float *x = frand(96, -4.0f, 4.0f), got[96];
     double want[96];
     k->quant->roundtrip_q8(x, 96, got);
-    q8_round(x, 96, want);
+    tu_q8_round(x, 96, want);
     for (int i = 0; i < 96; i++)
         if (got[i] != (float)want[i]) {
             report("cpuk-4.4 %s roundtrip_q8 [%d]: %.9g, want %.9g", k->name, i, got[i], want[i]);

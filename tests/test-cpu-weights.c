@@ -145,17 +145,6 @@ static void test_set_get(void **state) {
 
 //===--- cpuw-3: MUL_MAT ---===//
 
-/* b rounded through Q8_0, as the integer path sees it. */
-static void q8_round(const float *x, int64_t K, double *out) {
-    for (int64_t b = 0; b < K / 32; b++) {
-        rt_block_q8_0_t q;
-        float y[32];
-        rt_quantize_block_q8_0(x + b * 32, &q);
-        rt_dequantize_block_q8_0(&q, y);
-        for (int i = 0; i < 32; i++) out[b * 32 + i] = y[i];
-    }
-}
-
 static int n_failed;
 
 static void mul_mat_case(rt_type_t t, int64_t M, int64_t K, int64_t N) {
@@ -172,7 +161,7 @@ static void mul_mat_case(rt_type_t t, int64_t M, int64_t K, int64_t N) {
     float *xs = malloc((size_t)(N * K) * sizeof *xs), *got = malloc((size_t)(M * N) * sizeof *got);
     char *a = gguf_weights(t, M, K, wd);
     tu_fill(xs, (size_t)(N * K), -1.0f, 1.0f);
-    for (int64_t n = 0; n < N; n++) q8_round(xs + n * K, K, xr + n * K);
+    for (int64_t n = 0; n < N; n++) tu_q8_round(xs + n * K, K, xr + n * K);
     for (int64_t n = 0; n < N; n++)
         for (int64_t m = 0; m < M; m++) {
             double s = 0;

@@ -69,7 +69,7 @@ static void env_open(env_t *e, int n_gpus, const char *memory, const char *ops) 
     assert_non_null(e->cpu);
     e->n_gpus = n_gpus;
     for (int i = 0; i < n_gpus; i++) {
-        char name[16];
+        char name[32];
         snprintf(name, sizeof name, "mockgpu%d", i);
         e->gpu[i] = rt_registry_device_by_name(e->reg, name);
         assert_non_null(e->gpu[i]);

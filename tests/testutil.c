@@ -2,6 +2,8 @@
 /* testutil.c: see testutil.h. */
 #include "testutil.h"
 
+#include "../abi/rt_quant.h"
+
 #include <dlfcn.h>
 #include <limits.h>
 #include <math.h>
@@ -27,6 +29,16 @@ float tu_uniform(float lo, float hi) {
 
 void tu_fill(float *x, size_t n, float lo, float hi) {
     for (size_t i = 0; i < n; i++) x[i] = tu_uniform(lo, hi);
+}
+
+void tu_q8_round(const float *x, int64_t K, double *out) {
+    for (int64_t b = 0; b < K / 32; b++) {
+        rt_block_q8_0_t q;
+        float y[32];
+        rt_quantize_block_q8_0(x + b * 32, &q);
+        rt_dequantize_block_q8_0(&q, y);
+        for (int i = 0; i < 32; i++) out[b * 32 + i] = y[i];
+    }
 }
 
 double tu_nmse_error(const double *ref, const float *got, size_t n) {

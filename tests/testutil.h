@@ -26,6 +26,9 @@ void tu_fill(float *x, size_t n, float lo, float hi);
 /* sqrt(sum (got-ref)^2) / sqrt(sum ref^2): the normalised error ggml's
  * test-backend-ops uses. 0 when equal; ref all zero gives the absolute norm. */
 double tu_nmse_error(const double *ref, const float *got, size_t n);
+/* K floats (whole 32-blocks) rounded through Q8_0 (quantised and back), as
+ * the integer dot products of quantised mul_mat see an activation row. */
+void tu_q8_round(const float *x, int64_t K, double *out);
 double tu_max_abs_error(const double *ref, const float *got, size_t n);
 
 /* The build directory (RT_TEST_BUILD_DIR, set by tests/run.sh; else "build"). */

@@ -187,6 +187,11 @@ static rt_status_t buft_alloc(void *ctx, size_t size, void *state) {
     return RT_OK;
 }
 
+static bool buft_supports_tensor(void *ctx, const rt_tensor_t *t) {
+    (void)ctx;
+    return t != NULL;
+}
+
 static size_t buft_alloc_size(void *ctx, const rt_tensor_t *t) {
     (void)ctx;
     (void)t;
@@ -331,7 +336,7 @@ static const rt_buffer_type_desc_t *make_buft(fuzz_state_t *fs, input_t *in, dev
     const rt_buffer_type_desc_t desc = {
         0, take32(in), SLOT(m, 0, "Fuzz"), take_alignment(in), take64(in) % (2 * ARENA_SIZE),
         take8(in) % STATE_MAX, d, SLOT(m, 1, buft_alloc), SLOT(m, 2, buft_alloc_size),
-        (m >> 3) & 1u ? NULL : make_buffer_vtable(fs, in),
+        (m >> 3) & 1u ? NULL : make_buffer_vtable(fs, in), SLOT(m, 4, buft_supports_tensor),
     };
     return publish(fs, in, &desc, sizeof desc, take_size(in, sizeof desc));
 }
