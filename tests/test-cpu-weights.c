@@ -186,12 +186,13 @@ static void mul_mat_case(rt_type_t t, int64_t M, int64_t K, int64_t N) {
 }
 
 /* Mat-vec: every N up to one past the mat-vec limit, K from one block to
- * thousands, M around the interleave and past it. */
+ * thousands, M around the interleave and past it (250: n = 1's tile of 4
+ * groups ending in a partial group, then the 2- and 1-group tails). */
 static void test_matvec(void **state) {
     (void)state;
     tu_seed(0x3e17);
     n_failed = 0;
-    static const int64_t ms[] = {1, 17, 37, 100}, ks[] = {32, 96, 544, 4160};
+    static const int64_t ms[] = {1, 17, 37, 100, 250}, ks[] = {32, 96, 544, 4160};
     for (int t = 0; t < 2; t++)
         for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
             for (size_t j = 0; j < sizeof ks / sizeof ks[0]; j++)

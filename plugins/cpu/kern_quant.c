@@ -467,11 +467,18 @@ typedef __m512 rp_f;
 typedef __m512i rp_i;
 typedef __m512i rp_w;
 
-/* Virtual chunk k (repack.h): Q4_0's nibbles masked out of chunk k & 3. */
+/* Virtual chunk k (repack.h). Q4_0's high nibbles stay where they are, as
+ * 16 times their value (x & 0xf0: one op where a shift and a mask were two;
+ * the nibble work, not the loads, bounds Q4_0 in L2), and rp_join divides
+ * their sums by 16: exact, as every product is a multiple of 16. */
 RT_INLINE rp_w rp_wload(rt_type_t t, const char *q, int k) {
     if (t == RT_TYPE_Q8_0) return _mm512_loadu_si512(q + 64 * k);
     const __m512i x = _mm512_loadu_si512(q + 64 * (k & 3));
-    return _mm512_and_si512(k < 4 ? x : _mm512_srli_epi16(x, 4), _mm512_set1_epi8(15));
+    return _mm512_and_si512(x, _mm512_set1_epi8(k < 4 ? 0x0f : (char)0xf0));
+}
+
+RT_INLINE rp_i rp_join(rt_type_t t, rp_i lo, rp_i hi) {
+    return _mm512_add_epi32(lo, t == RT_TYPE_Q4_0 ? _mm512_srai_epi32(hi, 4) : hi);
 }
 
 RT_INLINE rp_i rp_dot(rt_type_t t, rp_i s, rp_w w, const char *a4) {
@@ -528,6 +535,11 @@ RT_INLINE rp_i rp_dot(rt_type_t t, rp_i s, rp_w w, const char *a4) {
     return _mm256_add_epi32(s, p);
 }
 
+RT_INLINE rp_i rp_join(rt_type_t t, rp_i lo, rp_i hi) {
+    (void)t;
+    return _mm256_add_epi32(lo, hi);
+}
+
 RT_INLINE rp_i rp_iset(int32_t x) { return _mm256_set1_epi32(x); }
 RT_INLINE rp_f rp_zero(void) { return _mm256_setzero_ps(); }
 RT_INLINE rp_f rp_scales(const uint16_t *p) {
@@ -570,6 +582,11 @@ RT_INLINE rp_i rp_dot(rt_type_t t, rp_i s, rp_w w, const char *a4) {
     return s;
 }
 
+RT_INLINE rp_i rp_join(rt_type_t t, rp_i lo, rp_i hi) {
+    (void)t;
+    return lo + hi;
+}
+
 RT_INLINE rp_i rp_iset(int32_t x) { return x; }
 RT_INLINE rp_f rp_zero(void) { return 0.0f; }
 RT_INLINE rp_f rp_scales(const uint16_t *p) { return rt_fp16_to_fp32(*p); }
@@ -585,11 +602,20 @@ RT_INLINE void rp_store(float *c, rp_f v, int64_t n) {
 #define RP_UPG (RT_CPU_RP_ROWS / RP_RU) /* units per group */
 #define RP_G 4                          /* most units per pass */
 #define RP_NB 8                         /* most activation rows per pass */
-/* Software prefetch RP_PF bytes ahead in each unit's stream (into L1): the
- * hardware prefetchers alone left one core at 40 GB/s on weights in L3,
- * 64 GB/s with it (a standalone single-core bench). */
+/* Software prefetch into L1 in each unit's stream, RP_PF / G blocks ahead
+ * for a pass of G units (Q8_0: 8 KB ahead over the 4 streams of n = 1, as
+ * over the 2 of n = 2): the hardware prefetchers alone left one core at
+ * 40 GB/s on weights in L3, 64 GB/s with it (a standalone single-core
+ * bench). What matters is the total ahead per core: a fixed 4096 bytes a
+ * stream (the old distance) at 4 units kept 16 KB in flight, half of L1,
+ * all at one 4K offset (groups are multiples of 4096 bytes apart): Q4_0 in
+ * L2 fell from 82 to 64 GB/s. Measured (one core, Q8_0 k = 4096 in L3):
+ * n = 2 at 4 blocks 0.72-0.79x of the read bandwidth, at 8 blocks
+ * 0.81-0.84x; n = 1 (4 units) best at 4. With 2 threads, Q4_0 n = 1: 2
+ * blocks helped k = 4096 (0.071 -> 0.066 ms) but cost k = 14336 (a 33 MB
+ * matrix, half out of L3: 0.56 -> 0.70 ms). */
 #ifndef RP_PF
-#  define RP_PF 4096
+#  define RP_PF 16
 #endif
 #ifndef RP_PF_HINT
 #  define RP_PF_HINT 3
@@ -615,7 +641,10 @@ static void quantize_q8r(const float *x, int64_t K, rt_type_t atype, void *row) 
 /* c[n0 + j][rows of units u .. u + G), j < NB: each weight chunk loaded
  * once for the NB activation rows, each activation group of 4 bytes once
  * for the G units; the integer sums of a block start from the
- * activation's correction and are scaled once per block. */
+ * activation's correction and are scaled once per block. A block's sums
+ * are two chains, chunks 0..3 and 4..7 (for Q4_0 the low and high nibbles
+ * of the same 4 loads), joined before the scaling: chains of 4 dependent
+ * vpdpbusd, not 8. */
 RT_INLINE void rp_tile(const rt_cpu_mm_t *g, rt_type_t t, int64_t u, int64_t m1, int64_t n0,
                        int G, int NB) {
     const size_t qb = RT_CPU_RP_ROWS * rt_cpu_rp_qbytes(t), sat = rt_cpu_rp_scales_at(t, g->K);
@@ -634,29 +663,33 @@ RT_INLINE void rp_tile(const rt_cpu_mm_t *g, rt_type_t t, int64_t u, int64_t m1,
     RT_UNROLL(8)
     for (int j = 0; j < NB; j++) ar[j] = g->b + (size_t)(n0 + j) * g->ldb;
     for (int64_t b = 0; b < g->K / 32; b++) {
-        rp_i s[RP_G][RP_NB];
+        rp_i s[RP_G][RP_NB], h[RP_G][RP_NB]; /* sums of chunks 0..3 and 4..7 */
         RT_UNROLL(8)
         for (int j = 0; j < NB; j++) {
             int32_t corr;
             memcpy(&corr, ar[j] + b * RT_CPU_Q8R_BLOCK + 36, 4);
             RT_UNROLL(4)
-            for (int i = 0; i < G; i++) s[i][j] = rp_iset(corr);
+            for (int i = 0; i < G; i++) s[i][j] = rp_iset(corr), h[i][j] = rp_iset(0);
         }
         RT_UNROLL(4)
         for (int i = 0; i < G; i++) {
             RT_UNROLL(8)
             for (size_t o = 0; o < qb; o += 64)
-                __builtin_prefetch(wq[i] + (size_t)b * qb + RP_PF + o, 0, RP_PF_HINT);
-            __builtin_prefetch(ws[i] + RT_CPU_RP_ROWS * b + RP_PF / qb * RT_CPU_RP_ROWS, 0, RP_PF_HINT);
+                __builtin_prefetch(wq[i] + (size_t)(b + RP_PF / G) * qb + o, 0, RP_PF_HINT);
+            __builtin_prefetch(ws[i] + RT_CPU_RP_ROWS * (b + RP_PF / G), 0, RP_PF_HINT);
         }
-        RT_UNROLL(8)
-        for (int k = 0; k < 8; k++) {
+        RT_UNROLL(4)
+        for (int k = 0; k < 4; k++) {
             RT_UNROLL(4)
             for (int i = 0; i < G; i++) {
-                const rp_w w = rp_wload(t, wq[i] + (size_t)b * qb, k);
+                const char *q = wq[i] + (size_t)b * qb;
+                const rp_w lo = rp_wload(t, q, k), hi = rp_wload(t, q, k + 4);
                 RT_UNROLL(8)
-                for (int j = 0; j < NB; j++)
-                    s[i][j] = rp_dot(t, s[i][j], w, ar[j] + b * RT_CPU_Q8R_BLOCK + 4 * k);
+                for (int j = 0; j < NB; j++) {
+                    const char *a = ar[j] + b * RT_CPU_Q8R_BLOCK + 4 * k;
+                    s[i][j] = rp_dot(t, s[i][j], lo, a);
+                    h[i][j] = rp_dot(t, h[i][j], hi, a + 16);
+                }
             }
         }
         RT_UNROLL(4)
@@ -666,7 +699,7 @@ RT_INLINE void rp_tile(const rt_cpu_mm_t *g, rt_type_t t, int64_t u, int64_t m1,
             for (int j = 0; j < NB; j++) {
                 float ad;
                 memcpy(&ad, ar[j] + b * RT_CPU_Q8R_BLOCK + 32, 4);
-                acc[i][j] = rp_acc(s[i][j], wd, ad, acc[i][j]);
+                acc[i][j] = rp_acc(rp_join(t, s[i][j], h[i][j]), wd, ad, acc[i][j]);
             }
         }
     }
@@ -681,20 +714,26 @@ RT_INLINE void rp_tile(const rt_cpu_mm_t *g, rt_type_t t, int64_t u, int64_t m1,
     }
 }
 
-/* Units G at a time, then one at a time; G by the activation rows so that
- * the int32 sums and the accumulators (2 G NB vectors) stay in registers. */
+/* Units G at a time, then two, then one at a time; G by the activation
+ * rows so that the int32 sums and the accumulators (3 G NB vectors) stay
+ * in registers. n = 1 takes 4 units: its passes share each activation
+ * broadcast 4 ways and give 8 independent sums; measured (one core, 4096
+ * rows, k = 4096) against 2: Q8_0 in L2 102 -> 108 GB/s and in L3 0.85 ->
+ * 0.95x of the read bandwidth, Q4_0 in L2 77 -> 82 GB/s. 1 unit: slower
+ * still (Q4_0 62 GB/s). n = 2 with 4 units: no faster than with 2. */
 #define RP_ROWS(T, G, NB)                                                        \
     do {                                                                         \
         int64_t u = m0 / RP_RU;                                                  \
         const int64_t u1 = (m1 + RP_RU - 1) / RP_RU;                             \
         for (; u + (G) <= u1; u += (G)) rp_tile(g, T, u, m1, n0, G, NB);         \
+        for (; (G) > 2 && u + 2 <= u1; u += 2) rp_tile(g, T, u, m1, n0, 2, NB);  \
         for (; u < u1; u++) rp_tile(g, T, u, m1, n0, 1, NB);                     \
     } while (0)
 
 #define RP_TYPE(T)                                                                  \
     static void rp_rows_##T(const rt_cpu_mm_t *g, int64_t m0, int64_t m1, int64_t n0, int nb) { \
         switch (nb) {                                                               \
-        case 1: RP_ROWS(RT_TYPE_##T, 2, 1); break;                                  \
+        case 1: RP_ROWS(RT_TYPE_##T, 4, 1); break;                                  \
         case 2: RP_ROWS(RT_TYPE_##T, 2, 2); break;                                  \
         case 3: RP_ROWS(RT_TYPE_##T, 2, 3); break;                                  \
         case 4: RP_ROWS(RT_TYPE_##T, 2, 4); break;                                  \

@@ -18,9 +18,10 @@
  * pool's counter so a thread slowed by a busy core takes fewer. Weights
  * in the CPU_Weights buffer type (r16 layout, repack.h; weights.c) take
  * the same paths with their own activation rows (quantize_q8r, then
- * matvec_r) and gemm packing, in work items of whole groups of 16 rows. b may be
- * any view whose rows are contiguous (the seed's permuted Q): rows are read
- * in place, never copied. */
+ * matvec_r) and gemm packing, in work items of RT_CPU_RP_ITEM_GROUPS
+ * groups of 16 rows (repack.h). b may be any view whose rows are
+ * contiguous (the seed's permuted Q): rows are read in place, never
+ * copied. */
 #include "cpu.h"
 #include "repack.h"
 
@@ -142,7 +143,7 @@ static int64_t rt_cpu_mm_chunk(const rt_cpu_params_t *p, const rt_tensor_t *node
     int64_t rows = bytes / (int64_t)(a->nb[1] ? a->nb[1] : 1);
     const int64_t fair = (a->ne[1] + 4 * p->nth - 1) / (4 * p->nth);
     if (rows > fair) rows = fair;
-    const int64_t unit = path == MM_MATVEC_R ? RT_CPU_RP_ROWS : 4; /* whole groups */
+    const int64_t unit = path == MM_MATVEC_R ? RT_CPU_RP_ROWS * RT_CPU_RP_ITEM_GROUPS : 4;
     return rows < unit ? unit : (rows + unit - 1) / unit * unit;
 }
 
