@@ -6,13 +6,13 @@
  * whole-tensor set/get round trip, refusals (partial writes, memset, uses
  * other than src[0] of MUL_MAT, views), RT_CPU_WEIGHTS=0, and MUL_MAT with
  * repacked Q8_0/Q4_0 weights on seeded random data with M no multiple of
- * the 16-row interleave, K from one block to thousands, N 1..9 (mat-vec)
- * and larger (the packed gemm).
+ * the 16-row interleave, K from one block to thousands, N 1..9 and
+ * larger (several passes of 8 activation rows, with a partial last one).
  *
  * Tolerance, as test-ops' for quantised MUL_MAT: the reference runs in
  * double on the dequantised weights and on the activations rounded through
- * Q8_0 (the plugin's integer path quantises them so; its gemm path uses
- * the same rounding), so only float rounding counts: normalised error
+ * Q8_0 (the plugin's integer path quantises them so), so only float
+ * rounding counts: normalised error
  * (tu_nmse_error) <= TOL_DOT = 1e-5 over each result. */
 #include "testutil.h"
 
@@ -201,7 +201,8 @@ static void test_matvec(void **state) {
     if (n_failed) fail_msg("%d failing case(s), listed above", n_failed);
 }
 
-/* The packed gemm: panel and tile tails, depth blocks past 512. */
+/* Larger N: passes of 8 activation rows over each work item, the last one
+ * partial, and M and K odd for the gemm that once served here. */
 static void test_gemm(void **state) {
     (void)state;
     tu_seed(0x3e18);

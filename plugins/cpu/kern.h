@@ -93,14 +93,14 @@ typedef struct rt_cpu_mm {
     int64_t N;
     char *c;
     size_t ldc;
-    bool packed;    /* a in the r16 layout (repack.h) */
+    bool packed;    /* a in the r16 layout (repack.h): for matvec_r only */
 } rt_cpu_mm_t;
 
 typedef struct rt_cpu_kern_mm {
     int64_t gemm_rows;   /* rows of a per gemm call: work items are multiples of it */
     size_t gemm_wsize;   /* scratch bytes per thread for gemm */
-    /* Rows [m0, m1) of c, every n; m0 a multiple of gemm_rows; any a type,
-     * packed or not. */
+    /* Rows [m0, m1) of c, every n; m0 a multiple of gemm_rows; any a type
+     * (not packed). */
     void (*gemm)(const rt_cpu_mm_t *g, int64_t m0, int64_t m1, void *scratch);
     /* The same for small N (bandwidth-bound, no packing); F32/F16/BF16 a. */
     void (*matvec)(const rt_cpu_mm_t *g, int64_t m0, int64_t m1);
@@ -127,7 +127,9 @@ typedef struct rt_cpu_kern_quant {
     void (*roundtrip_q8)(const float *x, int64_t K, float *out);
     /* matvec for Q8_0/Q4_0 a with activation rows from quantize_q8a. */
     void (*matvec_q)(const rt_cpu_mm_t *g, int64_t m0, int64_t m1);
-    /* The same for packed a (repack.h): activation rows of
+    /* The same for packed a (repack.h), at any N (it beats converting
+     * the weights for the F32 gemm: integer products, and the weights
+     * stay in the layout they are read in): activation rows of
      * rt_cpu_q8r_size(K) bytes from quantize_q8r (for weights of type
      * atype); m0 a multiple of 16. */
     void (*quantize_q8r)(const float *x, int64_t K, rt_type_t atype, void *row);

@@ -13,13 +13,9 @@
  * transposed once per product, whatever N is, and the activations (b) may
  * be any strided view with unit stride along k (the seed's permuted Q).
  *
- * Weights in the r16 layout (repack.h, g->packed) are packed straight from
- * their interleaved chunks, which already hold each k's rows side by side.
- *
  * matvec (small N, F32/F16/BF16 a) streams the rows of a once, converting on
  * the fly, and keeps an RM x NB grid of dot products along k in registers. */
 #include "kern.h"
-#include "repack.h"
 #include "simd.h"
 
 #include "../../abi/rt_quant.h"
@@ -100,51 +96,10 @@ static void a_rows(const rt_cpu_mm_t *g, int64_t r, int64_t k0, int64_t kc, floa
     }
 }
 
-/* The RT_W lanes of 4-byte groups of rows r.. in a 64-byte chunk of the
- * r16 layout (repack.h), as int32 lanes. */
-RT_INLINE rt_vi r16_lanes(const char *p) {
-    rt_vf v;
-    memcpy(&v, p, sizeof v);
-    return vf_bits(v);
-}
-
-/* ap[k*MM_P + i] = a[r + i][k0 + k] for i < RT_W, a packed: a chunk holds
- * 4 consecutive k of 16 rows, so RT_W rows' bytes are RT_W consecutive
- * int32 lanes, one byte per k: shifts and masks instead of a transpose.
- * RT_W divides 16 and r is a multiple of it, so the rows share a group;
- * rows past the padded groups read zeros. */
-static void pack_rows_r16(const rt_cpu_mm_t *g, int64_t r, int64_t k0, int64_t kc, float *ap) {
-    const rt_type_t t = g->atype;
-    if (r >= rt_cpu_rp_groups(g->M) * RT_CPU_RP_ROWS) {
-        for (int64_t k = 0; k < kc; k++) vf_store(ap + k * MM_P, vf_zero());
-        return;
-    }
-    const char *grp = g->a + (size_t)(r / RT_CPU_RP_ROWS) * g->lda;
-    const int64_t i0 = r % RT_CPU_RP_ROWS;
-    const uint16_t *sc = (const uint16_t *)(grp + rt_cpu_rp_scales_at(t, g->K)) + i0;
-    const size_t qb = RT_CPU_RP_ROWS * rt_cpu_rp_qbytes(t);
-    const bool q8 = t == RT_TYPE_Q8_0;
-    const rt_vi mask = vi_set1(q8 ? 255 : 15), bias = vi_set1(q8 ? -128 : -8);
-    for (int64_t b = k0 / 32; b < (k0 + kc) / 32; b++) {
-        const rt_vf d = vf_load_f16(sc + RT_CPU_RP_ROWS * b);
-        float *dst = ap + (b * 32 - k0) * MM_P;
-        for (int k = 0; k < 8; k++) {
-            const rt_vi x = r16_lanes(grp + (size_t)b * qb + 64 * (q8 ? k : k & 3) + 4 * i0);
-            const int nib = q8 || k < 4 ? 0 : 4;
-            for (int i = 0; i < 4; i++) {
-                const rt_vi q = vi_add(vi_and(vi_srli(x, 8 * i + nib), mask), bias);
-                vf_store(dst + (4 * k + i) * MM_P, vf_mul(vf_from_vi(q), d));
-            }
-        }
-    }
-}
-
 /* ap[k*MM_P + i] = a[m + i][k0 + k]: RT_W x RT_W blocks transposed in registers. */
 static void pack_panel(const rt_cpu_mm_t *g, int64_t m, int64_t k0, int64_t kc, float *ap,
                        float *tmp, const float *zeros) {
-    for (int64_t v = 0; v < MM_NV && g->packed; v++)
-        pack_rows_r16(g, m + v * RT_W, k0, kc, ap + v * RT_W);
-    for (int64_t v = 0; v < MM_NV && !g->packed; v++) {
+    for (int64_t v = 0; v < MM_NV; v++) {
         const float *rows[RT_W];
         a_rows(g, m + v * RT_W, k0, kc, tmp, zeros, rows);
         int64_t k = 0;
