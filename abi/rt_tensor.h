@@ -148,9 +148,10 @@ enum {
                             counterpart of GET_ROWS, which lets a graph write at
                             positions chosen by an input, so the same graph serves
                             every step (a KV cache written at the step's rows).
-                            a's rows contiguous (nb[0] = type size); with indices
-                            repeated, which of their rows lands is unspecified; an
-                            index outside a fails the graph. */
+                            a may have any strides: a transposed a takes columns
+                            (the transposed V cache). With indices repeated, which
+                            of their rows lands is unspecified; an index outside a
+                            fails the graph. */
     RT_OP_COUNT          /* not ABI: grows with new ops */
 };
 

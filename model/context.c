@@ -35,7 +35,6 @@ struct rtm_context {
     float *logits;                /* n_logits rows of n_vocab */
     int32_t n_logits, logits_cap; /* rows held, rows allocated */
     int32_t *tok_buf, *pos_buf;   /* n_batch each: input staging */
-    int32_t *v_rows_buf;          /* n_embd_kv * n_batch */
     float *mask_buf;              /* n_ctx * n_batch */
     bool no_graph_reuse;
     struct {                      /* the allocated graph, while gctx is not NULL */
@@ -108,10 +107,8 @@ static rt_status_t alloc_host(rtm_context_t *c) {
     c->graph_mem = malloc(c->graph_mem_size);
     c->tok_buf = malloc((size_t)c->n_batch * sizeof c->tok_buf[0]);
     c->pos_buf = malloc((size_t)c->n_batch * sizeof c->pos_buf[0]);
-    c->v_rows_buf = malloc((size_t)c->n_batch * (size_t)rtm_n_embd_kv(&c->model->hp) *
-                           sizeof c->v_rows_buf[0]);
     c->mask_buf = malloc((size_t)c->n_batch * (size_t)c->n_ctx * sizeof c->mask_buf[0]);
-    if (c->graph_mem && c->tok_buf && c->pos_buf && c->v_rows_buf && c->mask_buf) return RT_OK;
+    if (c->graph_mem && c->tok_buf && c->pos_buf && c->mask_buf) return RT_OK;
     return rtm_error(RT_ERR_OUT_OF_MEMORY, "rtm_context_create: no host memory for n_ctx %d, "
                      "n_batch %d", c->n_ctx, c->n_batch);
 }
@@ -166,7 +163,6 @@ void rtm_context_destroy(rtm_context_t *c) {
     free(c->graph_mem);
     free(c->tok_buf);
     free(c->pos_buf);
-    free(c->v_rows_buf);
     free(c->mask_buf);
     free(c->logits);
     free(c);
@@ -204,17 +200,13 @@ rt_status_t rtm_context_create(rtm_model_t *m, const rtm_context_params_t *param
 
 //===--- decoding ---===//
 
-/* Token i goes to position (and K cache row) n_past + i; element e of its
- * V to row n_past + i of the transposed V cache's column e. Causal: it sees
+/* Token i goes to position (and cache row) n_past + i. Causal: it sees
  * positions 0..n_past + i of the n_kv rows read. */
 static void fill_inputs(rtm_context_t *c, const rtm_token_t *tokens, int32_t n, int32_t n_kv) {
-    const int64_t n_embd_kv = rtm_n_embd_kv(&c->model->hp);
     for (int32_t i = 0; i < n; i++) {
         const int32_t p = c->n_past + i;
         c->tok_buf[i] = tokens[i];
         c->pos_buf[i] = p;
-        for (int64_t e = 0; e < n_embd_kv; e++)
-            c->v_rows_buf[i * n_embd_kv + e] = (int32_t)(e * c->n_ctx + p);
         for (int32_t j = 0; j < n_kv; j++)
             c->mask_buf[(size_t)i * (size_t)n_kv + (size_t)j] = j <= p ? 0.0f : -INFINITY;
     }
@@ -223,7 +215,6 @@ static void fill_inputs(rtm_context_t *c, const rtm_token_t *tokens, int32_t n, 
 static rt_status_t set_inputs(rtm_context_t *c, const rtm_graph_io_t *io) {
     rt_status_t st = rt_tensor_set(io->tokens, c->tok_buf, 0, rt_nbytes(io->tokens));
     if (st == RT_OK) st = rt_tensor_set(io->pos, c->pos_buf, 0, rt_nbytes(io->pos));
-    if (st == RT_OK) st = rt_tensor_set(io->v_rows, c->v_rows_buf, 0, rt_nbytes(io->v_rows));
     if (st == RT_OK) st = rt_tensor_set(io->mask, c->mask_buf, 0, rt_nbytes(io->mask));
     return st;
 }

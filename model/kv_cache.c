@@ -69,9 +69,8 @@ static bool device_sets_rows(const rtm_kv_cache_t *kv, const rtm_model_t *m, int
     rt_tensor_t *ck = kv->k[il], *cv = kv->v[il];
     rt_tensor_t *k = rt_set_rows(ctx, ck, rt_new_tensor_2d(ctx, RT_TYPE_F32, n_embd_kv, 1),
                                  rt_new_tensor_1d(ctx, RT_TYPE_I32, 1));
-    rt_tensor_t *v = rt_set_rows(ctx, rt_reshape_2d(ctx, cv, 1, rt_nelements(cv)),
-                                 rt_new_tensor_2d(ctx, RT_TYPE_F32, 1, n_embd_kv),
-                                 rt_new_tensor_1d(ctx, RT_TYPE_I32, n_embd_kv));
+    rt_tensor_t *v = rt_set_rows(ctx, rt_transpose(ctx, cv), rt_new_tensor_2d(ctx, RT_TYPE_F32, n_embd_kv, 1),
+                                 rt_new_tensor_1d(ctx, RT_TYPE_I32, 1));
     const bool ok = rt_device_supports_op(dev, k) && rt_device_supports_op(dev, v);
     rt_context_destroy(ctx);
     return ok;

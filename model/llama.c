@@ -10,8 +10,8 @@
  * Attention, per layer: Q, K, V projections, rope (NORMAL mode: the
  * converter permuted W_q and W_k for it) on Q and K, then this step's K
  * and V are written into the layer's cache by SET_ROWS at rows that inputs
- * name (K at the tokens' positions, V element by element, as its cache is
- * transposed; devices without the op copy into views at n_past instead),
+ * name (the tokens' positions: rows of K, columns of the transposed V;
+ * devices without the op copy into views at n_past instead),
  * and n_kv rows are read back through views of the cache:
  *
  *   K   view {head_dim, n_kv, n_head_kv} of cache_k {n_embd_kv, n_ctx}
@@ -40,7 +40,7 @@ typedef struct build {
     rt_context_t *ctx;
     rt_graph_t *g;
     int32_t n_tokens, n_kv, n_past;
-    rt_tensor_t *pos, *mask, *v_rows;
+    rt_tensor_t *pos, *mask;
 } build_t;
 
 int32_t rtm_llama_graph_size(const rtm_hparams_t *hp) {
@@ -57,17 +57,13 @@ static rt_tensor_t *rope(build_t *b, rt_tensor_t *x) {
 
 /* Writes this step's K {head_dim, n_head_kv, N} into the rows of layer
  * il's K cache {n_embd_kv, n_ctx} at the tokens' positions, and V
- * {n_embd_kv, N} into its transposed cache {n_ctx, n_embd_kv}: there each
- * element is a row of one (both seen as {1, elements}), at the index the
- * v_rows input gives it. */
+ * {n_embd_kv, N} into the columns of its transposed cache {n_ctx,
+ * n_embd_kv} there: rows of the transposed view. */
 static void store_kv_rows(build_t *b, int32_t il, rt_tensor_t *k, rt_tensor_t *v) {
     rt_tensor_t *ck = b->kv->k[il], *cv = b->kv->v[il];
-    const int64_t n_embd_kv = rtm_n_embd_kv(b->hp), n_v = n_embd_kv * b->n_tokens;
-    rt_tensor_t *k_rows = rt_reshape_2d(b->ctx, k, n_embd_kv, b->n_tokens);
+    rt_tensor_t *k_rows = rt_reshape_2d(b->ctx, k, rtm_n_embd_kv(b->hp), b->n_tokens);
     rt_graph_build_forward_expand(b->g, rt_set_rows(b->ctx, ck, k_rows, b->pos));
-    rt_tensor_t *v_elems = rt_reshape_2d(b->ctx, v, 1, n_v);
-    rt_tensor_t *cv_elems = rt_reshape_2d(b->ctx, cv, 1, rt_nelements(cv));
-    rt_graph_build_forward_expand(b->g, rt_set_rows(b->ctx, cv_elems, v_elems, b->v_rows));
+    rt_graph_build_forward_expand(b->g, rt_set_rows(b->ctx, rt_transpose(b->ctx, cv), v, b->pos));
 }
 
 /* The same for devices without SET_ROWS: copies into views at rows
@@ -132,13 +128,11 @@ static rt_tensor_t *input(rt_tensor_t *t, const char *name) {
 void rtm_llama_build(const rtm_model_t *m, const rtm_kv_cache_t *kv, rt_context_t *ctx,
                      const rtm_ubatch_t *ub, rtm_graph_io_t *io) {
     build_t b = {m, &m->hp, kv, ctx, rt_graph_create(ctx, (size_t)rtm_llama_graph_size(&m->hp)),
-                 ub->n_tokens, ub->n_kv, ub->n_past, NULL, NULL, NULL};
+                 ub->n_tokens, ub->n_kv, ub->n_past, NULL, NULL};
     io->graph = b.g;
     io->tokens = input(rt_new_tensor_1d(ctx, RT_TYPE_I32, b.n_tokens), "tokens");
     io->pos = b.pos = input(rt_new_tensor_1d(ctx, RT_TYPE_I32, b.n_tokens), "positions");
     io->mask = b.mask = input(rt_new_tensor_2d(ctx, RT_TYPE_F32, b.n_kv, b.n_tokens), "kq_mask");
-    io->v_rows = b.v_rows = input(rt_new_tensor_1d(ctx, RT_TYPE_I32, rtm_n_embd_kv(&m->hp) * b.n_tokens),
-                                  "v_rows");
     rt_tensor_t *x = rt_get_rows(ctx, m->tok_embd, io->tokens);
     for (int32_t il = 0; il < m->hp.n_layer; il++) x = layer(&b, il, x);
     if (!ub->all_logits)

@@ -145,8 +145,7 @@ typedef struct rtm_ubatch {
 typedef struct rtm_graph_io {
     rt_graph_t *graph;
     rt_tensor_t *tokens;    /* I32 {n_tokens} */
-    rt_tensor_t *pos;       /* I32 {n_tokens}: positions, also the K cache rows written */
-    rt_tensor_t *v_rows;    /* I32 {n_embd_kv * n_tokens}: V cache elements written */
+    rt_tensor_t *pos;       /* I32 {n_tokens}: positions, also the cache rows written */
     rt_tensor_t *mask;      /* F32 {n_kv, n_tokens}: 0 or -inf */
     rt_tensor_t *logits;    /* F32 {n_vocab, 1 or n_tokens} */
 } rtm_graph_io_t;

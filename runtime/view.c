@@ -242,8 +242,6 @@ rt_tensor_t *rt_cast(rt_context_t *ctx, rt_tensor_t *a, rt_type_t type) {
 rt_tensor_t *rt_set_rows(rt_context_t *ctx, rt_tensor_t *a, rt_tensor_t *b, rt_tensor_t *rows) {
     RT_CHECK(a->type == RT_TYPE_F32 || a->type == RT_TYPE_F16 || a->type == RT_TYPE_BF16,
              "SET_ROWS: a must be F32, F16 or BF16: a %s", RT_DESC(a));
-    RT_CHECK(a->nb[0] == rt_type_size(a->type), "SET_ROWS: a's rows must be contiguous: a %s",
-             RT_DESC(a));
     RT_CHECK(b->type == RT_TYPE_F32 && rows->type == RT_TYPE_I32,
              "SET_ROWS: b must be F32 and rows I32: b %s, rows %s", RT_DESC(b), RT_DESC(rows));
     RT_CHECK(b->ne[0] == a->ne[0] && b->ne[2] == a->ne[2] && b->ne[3] == a->ne[3] &&

@@ -317,6 +317,10 @@ static const op_case_t cases[] = {
     {RT_OP_SET_ROWS, "into a padded view", {INL(F32, PAD, 33, 10), IN(F32, 33, 3), DIST(10, 3)}, .tol = TOL_EXACT},
     {RT_OP_SET_ROWS, "one-element rows (V cache)", {IN(F16, 1, 300), IN(F32, 1, 64), DIST(300, 64)},
      .tol = TOL_EXACT},
+    {RT_OP_SET_ROWS, "into a transposed a (columns: the V cache)", {INL(F16, TRANS, 16, 40), IN(F32, 16, 5), DIST(40, 5)},
+     .tol = TOL_EXACT},
+    {RT_OP_SET_ROWS, "transposed a, 130 rows (runs of 64 and a tail)",
+     {INL(F32, TRANS, 8, 300), INP(F32, 1, 0, 2, 3, 8, 130), DIST(300, 130)}, .tol = TOL_EXACT},
 };
 
 #define N_CASES (sizeof cases / sizeof cases[0])

@@ -104,6 +104,9 @@ static const tcase_t cases[] = {
     { RT_OP_SET_ROWS, F16, F32, S(1, 8192, 1, 1), S(1, 3000, 1, 1), LAY_CONT, LAY_CONT, .irange = 8192, .distinct = true, .tol = 0 },
     { RT_OP_SET_ROWS, F32, F32, S(1, 4096, 1, 1), S(1, 2500, 1, 1), LAY_CONT, LAY_TRANSPOSE, .irange = 4096, .distinct = true, .tol = 0 },
     { RT_OP_SET_ROWS, BF16, F32, S(1, 5000, 2, 1), S(1, 2048, 2, 1), LAY_CONT, LAY_PERMUTE, .irange = 5000, .distinct = true, .tol = 0 },
+    /* a transposed destination: columns, as the model writes its transposed V cache */
+    { RT_OP_SET_ROWS, F16, F32, S(64, 300, 1, 1), S(64, 40, 1, 1), LAY_TRANSPOSE, LAY_CONT, .irange = 300, .distinct = true, .tol = 0 },
+    { RT_OP_SET_ROWS, F32, F32, S(32, 1000, 1, 1), S(32, 700, 1, 1), LAY_TRANSPOSE, LAY_PERMUTE, .irange = 1000, .distinct = true, .tol = 0 },
     /* binary ops: same shape, broadcast, strided */
     { RT_OP_ADD, F32, F32, S(16, 5, 4, 3), S(16, 5, 4, 3), LAY_CONT, LAY_CONT, .tol = 1e-6 },
     { RT_OP_ADD, F32, F32, S(16, 5, 4, 3), S(16, 1, 4, 1), LAY_PERMUTE, LAY_CONT, .tol = 1e-6 },

@@ -71,8 +71,7 @@ static bool cu_supports_set_rows(const rt_tensor_t *n) {
     const rt_tensor_t *a = n->src[0], *b = n->src[1], *c = n->src[2];
     if (!a || !b || !c || b->type != RT_TYPE_F32 || c->type != RT_TYPE_I32) return false;
     if (!cu_is_float(a->type) || n->type != a->type || !cu_same_shape(a, n)) return false;
-    const size_t unit = a->type == RT_TYPE_F32 ? 4 : 2;
-    return n->nb[0] == unit && b->ne[0] == a->ne[0] && b->ne[2] == a->ne[2] &&
+    return b->ne[0] == a->ne[0] && b->ne[2] == a->ne[2] &&
            b->ne[3] == a->ne[3] && c->ne[0] == b->ne[1] && c->ne[1] == b->ne[2] &&
            c->ne[2] == b->ne[3] && c->ne[3] == 1;
 }

@@ -72,12 +72,13 @@ static bool vk_supports_get_rows(const rt_vk_device_t *dev, const rt_tensor_t *n
            n->ne[2] == b->ne[1] && n->ne[3] == b->ne[2];
 }
 
-/* The node is a view of a (its type, shape and strides are a's); b F32,
- * c I32, with any strides vk_tensor_ok accepts. */
+/* The node is a view of a (its type, shape and strides are a's, any of
+ * them: a transposed a takes columns); b F32, c I32, with any strides
+ * vk_tensor_ok accepts. */
 static bool vk_supports_set_rows(const rt_vk_device_t *dev, const rt_tensor_t *n,
                                  const rt_tensor_t *a, const rt_tensor_t *b, const rt_tensor_t *c) {
     return b && c && vk_is_float(a->type) && n->type == a->type && vk_same_shape(a, n) &&
-           vk_rows_packed(dev, n) && b->type == RT_TYPE_F32 && c->type == RT_TYPE_I32 &&
+           vk_tensor_ok(dev, n) && b->type == RT_TYPE_F32 && c->type == RT_TYPE_I32 &&
            b->ne[0] == a->ne[0] && b->ne[2] == a->ne[2] && b->ne[3] == a->ne[3] &&
            c->ne[0] == b->ne[1] && c->ne[1] == b->ne[2] && c->ne[2] == b->ne[3] && c->ne[3] == 1;
 }
