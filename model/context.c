@@ -7,8 +7,9 @@
  * A graph is built and allocated (the scheduler's passes, the gallocr's
  * plan) only when the ubatch's shape changes: n_tokens, or n_kv, which
  * grows in steps of RTM_KV_PAD. In between, decoding writes the inputs
- * (tokens, positions, mask, cache rows) in place and computes the same
- * allocated graph again: nothing is planned or allocated per token.
+ * (tokens, positions, which are also the cache rows written, and the
+ * mask) in place and computes the same allocated graph again: nothing is
+ * planned or allocated per token.
  *
  * Compute buffers are reserved at creation the llama.cpp way (seed 4.2):
  * the prompt graph (n_batch tokens at the end of the context, the largest
