@@ -204,8 +204,9 @@ cudaError_t rt_cu_launch_get_rows(const rt_cu_node_t *n, cudaStream_t stream) {
 
 #define RT_CU_SET_ROWS_THREADS 256
 
-/* One thread per element of src (b), not one block per row: the transposed
- * V cache's rows are one element long and number in the thousands. Element
+/* One thread per element of src (b), not one block per row: a decode step
+ * writes a single row per cache, so the work is in its elements; dst may
+ * have any strides (the transposed V cache takes columns). Element
  * (i0, i1, i2, i3) of src goes to element i0 of row idx[i1, i2, i3] of dst's
  * matrix (i2, i3); dst is the node, a view of the destination a. A kernel
  * cannot fail the graph, so an index outside [0, dst.ne[1]) writes nothing

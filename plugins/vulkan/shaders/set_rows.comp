@@ -2,10 +2,10 @@
 // set_rows.comp: SET_ROWS, the scatter counterpart of get_rows.comp.
 // Element (i0, i, i2, i3) of b (F32, any strides) is stored, converted to
 // the destination's type, as element i0 of row c[i, i2, i3] of matrix
-// (i2, i3) of the destination (a's bytes: the node is a view of a, rows
-// contiguous). One invocation per element of b, not one workgroup per row,
-// so the transposed V cache's one-element rows (thousands of them) fill
-// whole workgroups. A shader cannot fail the graph, so an index outside
+// (i2, i3) of the destination (a's bytes: the node is a view of a, any
+// strides: the transposed V cache takes columns). One invocation per
+// element of b, not one workgroup per row: a decode step writes a single
+// row per cache, so the work is in its elements. A shader cannot fail the graph, so an index outside
 // [0, a->ne[1]) writes nothing for its row rather than outside a (the CPU
 // plugin fails the graph instead); the other rows of a keep their bytes.
 #version 450
