@@ -313,10 +313,5 @@ void rtm_context_clear(rtm_context_t *c) {
 }
 
 rt_status_t rtm_context_get_stats(const rtm_context_t *c, rtm_context_stats_t *out) {
-    if (c == NULL || out == NULL || out->struct_size == 0)
-        return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_context_get_stats: NULL or unsized out");
-    const size_t n = out->struct_size < sizeof *out ? out->struct_size : sizeof *out;
-    memcpy((char *)out + sizeof out->struct_size, (const char *)&c->stats + sizeof out->struct_size,
-           n - sizeof out->struct_size);
-    return RT_OK;
+    return rtm_stats_copy(out, c ? &c->stats : NULL, sizeof c->stats, "rtm_context_get_stats");
 }

@@ -34,6 +34,16 @@ double rtm_time_seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+rt_status_t rtm_stats_copy(void *out, const void *stats, size_t stats_size, const char *fn) {
+    uint32_t size = 0;
+    if (out != NULL) memcpy(&size, out, sizeof size);
+    if (stats == NULL || size < sizeof size)
+        return rtm_error(RT_ERR_INVALID_ARGUMENT, "%s: NULL or unsized out", fn);
+    const size_t n = size < stats_size ? size : stats_size;
+    memcpy((char *)out + sizeof size, (const char *)stats + sizeof size, n - sizeof size);
+    return RT_OK;
+}
+
 void rtm_params_copy(void *dst, size_t dst_size, const void *src) {
     memset(dst, 0, dst_size);
     if (src == NULL) return;

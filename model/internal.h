@@ -22,6 +22,11 @@ RTM_INTERNAL rt_status_t rtm_error_core(rt_status_t status, const char *what);
  * the bytes inside its struct_size (0 reads as the whole 1.0 struct), so
  * an older caller's shorter struct leaves newer fields at their default. */
 RTM_INTERNAL void rtm_params_copy(void *dst, size_t dst_size, const void *src);
+/* The other way: the library's stats (stats_size bytes) into the caller's
+ * out, as far as its struct_size reaches (set by the caller, not 0);
+ * RT_ERR_INVALID_ARGUMENT naming fn otherwise. */
+RTM_INTERNAL rt_status_t rtm_stats_copy(void *out, const void *stats, size_t stats_size,
+                                        const char *fn);
 
 /* Wall-clock seconds from an arbitrary start, for load and decode times. */
 RTM_INTERNAL double rtm_time_seconds(void);

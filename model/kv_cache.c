@@ -76,9 +76,15 @@ static bool device_sets_rows(const rtm_kv_cache_t *kv, const rtm_model_t *m, int
     return ok;
 }
 
+/* Asked once per device, on its first layer's cache (all have one shape). */
 static bool all_set_rows(const rtm_kv_cache_t *kv, const rtm_model_t *m) {
-    for (int32_t il = 0; il < m->hp.n_layer; il++)
-        if (!device_sets_rows(kv, m, il, m->devices[m->layout.layer[il]])) return false;
+    bool asked[RTM_MAX_DEVICES] = {false};
+    for (int32_t il = 0; il < m->hp.n_layer; il++) {
+        const int32_t d = m->layout.layer[il];
+        if (asked[d]) continue;
+        asked[d] = true;
+        if (!device_sets_rows(kv, m, il, m->devices[d])) return false;
+    }
     return true;
 }
 

@@ -110,12 +110,7 @@ rt_device_t *rtm_model_layer_device(const rtm_model_t *m, int32_t il) {
 }
 
 rt_status_t rtm_model_get_load_stats(const rtm_model_t *m, rtm_load_stats_t *out) {
-    if (m == NULL || out == NULL || out->struct_size == 0)
-        return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_model_get_load_stats: NULL or unsized out");
-    const size_t n = out->struct_size < sizeof *out ? out->struct_size : sizeof *out;
-    memcpy((char *)out + sizeof out->struct_size, (const char *)&m->stats + sizeof out->struct_size,
-           n - sizeof out->struct_size);
-    return RT_OK;
+    return rtm_stats_copy(out, m ? &m->stats : NULL, sizeof m->stats, "rtm_model_get_load_stats");
 }
 
 //===--- the placement as text ---===//

@@ -19,21 +19,9 @@
 
 #define TOL_DOT 1e-5
 
-static int n_failed;
 static rt_device_t *dev;
 static rt_queue_t *queues[3];
 static const int32_t queue_threads[3] = {0, 1, 3};
-
-static void report(const char *fmt, ...) RT_PRINTF(1, 2);
-static void report(const char *fmt, ...) {
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    print_error("%s\n", msg);
-    n_failed++;
-}
 
 //===--- the seed's GPT-2 attention block ---===//
 
@@ -48,7 +36,7 @@ static bool attn_header(const char *what, const rt_tensor_t *t, int64_t e0, int6
     if (t->type == RT_TYPE_F32 && memcmp(t->ne, ne, sizeof ne) == 0 && memcmp(t->nb, nb, sizeof nb) == 0)
         return true;
     char got[160];
-    report("ops-attn.1 GPT-2 attention: %s header is %s nb{%zu,%zu,%zu,%zu}, want ne{%lld,%lld,%lld,1} "
+    tu_report("ops-attn.1 GPT-2 attention: %s header is %s nb{%zu,%zu,%zu,%zu}, want ne{%lld,%lld,%lld,1} "
            "nb{%zu,%zu,%zu,%zu}", what, rt_tensor_describe(t, got, sizeof got), t->nb[0], t->nb[1],
            t->nb[2], t->nb[3], (long long)e0, (long long)e1, (long long)e2, nb[0], nb[1], nb[2], nb[3]);
     return false;
@@ -137,7 +125,7 @@ static void attn_check_cache(const rt_tensor_t *mk, const float *before, const f
     for (size_t t = 0; t < AT_N; t++)
         for (size_t e = 0; e < AT_EMBD; e++) want[at + t * AT_EMBD + e] = cur[t * 3 * AT_EMBD + AT_EMBD + e];
     const double err = tu_nmse_error(want, got, n);
-    if (err != 0) report("ops-attn.2 GPT-2 attention (threads %d): K cache after cpy: nmse %.3g, want 0 (exact)",
+    if (err != 0) tu_report("ops-attn.2 GPT-2 attention (threads %d): K cache after cpy: nmse %.3g, want 0 (exact)",
                          threads, err);
     free(got);
     free(want);
@@ -156,7 +144,7 @@ static void attn_rejects_v_permuted(void) {
 
 static void test_gpt2_attention(void **state) {
     (void)state;
-    n_failed = 0;
+    tu_n_failed = 0;
     tu_seed(0xa77e);
     rt_context_t *ctx = tu_context(16, true);
     rt_graph_t *g = rt_graph_create(ctx, 64);
@@ -181,7 +169,7 @@ static void test_gpt2_attention(void **state) {
         assert_int_equal(rt_tensor_get(a.out, got, 0, AT_EMBD * AT_N * sizeof got[0]), RT_OK);
         const double err = tu_nmse_error(ref, got, AT_EMBD * AT_N);
         if (!(err <= TOL_DOT))
-            report("ops-attn.1 GPT-2 attention (n_embd %d, %d heads, N %d, n_past %d, threads %d): "
+            tu_report("ops-attn.1 GPT-2 attention (n_embd %d, %d heads, N %d, n_past %d, threads %d): "
                    "nmse %.3g > tol %.0e", AT_EMBD, AT_HEAD, AT_N, AT_PAST, queue_threads[q], err, TOL_DOT);
         attn_check_cache(a.mk, mk, cur, queue_threads[q]);
     }
@@ -191,9 +179,9 @@ static void test_gpt2_attention(void **state) {
     free(got);
     rt_buffer_free(buf);
     rt_context_destroy(ctx);
-    if (!a.headers_ok) n_failed++;
+    if (!a.headers_ok) tu_n_failed++;
     attn_rejects_v_permuted();
-    if (n_failed > 0) fail_msg("GPT-2 attention: %d failing check(s), listed above", n_failed);
+    if (tu_n_failed > 0) fail_msg("GPT-2 attention: %d failing check(s), listed above", tu_n_failed);
 }
 
 static int group_setup(void **state) {

@@ -31,18 +31,6 @@
 #define TOL_ROW 4e-6
 #define TOL_DOT 2e-6
 
-static int n_failed;
-
-static void report(const char *fmt, ...) RT_PRINTF(1, 2);
-static void report(const char *fmt, ...) {
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    print_error("%s\n", msg);
-    n_failed++;
-}
 
 /* Max relative error of got against ref (infinities must match). */
 static double rel_err(const double *ref, const float *got, int64_t n, double floor_) {
@@ -69,7 +57,7 @@ typedef void (*path_fn)(const rt_cpu_kernels_t *k);
 
 static void each_path(path_fn fn) {
     int n_run = 0;
-    n_failed = 0;
+    tu_n_failed = 0;
     for (int i = 0; i < RT_CPU_ISA_COUNT; i++) {
         const rt_cpu_kernels_t *k = rt_cpu_kernels_for((rt_cpu_isa_t)i);
         if (k == NULL) continue;
@@ -78,7 +66,7 @@ static void each_path(path_fn fn) {
         n_run++;
     }
     assert_true(n_run > 0);
-    if (n_failed) fail_msg("%d failing check(s), listed above", n_failed);
+    if (tu_n_failed) fail_msg("%d failing check(s), listed above", tu_n_failed);
 }
 
 //===--- cpuk-1: conversions ---===//
@@ -100,22 +88,22 @@ static void conv_f16(const rt_cpu_kernels_t *k, int64_t n) {
     k->vec->f32_to_f16(x + 1, h + 1, n);
     for (int64_t i = 0; i < n; i++)
         if (h[i + 1] != rt_fp32_to_fp16(x[i + 1]))
-            report("cpuk-1.1 %s f32->f16 n %lld [%lld] %.9g: 0x%04x, want 0x%04x", k->name,
+            tu_report("cpuk-1.1 %s f32->f16 n %lld [%lld] %.9g: 0x%04x, want 0x%04x", k->name,
                    (long long)n, (long long)i, x[i + 1], h[i + 1], rt_fp32_to_fp16(x[i + 1]));
     k->vec->f16_to_f32(h + 1, back, n);
     for (int64_t i = 0; i < n; i++)
         if (memcmp(&back[i], &(float){rt_fp16_to_fp32(h[i + 1])}, 4) != 0)
-            report("cpuk-1.2 %s f16->f32 n %lld [%lld] 0x%04x", k->name, (long long)n, (long long)i,
+            tu_report("cpuk-1.2 %s f16->f32 n %lld [%lld] 0x%04x", k->name, (long long)n, (long long)i,
                    h[i + 1]);
     k->vec->f32_to_bf16(x + 1, h + 1, n);
     for (int64_t i = 0; i < n; i++)
         if (h[i + 1] != rt_fp32_to_bf16(x[i + 1]))
-            report("cpuk-1.3 %s f32->bf16 n %lld [%lld] %.9g", k->name, (long long)n, (long long)i,
+            tu_report("cpuk-1.3 %s f32->bf16 n %lld [%lld] %.9g", k->name, (long long)n, (long long)i,
                    x[i + 1]);
     k->vec->bf16_to_f32(h + 1, back, n);
     for (int64_t i = 0; i < n; i++)
         if (back[i] != rt_bf16_to_fp32(h[i + 1]) && !isnan(back[i]))
-            report("cpuk-1.4 %s bf16->f32 n %lld [%lld]", k->name, (long long)n, (long long)i);
+            tu_report("cpuk-1.4 %s bf16->f32 n %lld [%lld]", k->name, (long long)n, (long long)i);
     free(x), free(h), free(back);
 }
 
@@ -130,7 +118,7 @@ static void conv_quant(const rt_cpu_kernels_t *k, int64_t n) {
         rt_quantize_block_q8_0(x + b * 32, &r8);
         rt_dequantize_block_q8_0(&r8, ref);
         if (memcmp(&r8, &q[b], sizeof r8) != 0 || memcmp(ref, y + b * 32, sizeof ref) != 0)
-            report("cpuk-1.5 %s q8_0 block %lld of %lld differs from the reference", k->name,
+            tu_report("cpuk-1.5 %s q8_0 block %lld of %lld differs from the reference", k->name,
                    (long long)b, (long long)n / 32);
         rt_quantize_block_q4_0(x + b * 32, &q4[b]);
     }
@@ -139,7 +127,7 @@ static void conv_quant(const rt_cpu_kernels_t *k, int64_t n) {
         r4 = q4[b];
         rt_dequantize_block_q4_0(&r4, ref);
         if (memcmp(ref, y + b * 32, sizeof ref) != 0)
-            report("cpuk-1.6 %s q4_0 block %lld dequantised differently", k->name, (long long)b);
+            tu_report("cpuk-1.6 %s q4_0 block %lld dequantised differently", k->name, (long long)b);
     }
     free(x), free(y), free(q), free(q4);
 }
@@ -157,7 +145,7 @@ static void conversions(const rt_cpu_kernels_t *k) {
     for (int i = 0; i < 65536; i++) {
         const float want = rt_fp16_to_fp32((uint16_t)i);
         if (memcmp(&got[i], &want, 4) != 0 && !(isnan(got[i]) && isnan(want))) {
-            report("cpuk-1.7 %s f16 0x%04x -> %.9g, want %.9g", k->name, i, got[i], want);
+            tu_report("cpuk-1.7 %s f16 0x%04x -> %.9g, want %.9g", k->name, i, got[i], want);
             break;
         }
     }
@@ -197,7 +185,7 @@ static void binary_case(const rt_cpu_kernels_t *k, int op, int64_t n, bool scala
             k->vec->vv[op](out, x + 1, y, n);
         const double e = rel_err(ref, out, n, 1e-6);
         if (!(e <= TOL_ELEM))
-            report("cpuk-2.1 %s binary op %d n %lld %s%s: error %.3g", k->name, op, (long long)n,
+            tu_report("cpuk-2.1 %s binary op %d n %lld %s%s: error %.3g", k->name, op, (long long)n,
                    scalar_y ? "scalar y" : "vector y", inplace ? " in place" : "", e);
     }
     free(x), free(y), free(d), free(ref);
@@ -216,7 +204,7 @@ static void unary_case(const rt_cpu_kernels_t *k, int64_t n) {
         (which ? k->vec->silu : k->vec->gelu)(d, x, n);
         const double e = rel_err(ref, d, n, 1e-6);
         if (!(e <= TOL_ELEM))
-            report("cpuk-2.2 %s %s n %lld: error %.3g", k->name, which ? "silu" : "gelu",
+            tu_report("cpuk-2.2 %s %s n %lld: error %.3g", k->name, which ? "silu" : "gelu",
                    (long long)n, e);
     }
     free(x), free(d), free(ref);
@@ -251,11 +239,11 @@ static void norm_case(const rt_cpu_kernels_t *k, int64_t n) {
     k->vec->norm(d, x, n, 1e-5f);
     /* x - mean cancels: the error is absolute, at the row's scale */
     double e = tu_nmse_error(ref, d, (size_t)n);
-    if (!(e <= TOL_ROW)) report("cpuk-3.1 %s norm n %lld: error %.3g", k->name, (long long)n, e);
+    if (!(e <= TOL_ROW)) tu_report("cpuk-3.1 %s norm n %lld: error %.3g", k->name, (long long)n, e);
     for (int64_t i = 0; i < n; i++) ref[i] = x[i] / sqrt(s2 / n + 1e-6);
     k->vec->rms_norm(x, x, n, 1e-6f); /* in place */
     e = rel_err(ref, x, n, 1e-6);
-    if (!(e <= TOL_ROW)) report("cpuk-3.2 %s rms_norm n %lld: error %.3g", k->name, (long long)n, e);
+    if (!(e <= TOL_ROW)) tu_report("cpuk-3.2 %s rms_norm n %lld: error %.3g", k->name, (long long)n, e);
     free(x), free(d), free(ref);
 }
 
@@ -273,7 +261,7 @@ static void soft_max_case(const rt_cpu_kernels_t *k, int64_t n, bool masked, int
     k->vec->soft_max(d, x, masked ? m : NULL, 0.3f, n);
     const double e = rel_err(ref, d, n, 1e-7);
     if (!(e <= TOL_ROW))
-        report("cpuk-3.3 %s soft_max n %lld mask %d cut %lld: error %.3g", k->name, (long long)n,
+        tu_report("cpuk-3.3 %s soft_max n %lld mask %d cut %lld: error %.3g", k->name, (long long)n,
                masked, (long long)cut, e);
     free(x), free(m), free(d), free(ref);
 }
@@ -324,7 +312,7 @@ static void rope_case(const rt_cpu_kernels_t *k, int64_t n_dims, int64_t n, int6
     k->vec->rope(x, dx, x, dx, n_rows, cs, n_dims, neox, n); /* in place */
     const double e2 = rope_err(ref, x, dx, n_rows, n);
     if (!(e <= TOL_ROW) || !(e2 <= TOL_ROW))
-        report("cpuk-3.4 %s rope %s n_dims %lld n %lld rows %lld: error %.3g (in place %.3g)",
+        tu_report("cpuk-3.4 %s rope %s n_dims %lld n %lld rows %lld: error %.3g (in place %.3g)",
                k->name, neox ? "neox" : "normal", (long long)n_dims, (long long)n,
                (long long)n_rows, e, e2);
     free(x), free(d), free(cs), free(ref);
@@ -339,7 +327,7 @@ static void sincos_case(const rt_cpu_kernels_t *k, int64_t n) {
     k->vec->sincos(x, s, c, n);
     const double es = rel_err(rs, s, n, 1e-7), ec = rel_err(rc, c, n, 1e-7);
     if (!(es <= TOL_ELEM) || !(ec <= TOL_ELEM))
-        report("cpuk-3.5 %s sincos n %lld: error sin %.3g, cos %.3g", k->name, (long long)n, es, ec);
+        tu_report("cpuk-3.5 %s sincos n %lld: error sin %.3g, cos %.3g", k->name, (long long)n, es, ec);
     free(x), free(s), free(c), free(rs), free(rc);
 }
 
@@ -473,7 +461,7 @@ static void mm_case(const rt_cpu_kernels_t *k, mm_kind_t kind, const mm_case_t *
     const double e = tu_nmse_error(ref, got, (size_t)(N * M));
     static const char *const kinds[] = {"gemm", "matvec", "matvec_q"};
     if (!(e <= TOL_DOT) || untouched)
-        report("cpuk-4.%d %s %s %s M %lld N %lld K %lld rows [%lld, %lld): nmse %.3g, %lld "
+        tu_report("cpuk-4.%d %s %s %s M %lld N %lld K %lld rows [%lld, %lld): nmse %.3g, %lld "
                "padding elements written", kind + 1, k->name, kinds[kind], rt_type_name(c->t),
                (long long)M, (long long)N, (long long)K, (long long)c->m0, (long long)c->m1, e,
                (long long)untouched);
@@ -525,7 +513,7 @@ static void roundtrip(const rt_cpu_kernels_t *k) {
     tu_q8_round(x, 96, want);
     for (int i = 0; i < 96; i++)
         if (got[i] != (float)want[i]) {
-            report("cpuk-4.4 %s roundtrip_q8 [%d]: %.9g, want %.9g", k->name, i, got[i], want[i]);
+            tu_report("cpuk-4.4 %s roundtrip_q8 [%d]: %.9g, want %.9g", k->name, i, got[i], want[i]);
             break;
         }
     free(x);

@@ -145,7 +145,6 @@ static void test_set_get(void **state) {
 
 //===--- cpuw-3: MUL_MAT ---===//
 
-static int n_failed;
 
 static void mul_mat_case(rt_type_t t, int64_t M, int64_t K, int64_t N) {
     rt_context_t *ctx = context();
@@ -175,9 +174,8 @@ static void mul_mat_case(rt_type_t t, int64_t M, int64_t K, int64_t N) {
     if (st == RT_OK) st = rt_tensor_get(c, got, 0, rt_nbytes(c));
     const double e = st == RT_OK ? tu_nmse_error(ref, got, (size_t)(M * N)) : INFINITY;
     if (!(e <= TOL_DOT)) {
-        print_error("cpuw-3.2 %s M %lld K %lld N %lld: %s, nmse %.3g\n", rt_type_name(t),
-                    (long long)M, (long long)K, (long long)N, rt_status_name(st), e);
-        n_failed++;
+        tu_report("cpuw-3.2 %s M %lld K %lld N %lld: %s, nmse %.3g", rt_type_name(t), (long long)M,
+                  (long long)K, (long long)N, rt_status_name(st), e);
     }
     free(wd), free(xr), free(ref), free(xs), free(got), free(a);
     rt_buffer_free(buf);
@@ -191,14 +189,14 @@ static void mul_mat_case(rt_type_t t, int64_t M, int64_t K, int64_t N) {
 static void test_matvec(void **state) {
     (void)state;
     tu_seed(0x3e17);
-    n_failed = 0;
+    tu_n_failed = 0;
     static const int64_t ms[] = {1, 17, 37, 100, 250}, ks[] = {32, 96, 544, 4160};
     for (int t = 0; t < 2; t++)
         for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
             for (size_t j = 0; j < sizeof ks / sizeof ks[0]; j++)
                 for (int64_t n = 1; n <= 9; n++)
                     mul_mat_case(t ? RT_TYPE_Q4_0 : RT_TYPE_Q8_0, ms[i], ks[j], n);
-    if (n_failed) fail_msg("%d failing case(s), listed above", n_failed);
+    if (tu_n_failed) fail_msg("%d failing case(s), listed above", tu_n_failed);
 }
 
 /* Larger N: passes of 8 activation rows over each work item, the last one
@@ -206,12 +204,12 @@ static void test_matvec(void **state) {
 static void test_gemm(void **state) {
     (void)state;
     tu_seed(0x3e18);
-    n_failed = 0;
+    tu_n_failed = 0;
     static const int64_t shapes[][3] = {{37, 96, 33}, {200, 1056, 17}, {50, 64, 64}, {16, 4096, 12}};
     for (int t = 0; t < 2; t++)
         for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
             mul_mat_case(t ? RT_TYPE_Q4_0 : RT_TYPE_Q8_0, shapes[i][0], shapes[i][1], shapes[i][2]);
-    if (n_failed) fail_msg("%d failing case(s), listed above", n_failed);
+    if (tu_n_failed) fail_msg("%d failing case(s), listed above", tu_n_failed);
 }
 
 //===--- cpuw-4: no other use ---===//

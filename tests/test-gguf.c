@@ -658,14 +658,9 @@ static void test_edge_layouts(void **state) {
 
 //===--- gguf-6: the files in shared/models ---===//
 
-static const char *models_dir(void) {
-    const char *d = getenv("RT_TEST_MODELS_DIR");
-    return d != NULL && *d ? d : "../shared/models";
-}
-
 static rt_gguf_t *open_model(const char *file) {
     char path[1024];
-    snprintf(path, sizeof path, "%s/%s", models_dir(), file);
+    tu_model_path(file, path, sizeof path);
     rt_gguf_t *g = NULL;
     const rt_status_t st = rt_gguf_open(path, NULL, &g);
     if (st != RT_OK)

@@ -46,16 +46,6 @@
 
 //===--- files and registries ---===//
 
-static const char *models_dir(void) {
-    const char *d = getenv("RT_TEST_MODELS_DIR");
-    return d != NULL && *d ? d : "../shared/models";
-}
-
-static char *model_path(const char *file, char *buf, size_t size) {
-    snprintf(buf, size, "%s/%s", models_dir(), file);
-    return buf;
-}
-
 
 /* A registry of the CPU plugin and, when n_gpus > 0, that many mock GPUs
  * of `memory` each (RT_MOCKGPU_MEMORY syntax). The mock reads its
@@ -113,7 +103,7 @@ static uint64_t mock_allocated(void) {
 static rtm_model_t *load_model(const rtm_model_params_t *mp) {
     char path[1024];
     rtm_model_t *m = NULL;
-    if (rtm_model_load(model_path(MODEL, path, sizeof path), mp, &m) != RT_OK)
+    if (rtm_model_load(tu_model_path(MODEL, path, sizeof path), mp, &m) != RT_OK)
         fail_msg("%s: %s", path, rtm_last_error());
     return m;
 }
@@ -470,7 +460,7 @@ static void test_reference(void **state) {
     (void)state;
     char path[1024];
     rt_gguf_t *g = NULL;
-    assert_int_equal(rt_gguf_open(model_path(MODEL, path, sizeof path), NULL, &g), RT_OK);
+    assert_int_equal(rt_gguf_open(tu_model_path(MODEL, path, sizeof path), NULL, &g), RT_OK);
     rt_registry_t *reg = registry_open(0, NULL);
     const rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = reg, .no_progress = true};
     rtm_model_t *m = load_model(&mp);
@@ -569,7 +559,7 @@ static void expect_load_error(rt_registry_t *reg, const char *path, rt_status_t 
 static void write_truncated(const char *dst, size_t keep) {
     char path[1024];
     size_t len = 0;
-    FILE *f = fopen(model_path(MODEL, path, sizeof path), "rb");
+    FILE *f = fopen(tu_model_path(MODEL, path, sizeof path), "rb");
     assert_non_null(f);
     char *buf = malloc(keep);
     len = fread(buf, 1, keep, f);
@@ -613,7 +603,7 @@ static void test_bad_inputs(void **state) {
     expect_load_error(reg, path, RT_ERR_UNSUPPORTED, "unknown architecture 'mamba'", "model-5.3");
     unlink(path);
     /* model-5.4: a vocabulary without weights is not a model. */
-    expect_load_error(reg, model_path("ggml-vocab-llama-spm.gguf", path, sizeof path), RT_ERR_FORMAT,
+    expect_load_error(reg, tu_model_path("ggml-vocab-llama-spm.gguf", path, sizeof path), RT_ERR_FORMAT,
                       "token_embd.weight", "model-5.4");
     rt_registry_destroy(reg);
     rmdir(dir);
@@ -628,7 +618,7 @@ static void test_too_large(void **state) {
                              .n_devices = 2, .n_ctx = 64, .no_progress = true};
     rtm_model_t *m = NULL;
     /* model-5.5: 1.1 MiB of weights on two GPUs of 256 KiB. */
-    assert_int_equal(rtm_model_load(model_path(MODEL, path, sizeof path), &mp, &m), RT_ERR_OUT_OF_MEMORY);
+    assert_int_equal(rtm_model_load(tu_model_path(MODEL, path, sizeof path), &mp, &m), RT_ERR_OUT_OF_MEMORY);
     assert_null(m);
     assert_non_null(strstr(rtm_last_error(), "larger than"));
     /* model-5.6: asked to put every layer on one of them, the same. */
@@ -909,7 +899,7 @@ static void quantize_model(const char *path, const char *type) {
     char cmd[3 * PATH_MAX], src[PATH_MAX];
     int status = -1;
     snprintf(cmd, sizeof cmd, "%s/bin/rt-quantize %s %s %s", tu_build_dir_abs(),
-             model_path(MODEL, src, sizeof src), path, type);
+             tu_model_path(MODEL, src, sizeof src), path, type);
     free(tu_run_capture(cmd, &status));
     if (status != 0) fail_msg("model-9: %s exited with %d", cmd, status);
 }

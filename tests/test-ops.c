@@ -327,18 +327,6 @@ static const op_case_t cases[] = {
 
 //===--- failures ---===//
 
-static int n_failed; /* failing checks in the current cmocka test */
-
-static void report(const char *fmt, ...) RT_PRINTF(1, 2);
-static void report(const char *fmt, ...) {
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    print_error("%s\n", msg);
-    n_failed++;
-}
 
 typedef struct cmp_result {
     double err;      /* normalised error over finite elements; INFINITY on an inf/nan mismatch */
@@ -526,7 +514,7 @@ static void fill_input(input_t *in) {
 
 static bool upload(const input_t *in) {
     const rt_status_t st = rt_tensor_set(in->base, in->bytes, 0, lay_span(&in->base_lay));
-    if (st != RT_OK) report("rt_tensor_set: %s: %s", rt_status_name(st), rt_last_error());
+    if (st != RT_OK) tu_report("rt_tensor_set: %s: %s", rt_status_name(st), rt_last_error());
     return st == RT_OK;
 }
 
@@ -544,7 +532,7 @@ static bool header_is(const char *label, const char *what, const rt_tensor_t *t,
     memcpy(g.nb, t->nb, sizeof g.nb);
     if (g.type == l->type && memcmp(g.ne, l->ne, sizeof g.ne) == 0 && memcmp(g.nb, l->nb, sizeof g.nb) == 0)
         return true;
-    report("%s: %s header is %s, want %s", label, what, lay_str(&g, got, sizeof got), lay_str(l, want, sizeof want));
+    tu_report("%s: %s header is %s, want %s", label, what, lay_str(&g, got, sizeof got), lay_str(l, want, sizeof want));
     return false;
 }
 
@@ -554,13 +542,13 @@ static bool check_view(const char *label, const input_t *in) {
     if (!header_is(label, "input view", t, &in->lay)) return false;
     if (t == in->base) return true;
     if (t->view_src != in->base || t->view_offs != in->lay.offs || t->op != in->view_op) {
-        report("%s: view has view_src %p (base %p), view_offs %zu (want %zu), op %d (want %d)", label,
+        tu_report("%s: view has view_src %p (base %p), view_offs %zu (want %zu), op %d (want %d)", label,
                (void *)t->view_src, (void *)in->base, t->view_offs, in->lay.offs, t->op, in->view_op);
         return false;
     }
     const int *ax = in->spec->axes;
     if (t->op == RT_OP_PERMUTE && memcmp(t->op_params, ax, 4 * sizeof ax[0]) != 0) {
-        report("%s: permute op_params {%d,%d,%d,%d}, want {%d,%d,%d,%d}", label, t->op_params[0],
+        tu_report("%s: permute op_params {%d,%d,%d,%d}, want {%d,%d,%d,%d}", label, t->op_params[0],
                t->op_params[1], t->op_params[2], t->op_params[3], ax[0], ax[1], ax[2], ax[3]);
         return false;
     }
@@ -569,13 +557,13 @@ static bool check_view(const char *label, const input_t *in) {
 
 static bool param_f(const char *label, const rt_tensor_t *t, int slot, float want) {
     if ((uint32_t)t->op_params[slot] == rt_f32_bits(want)) return true;
-    report("%s: op_params[%d] = %g, want %g", label, slot, rt_bits_f32((uint32_t)t->op_params[slot]), want);
+    tu_report("%s: op_params[%d] = %g, want %g", label, slot, rt_bits_f32((uint32_t)t->op_params[slot]), want);
     return false;
 }
 
 static bool param_i(const char *label, const rt_tensor_t *t, int slot, int32_t want) {
     if (t->op_params[slot] == want) return true;
-    report("%s: op_params[%d] = %d, want %d", label, slot, t->op_params[slot], want);
+    tu_report("%s: op_params[%d] = %d, want %d", label, slot, t->op_params[slot], want);
     return false;
 }
 
@@ -893,16 +881,16 @@ static bool check_out(rt_op_t op, const op_case_t *c) {
     const layout_t want = expect_out(op, c, run.in);
     const rt_tensor_t *t = run.out;
     if (t == NULL || t->op != op) {
-        report("%s: result op %d, want %d", run.label, t ? t->op : -1, op);
+        tu_report("%s: result op %d, want %d", run.label, t ? t->op : -1, op);
         return false;
     }
     append_label("->", &want);
     if (op == RT_OP_CPY && !c->ext && t->view_src != run.in[1].base) {
-        report("%s: the CPY result is not a view of b", run.label);
+        tu_report("%s: the CPY result is not a view of b", run.label);
         return false;
     }
     if (op == RT_OP_SET_ROWS && t->view_src != run.in[0].base) {
-        report("%s: the SET_ROWS result is not a view of a", run.label);
+        tu_report("%s: the SET_ROWS result is not a view of a", run.label);
         return false;
     }
     return header_is(run.label, "result", t, &want) && check_params(run.label, op, c, t);
@@ -951,7 +939,7 @@ static bool check_quant_error(const char *label, const double *got) {
         for (int k = 0; k < 32 && ok; k++) {
             const double err = fabs(got[b + k] - x[b + k]), bound = amax * (step + 1.0 / 1024) + 1e-7;
             if (!(err <= bound)) {
-                report("%s: element %lld is %g for input %g: error %g > format bound %g", label,
+                tu_report("%s: element %lld is %g for input %g: error %g > format bound %g", label,
                        (long long)(b + k), got[b + k], x[b + k], err, bound);
                 ok = false;
             }
@@ -970,7 +958,7 @@ static bool run_once(rt_op_t op, const op_case_t *c, int q) {
     rt_status_t st = rt_queue_compute(queues[q], run.graph);
     if (st == RT_OK) st = rt_tensor_get(run.chk_t, run.got_bytes, 0, lay_span(&run.chk));
     if (st != RT_OK) {
-        report("%s: %s: %s", label, rt_status_name(st), rt_last_error());
+        tu_report("%s: %s: %s", label, rt_status_name(st), rt_last_error());
         return false;
     }
     lay_read(&run.chk, run.got_bytes, run.got);
@@ -979,14 +967,14 @@ static bool run_once(rt_op_t op, const op_case_t *c, int q) {
     if (!(r.err <= c->tol)) {
         int64_t i[4];
         lay_unravel(r.worst, run.chk.ne, i);
-        report("%s: nmse %.3g > tol %.0e; worst at [%lld,%lld,%lld,%lld]: expected %.9g, got %.9g", label, r.err,
+        tu_report("%s: nmse %.3g > tol %.0e; worst at [%lld,%lld,%lld,%lld]: expected %.9g, got %.9g", label, r.err,
                c->tol, (long long)i[0], (long long)i[1], (long long)i[2], (long long)i[3], run.ref[r.worst],
                run.got[r.worst]);
         return false;
     }
     if (op == RT_OP_CPY && lay_is_quant(run.chk.type)) {
         if (memcmp(run.want_bytes, run.got_bytes, lay_span(&run.chk)) != 0) {
-            report("%s: bytes differ from rt_quantize of the same data", label);
+            tu_report("%s: bytes differ from rt_quantize of the same data", label);
             return false;
         }
         return check_quant_error(label, run.got);
@@ -997,11 +985,11 @@ static bool run_once(rt_op_t op, const op_case_t *c, int q) {
 static bool supported(void) {
     for (int k = 0; k < 3 && run.in[k].spec != NULL; k++)
         if (run.in[k].t != run.in[k].base && !rt_device_supports_op(dev, run.in[k].t)) {
-            report("%s: supports_op is false for input view %d (op %d)", run.label, k, run.in[k].t->op);
+            tu_report("%s: supports_op is false for input view %d (op %d)", run.label, k, run.in[k].t->op);
             return false;
         }
     if (rt_device_supports_op(dev, run.out)) return true;
-    report("%s: supports_op is false for the result", run.label);
+    tu_report("%s: supports_op is false for the result", run.label);
     return false;
 }
 
@@ -1019,7 +1007,7 @@ static void case_body(rt_op_t op, const op_case_t *c) {
     if (!supported()) return;
     const rt_status_t st = rt_alloc_ctx_tensors(run.ctx, rt_device_buffer_type(dev, 0), &run.buf);
     if (st != RT_OK) {
-        report("%s: rt_alloc_ctx_tensors: %s: %s", run.label, rt_status_name(st), rt_last_error());
+        tu_report("%s: rt_alloc_ctx_tensors: %s: %s", run.label, rt_status_name(st), rt_last_error());
         return;
     }
     for (int k = 0; k < 3 && run.in[k].spec != NULL; k++) fill_input(&run.in[k]);
@@ -1045,7 +1033,7 @@ static void run_case(rt_op_t op, const op_case_t *c, const char *id) {
     if (setjmp(jb) == 0)
         case_body(op, c);
     else
-        report("%s: the graph API aborted: %s", run.label, tu_abort_message);
+        tu_report("%s: the graph API aborted: %s", run.label, tu_abort_message);
     rt_abort_set(NULL, NULL);
     tu_abort_target = NULL;
     run_free();
@@ -1087,7 +1075,7 @@ static void test_op_cases(void **state) {
     const op_test_t *t = *state;
     const int test_no = (int)(t - op_tests) + 1;
     int n_run = 0;
-    n_failed = 0;
+    tu_n_failed = 0;
     for (size_t k = 0; k < N_CASES; k++) {
         if (!case_applies(&cases[k], t)) continue;
         char id[32];
@@ -1096,7 +1084,7 @@ static void test_op_cases(void **state) {
         run_case(t->op, &cases[k], id);
     }
     assert_true(n_run > 0);
-    if (n_failed > 0) fail_msg("%s: %d failing check(s) in %d case(s), listed above", t->name, n_failed, n_run);
+    if (tu_n_failed > 0) fail_msg("%s: %d failing check(s) in %d case(s), listed above", t->name, tu_n_failed, n_run);
 }
 
 //===--- main ---===//

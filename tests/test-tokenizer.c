@@ -19,16 +19,6 @@
 
 //===--- helpers ---===//
 
-static const char *models_dir(void) {
-    const char *d = getenv("RT_TEST_MODELS_DIR");
-    return d != NULL && *d ? d : "../shared/models";
-}
-
-static char *model_path(const char *file, char *buf, size_t size) {
-    snprintf(buf, size, "%s/%s", models_dir(), file);
-    return buf;
-}
-
 /* The whole file, NUL-terminated; *out_len its bytes. */
 static char *read_file(const char *path, size_t *out_len) {
     FILE *f = fopen(path, "rb");
@@ -49,7 +39,7 @@ static rtm_vocab_t *open_vocab(const char *file) {
     char path[1024];
     rt_gguf_t *g = NULL;
     rtm_vocab_t *v = NULL;
-    if (rt_gguf_open(model_path(file, path, sizeof path), NULL, &g) != RT_OK)
+    if (rt_gguf_open(tu_model_path(file, path, sizeof path), NULL, &g) != RT_OK)
         fail_msg("%s: %s (set RT_TEST_MODELS_DIR)", path, rt_last_error());
     const rt_status_t st = rtm_vocab_create(g, &v);
     rt_gguf_destroy(g);
@@ -81,9 +71,9 @@ static void fixture_load(const char *vocab_file, fixture_t *f) {
     char path[1024], name[512];
     size_t len;
     snprintf(name, sizeof name, "%s.inp", vocab_file);
-    f->inp = read_file(model_path(name, path, sizeof path), &len);
+    f->inp = read_file(tu_model_path(name, path, sizeof path), &len);
     snprintf(name, sizeof name, "%s.out", vocab_file);
-    f->out = read_file(model_path(name, path, sizeof path), &len);
+    f->out = read_file(tu_model_path(name, path, sizeof path), &len);
     f->n = 0;
     for (char *p = f->inp, *sep; (sep = strstr(p, SEP)) != NULL; p = sep + strlen(SEP)) {
         assert_true(f->n < MAX_CASES);
@@ -293,7 +283,7 @@ static void test_bad_vocabs(void **state) {
     char path[1024];
     rt_gguf_t *g = NULL;
     rtm_vocab_t *v = NULL;
-    assert_int_equal(rt_gguf_open(model_path("ggml-vocab-bert-bge.gguf", path, sizeof path), NULL, &g),
+    assert_int_equal(rt_gguf_open(tu_model_path("ggml-vocab-bert-bge.gguf", path, sizeof path), NULL, &g),
                      RT_OK);
     assert_int_equal(rtm_vocab_create(g, &v), RT_ERR_UNSUPPORTED);
     assert_null(v);

@@ -73,6 +73,24 @@ const char *tu_build_dir_abs(void) {
     return path;
 }
 
+char *tu_model_path(const char *file, char *buf, size_t size) {
+    const char *d = getenv("RT_TEST_MODELS_DIR");
+    snprintf(buf, size, "%s/%s", d != NULL && *d ? d : "../shared/models", file);
+    return buf;
+}
+
+int tu_n_failed;
+
+void tu_report(const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    print_error("%s\n", msg);
+    tu_n_failed++;
+}
+
 char *tu_run_capture(const char *cmd, int *out_status) {
     char line[1024];
     size_t len = 0, cap = 1 << 16;

@@ -38,6 +38,15 @@ const char *tu_build_dir(void);
  * takes absolute directories only). */
 const char *tu_build_dir_abs(void);
 
+/* ../shared/models/file (RT_TEST_MODELS_DIR overrides the directory),
+ * written into buf, which is returned. */
+char *tu_model_path(const char *file, char *buf, size_t size);
+
+/* A failing check: prints the message and counts it in tu_n_failed, so a
+ * test can list every failing case before it fails (reset it per test). */
+extern int tu_n_failed;
+void tu_report(const char *fmt, ...) RT_PRINTF(1, 2);
+
 /* Runs a shell command line; returns its output (stdout, and stderr where
  * the command redirects it), malloc'd, and its pclose status. */
 char *tu_run_capture(const char *cmd, int *out_status);

@@ -10,6 +10,7 @@
  * the one-token graph's nodes and splits, and whether decoding ever planned
  * or allocated again (reserves and compute-buffer changes after creation). */
 #include "bench.h"
+#include "bundled_model.h"
 
 #include "../abi/rt.h"
 #include "../model/rt_model.h"
@@ -18,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define MODEL_MAX_REPS 64
 
@@ -76,21 +76,6 @@ static int parse(int argc, char **argv, model_args_t *a) {
     }
     if (a->reps > MODEL_MAX_REPS) a->reps = MODEL_MAX_REPS;
     return 0;
-}
-
-/* As rt-run finds it: next to the executable's tree, else from the cwd. */
-static const char *default_model(char *buf, size_t size) {
-    char exe[PATH_MAX];
-    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = 0;
-        char *slash = strrchr(exe, '/');
-        if (slash) *slash = 0;
-        const int len = snprintf(buf, size, "%s/../../../shared/models/stories260K.gguf", exe);
-        if (len > 0 && (size_t)len < size && access(buf, R_OK) == 0) return buf;
-    }
-    snprintf(buf, size, "../shared/models/stories260K.gguf");
-    return buf;
 }
 
 typedef struct model_run {
@@ -199,7 +184,7 @@ int bench_model_main(int argc, char **argv) {
     model_args_t a = {.n_prompt = 128, .n_gen = 64, .reps = 5};
     const int parsed = parse(argc, argv, &a);
     if (parsed != 0) return parsed == 1 ? 0 : 2;
-    if (a.model == NULL) a.model = default_model(path, sizeof path);
+    if (a.model == NULL) a.model = rt_tools_bundled_model(path, sizeof path);
     rt_registry_t *reg = NULL;
     if (rt_registry_create(NULL, &reg) != RT_OK) {
         fprintf(stderr, "rt-bench model: rt_registry_create: %s\n", rt_last_error());

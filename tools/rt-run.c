@@ -15,6 +15,7 @@
  * Every error is one line on stderr and exit status 1 (2 for usage). */
 #include "../abi/rt.h"
 #include "../model/rt_model.h"
+#include "bundled_model.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -23,9 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
-#define DEFAULT_MODEL "stories260K.gguf"
 #define DEFAULT_PROMPT "Once upon a time"
 #define DEFAULT_N_PREDICT 64
 #define MAX_DEVICES 16
@@ -155,22 +154,6 @@ static int parse_args(int argc, char **argv, run_options_t *o) {
 
 //===--- finding things ---===//
 
-/* The default model: next to the executable (build/bin/../../../shared),
- * else ../shared/models from the current directory. */
-static const char *default_model(char *buf, size_t size) {
-    char exe[PATH_MAX];
-    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = 0;
-        char *slash = strrchr(exe, '/');
-        if (slash) *slash = 0;
-        const int len = snprintf(buf, size, "%s/../../../shared/models/%s", exe, DEFAULT_MODEL);
-        if (len > 0 && (size_t)len < size && access(buf, R_OK) == 0) return buf;
-    }
-    snprintf(buf, size, "../shared/models/%s", DEFAULT_MODEL);
-    return buf;
-}
-
 /* The devices named in list (comma-separated); false after a message. */
 static bool find_devices(rt_registry_t *reg, const char *list, rt_device_t **devs, int32_t *n) {
     char name[128];
@@ -239,7 +222,7 @@ static int load(run_t *r) {
                                    .devices = r->o->devices ? devs : NULL, .n_devices = n_devs,
                                    .split = r->o->split, .n_gpu_layers = r->o->n_gpu_layers,
                                    .n_ctx = r->o->n_ctx};
-    const char *file = r->o->model ? r->o->model : default_model(path, sizeof path);
+    const char *file = r->o->model ? r->o->model : rt_tools_bundled_model(path, sizeof path);
     if (rtm_model_load(file, &mp, &r->model) != RT_OK) return fail("%s", rtm_last_error());
     const rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = r->o->n_ctx,
                                      .n_batch = r->o->n_batch, .n_threads = r->o->n_threads,

@@ -442,14 +442,20 @@ RT_INLINE void q_tile(const rt_cpu_mm_t *g, rt_type_t t, int64_t m, int64_t m1, 
 QK_TYPE(Q8_0)
 QK_TYPE(Q4_0)
 
-static void matvec_q(const rt_cpu_mm_t *g, int64_t m0, int64_t m1) {
-    for (int64_t n0 = 0; n0 < g->N; n0 += QK_NB) {
-        const int nb = (int)(g->N - n0 < QK_NB ? g->N - n0 : QK_NB);
-        if (g->atype == RT_TYPE_Q8_0)
-            q_rows_Q8_0(g, m0, m1, n0, nb);
-        else
-            q_rows_Q4_0(g, m0, m1, n0, nb);
+/* Rows [m0, m1) of c for every activation row, nb_max of them a pass, by
+ * the weights' type's pass function (both layouts' drivers). */
+typedef void (*q_pass_fn)(const rt_cpu_mm_t *g, int64_t m0, int64_t m1, int64_t n0, int nb);
+
+static void q_passes(const rt_cpu_mm_t *g, int64_t m0, int64_t m1, int nb_max, q_pass_fn q8,
+                     q_pass_fn q4) {
+    for (int64_t n0 = 0; n0 < g->N; n0 += nb_max) {
+        const int nb = (int)(g->N - n0 < nb_max ? g->N - n0 : nb_max);
+        (g->atype == RT_TYPE_Q8_0 ? q8 : q4)(g, m0, m1, n0, nb);
     }
+}
+
+static void matvec_q(const rt_cpu_mm_t *g, int64_t m0, int64_t m1) {
+    q_passes(g, m0, m1, QK_NB, q_rows_Q8_0, q_rows_Q4_0);
 }
 
 //===--- repacked weights (repack.h) ---===//
@@ -748,13 +754,7 @@ RP_TYPE(Q8_0)
 RP_TYPE(Q4_0)
 
 static void matvec_r(const rt_cpu_mm_t *g, int64_t m0, int64_t m1) {
-    for (int64_t n0 = 0; n0 < g->N; n0 += RP_NB) {
-        const int nb = (int)(g->N - n0 < RP_NB ? g->N - n0 : RP_NB);
-        if (g->atype == RT_TYPE_Q8_0)
-            rp_rows_Q8_0(g, m0, m1, n0, nb);
-        else
-            rp_rows_Q4_0(g, m0, m1, n0, nb);
-    }
+    q_passes(g, m0, m1, RP_NB, rp_rows_Q8_0, rp_rows_Q4_0);
 }
 
 static const rt_cpu_kern_quant_t kern_quant = {

@@ -245,43 +245,38 @@ static rt_status_t vk_tensor_range(const rt_vk_buffer_t *b, const rt_tensor_t *t
                                    base + offset + size, b->size);
 }
 
+/* One access to tensor bytes [offset, offset + size): from `in`, into
+ * `out`, or filled with value when both are NULL (vk_xfer's convention),
+ * straight through the mapping of a host-visible buffer. */
+static rt_status_t vk_buffer_access(rt_vk_buffer_t *b, const rt_tensor_t *t, size_t offset,
+                                    size_t size, const void *in, void *out, uint8_t value) {
+    size_t off;
+    const rt_status_t st = vk_tensor_range(b, t, offset, size, &off);
+    if (st != RT_OK || size == 0) return st;
+    if (!b->mapped) return vk_xfer(b->dev, b->buffer, off, in, out, value, size);
+    char *p = (char *)b->mapped + off;
+    if (in != NULL)
+        memcpy(p, in, size);
+    else if (out != NULL)
+        memcpy(out, p, size);
+    else
+        memset(p, value, size);
+    return RT_OK;
+}
+
 static rt_status_t vk_buffer_set_tensor(void *state, rt_tensor_t *t, const void *data,
                                         size_t offset, size_t size) {
-    rt_vk_buffer_t *b = state;
-    size_t off;
-    rt_status_t st = vk_tensor_range(b, t, offset, size, &off);
-    if (st != RT_OK || size == 0) return st;
-    if (b->mapped) {
-        memcpy((char *)b->mapped + off, data, size);
-        return RT_OK;
-    }
-    return vk_xfer(b->dev, b->buffer, off, data, NULL, 0, size);
+    return vk_buffer_access(state, t, offset, size, data, NULL, 0);
 }
 
 static rt_status_t vk_buffer_get_tensor(void *state, const rt_tensor_t *t, void *data,
                                         size_t offset, size_t size) {
-    rt_vk_buffer_t *b = state;
-    size_t off;
-    rt_status_t st = vk_tensor_range(b, t, offset, size, &off);
-    if (st != RT_OK || size == 0) return st;
-    if (b->mapped) {
-        memcpy(data, (const char *)b->mapped + off, size);
-        return RT_OK;
-    }
-    return vk_xfer(b->dev, b->buffer, off, NULL, data, 0, size);
+    return vk_buffer_access(state, t, offset, size, NULL, data, 0);
 }
 
 static rt_status_t vk_buffer_memset_tensor(void *state, rt_tensor_t *t, uint8_t value,
                                            size_t offset, size_t size) {
-    rt_vk_buffer_t *b = state;
-    size_t off;
-    rt_status_t st = vk_tensor_range(b, t, offset, size, &off);
-    if (st != RT_OK || size == 0) return st;
-    if (b->mapped) {
-        memset((char *)b->mapped + off, value, size);
-        return RT_OK;
-    }
-    return vk_xfer(b->dev, b->buffer, off, NULL, NULL, value, size);
+    return vk_buffer_access(state, t, offset, size, NULL, NULL, value);
 }
 
 /* Device-to-device within one device; anything else goes through the host. */

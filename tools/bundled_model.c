@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/* bundled_model.c: see bundled_model.h. */
+#include "bundled_model.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define BUNDLED_MODEL "shared/models/stories260K.gguf"
+
+const char *rt_tools_bundled_model(char *buf, size_t size) {
+    char exe[PATH_MAX];
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = 0;
+        const int len = snprintf(buf, size, "%s/../../../%s", exe, BUNDLED_MODEL);
+        if (len > 0 && (size_t)len < size && access(buf, R_OK) == 0) return buf;
+    }
+    snprintf(buf, size, "../%s", BUNDLED_MODEL);
+    return buf;
+}
