@@ -334,15 +334,40 @@ RT_API const char *rt_cpu_placement_name(rt_cpu_placement_t placement);
  * keeps only the plugins it matches and RT_PLUGINS_DISABLE drops those it
  * matches, before any file is opened. A plugin that cannot be loaded is
  * recorded with the reason and skipped; the others still load. */
+/* (optional) Asked before each plugin file is opened, with its absolute
+ * path: return RT_OK to let the registry open it, anything else to have it
+ * recorded as not loaded with that status and `reason` (written by the
+ * callback, at most reason_size bytes) as its message. For tools that test
+ * a plugin in a child process first (rt-devices --probe). */
+typedef rt_status_t (*rt_plugin_admit_fn)(void *user_data, const char *path, char *reason,
+                                          size_t reason_size);
+
 typedef struct rt_registry_options {
     uint32_t struct_size;
     const rt_allocator_t *allocator; /* NULL: malloc */
     bool no_scan;                    /* load nothing now; use rt_registry_load_plugin */
     const char *plugin_path;         /* used instead of RT_PLUGIN_PATH when not NULL */
+    /* abi >= 1.2 */
+    rt_plugin_admit_fn admit;        /* NULL: every file that passes the checks is opened */
+    void *admit_user_data;
 } rt_registry_options_t;
 
+/* Creates a registry for an application built against ABI app_abi_version
+ * (rt_base.h, rule 8): it sees only the buffer types, ops and types that
+ * version defines (a 1.0 application never sees a weights buffer type).
+ * Applications call it through the rt_registry_create macro below, which
+ * passes the version of the headers they were compiled with. */
+RT_API rt_status_t rt_registry_create_v2(const rt_registry_options_t *options,
+                                         uint32_t app_abi_version, rt_registry_t **out_registry);
+/* The ABI 1.0 entry point, kept for applications built before 1.2: they are
+ * treated as 1.0 (the safe side: they see less, never what they would
+ * misuse). */
 RT_API rt_status_t rt_registry_create(const rt_registry_options_t *options,
                                       rt_registry_t **out_registry);
+#define rt_registry_create(options, out_registry) \
+    rt_registry_create_v2((options), RT_ABI_VERSION, (out_registry))
+/* The version the registry's application declared. */
+RT_API uint32_t rt_registry_app_abi_version(const rt_registry_t *reg);
 /* Destroys devices, plugins and every buffer and queue still alive. */
 RT_API void rt_registry_destroy(rt_registry_t *reg);
 /* Loads one plugin file by absolute path. The returned status is also

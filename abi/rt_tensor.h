@@ -155,6 +155,34 @@ enum {
     RT_OP_COUNT          /* not ABI: grows with new ops */
 };
 
+//===--- which ABI version defined an op or a type ---===//
+
+/* The ABI version that defined op or type; UINT32_MAX for a value no
+ * version defines. A plugin that speaks an older version has never heard of
+ * it: the core never hands it one (not at supports_op, not at
+ * graph_compute, not when placing a tensor in its buffers), and a plugin
+ * that negotiated an older version (rt_plugin.h) never claims one. Both
+ * sides read these two functions, so the rule has one definition. Every
+ * minor version that adds ops or types extends them. */
+static inline uint32_t rt_op_abi_version(rt_op_t op) {
+    if (op < 0) return UINT32_MAX;
+    if (op <= RT_OP_ARGMAX) return RT_ABI_MAKE_VERSION(1, 0);
+    if (op <= RT_OP_SET_ROWS) return RT_ABI_MAKE_VERSION(1, 1);
+    return UINT32_MAX;
+}
+
+static inline uint32_t rt_type_abi_version(rt_type_t type) {
+    switch (type) {
+    case RT_TYPE_F32:
+    case RT_TYPE_F16:
+    case RT_TYPE_Q4_0:
+    case RT_TYPE_Q8_0:
+    case RT_TYPE_I32:
+    case RT_TYPE_BF16: return RT_ABI_MAKE_VERSION(1, 0);
+    default: return UINT32_MAX;
+    }
+}
+
 enum {
     RT_ROPE_MODE_NORMAL = 0,
     RT_ROPE_MODE_NEOX = 2

@@ -5,6 +5,7 @@
  * alloc fills. Also the seed's tensor_alloc / view_init (rt_alloc_ctx_tensors
  * is tallocr.c's) and the bounds-checked set/get/memset/copy of tensor bytes,
  * through the buffer's plugin or, for tensors in context memory, directly. */
+#include "abi_gate.h"
 #include "registry_impl.h"
 
 #include <stdalign.h>
@@ -202,6 +203,14 @@ rt_status_t rt_tensor_alloc(rt_buffer_t *buf, rt_tensor_t *t, void *addr) {
     if (t->data != NULL || t->buffer != NULL)
         return rt_error(RT_ERR_INVALID_ARGUMENT, "rt_tensor_alloc: %s already has data",
                         rt_tensor_describe(t, d, sizeof d));
+    const uint32_t abi = buf->buft->device->plugin->info.abi_version;
+    if (!rt_abi_gate_type(abi, t->type)) {
+        char have[16];
+        return rt_error(RT_ERR_UNSUPPORTED, "rt_tensor_alloc: %s: buffer type %s belongs to a "
+                        "plugin of ABI %s, which does not define type %s",
+                        rt_tensor_describe(t, d, sizeof d), buf->buft->desc.name,
+                        rt_abi_text(abi, have, sizeof have), rt_type_name(t->type));
+    }
     /* Device addresses need not be host pointers: compare them as integers. */
     const uintptr_t base = (uintptr_t)buf->base, at = (uintptr_t)addr;
     const size_t size = rt_buffer_type_alloc_size(buf->buft, t);

@@ -24,17 +24,7 @@
 /* Reads the fields of `in` that its struct_size covers (0: the 1.0 layout)
  * and fills every default into `out`. */
 static void params_canonicalize(const rt_context_params_t *in, rt_context_params_t *out) {
-    memset(out, 0, sizeof *out);
-    out->struct_size = sizeof *out;
-    if (in != NULL) {
-        const size_t size = in->struct_size != 0 ? in->struct_size : sizeof *in;
-#define HAS(f) (size >= offsetof(rt_context_params_t, f) + sizeof in->f)
-        if (HAS(mem_size)) out->mem_size = in->mem_size;
-        if (HAS(mem_buffer)) out->mem_buffer = in->mem_buffer;
-        if (HAS(no_alloc)) out->no_alloc = in->no_alloc;
-        if (HAS(allocator)) out->allocator = in->allocator;
-#undef HAS
-    }
+    RT_COPY_IN(out, in, rt_context_params_t, allocator);
     if (out->mem_size == 0 && out->mem_buffer == NULL) out->mem_size = RT_CONTEXT_DEFAULT_MEM;
     if (out->allocator == NULL || out->allocator->realloc == NULL)
         out->allocator = rt_allocator_default();

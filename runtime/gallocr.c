@@ -609,9 +609,6 @@ rt_status_t rt_gallocr_plan_get(const rt_gallocr_t *ga, int32_t i,
     if (i < 0 || i >= rt_gallocr_plan_count(ga))
         return rt_error(RT_ERR_INVALID_ARGUMENT, "%s: index %d is not in 0..%d", __func__, (int)i,
                         (int)rt_gallocr_plan_count(ga) - 1);
-    const uint32_t size = out_entry->struct_size;
-    const size_t n = size != 0 && size < sizeof *out_entry ? size : sizeof *out_entry;
-    memcpy(out_entry, &ga->plan[i], n);
-    out_entry->struct_size = size;
+    rt_struct_copy_out(out_entry, &ga->plan[i], sizeof ga->plan[i], sizeof *out_entry);
     return RT_OK;
 }

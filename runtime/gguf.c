@@ -648,8 +648,9 @@ static rt_status_t load(rt_gguf_t *g, const char *file) {
 
 static rt_status_t create(const void *data, size_t size, const char *file,
                           const rt_gguf_options_t *options, rt_gguf_t **out_gguf) {
-    const rt_allocator_t *a = NULL;
-    if (options != NULL && RT_STRUCT_HAS(options, rt_gguf_options_t, allocator)) a = options->allocator;
+    rt_gguf_options_t opt;
+    RT_COPY_IN(&opt, options, rt_gguf_options_t, allocator);
+    const rt_allocator_t *a = opt.allocator;
     if (a == NULL || a->realloc == NULL) a = rt_allocator_default();
     rt_gguf_t *g = rt_mem_calloc(a, sizeof *g);
     if (g == NULL) return rt_error(RT_ERR_OUT_OF_MEMORY, "%s: the rt_gguf_t", file);
@@ -853,8 +854,7 @@ const void *rt_gguf_tensor_data(const rt_gguf_t *g, int64_t i) {
 }
 
 rt_status_t rt_gguf_get_tensor_info(const rt_gguf_t *g, int64_t i, rt_gguf_tensor_info_t *out_info) {
-    if (out_info == NULL || out_info->struct_size == 0)
-        return rt_error(RT_ERR_INVALID_ARGUMENT, "%s: out_info or its struct_size is 0", __func__);
+    RT_ARMOR(g != NULL && out_info != NULL);
     if (i < 0 || i >= g->n_tensors)
         return rt_error(RT_ERR_INVALID_ARGUMENT, "%s: tensor %" PRId64 " of %" PRId64, __func__, i,
                         g->n_tensors);
@@ -864,8 +864,6 @@ rt_status_t rt_gguf_get_tensor_info(const rt_gguf_t *g, int64_t i, rt_gguf_tenso
         .offset = t->offset, .size = t->size, .data = rt_gguf_tensor_data(g, i),
     };
     memcpy(info.ne, t->ne, sizeof info.ne);
-    const size_t n = out_info->struct_size < sizeof info ? out_info->struct_size : sizeof info;
-    memcpy((char *)out_info + sizeof info.struct_size, (const char *)&info + sizeof info.struct_size,
-           n > sizeof info.struct_size ? n - sizeof info.struct_size : 0);
+    rt_struct_copy_out(out_info, &info, sizeof info, sizeof info); /* unchanged since 1.0 */
     return RT_OK;
 }

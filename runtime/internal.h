@@ -44,6 +44,48 @@ RT_INTERNAL _Noreturn void rt_abort_msg(const char *file, int line, const char *
 #  define RT_NEVER(x) (x)
 #endif
 
+//===--- API misuse (the armor) ---===//
+
+/* Misuse that would make the library touch memory it must not (a NULL
+ * handle or out pointer, an index out of range): always checked, in every
+ * build, by functions that return a status. It costs a compare. */
+#define RT_ARMOR(cond)                                                               \
+    do {                                                                             \
+        if (!(cond)) return rt_error(RT_ERR_MISUSE, "%s: %s is false", __func__, #cond); \
+    } while (0)
+
+/* Misuse that costs more to find (a handle that is no longer alive: a
+ * buffer freed twice): checked where RT_API_ARMOR is defined, as it is in
+ * debug and sanitizer builds and so in CI (./configure --debug,
+ * --sanitize=...): RT_ARMOR_DEEP_FAILS(cond) is true when cond is false. */
+#ifdef RT_API_ARMOR
+#  define RT_ARMOR_DEEP_FAILS(cond) (!(cond))
+#else
+#  define RT_ARMOR_DEEP_FAILS(cond) false
+#endif
+
+//===--- the struct_size rules (struct_copy.c) ---===//
+
+/* Bytes of a struct's layout through field, e.g. its 1.0 layout through its
+ * last 1.0 field. */
+#define RT_SIZE_THROUGH(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
+
+/* Copies min(src_size, dst_size) bytes of a struct into dst (a shorter
+ * source cut to whole 8-byte words, so no field is copied in part) and
+ * zero-fills the rest: how plugin tables are read. */
+RT_INTERNAL void rt_struct_copy(void *dst, size_t dst_size, const void *src, size_t src_size);
+/* The same for a struct an application hands in (NULL: all zero): its
+ * struct_size, or size_1_0 when that is 0 (rt_base.h, rule 9); dst's
+ * struct_size is set to dst_size. */
+RT_INTERNAL void rt_struct_copy_in(void *dst, size_t dst_size, const void *src, size_t size_1_0);
+/* Fills a struct the application gave to be written: as much of src
+ * (src_size bytes) as the caller's struct_size (0: size_1_0) holds, the rest
+ * of that zero; the caller's struct_size is kept. */
+RT_INTERNAL void rt_struct_copy_out(void *dst, const void *src, size_t src_size, size_t size_1_0);
+/* rt_struct_copy_in of an rt_ struct whose 1.0 layout ends at last_1_0. */
+#define RT_COPY_IN(dst, src, type, last_1_0) \
+    rt_struct_copy_in((dst), sizeof(type), (src), RT_SIZE_THROUGH(type, last_1_0))
+
 //===--- memory (alloc.c) ---===//
 
 /* The allocator used when the caller gives none: malloc, realloc, free. */

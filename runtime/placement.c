@@ -173,8 +173,8 @@ rt_status_t rt_placement_create(const rt_placement_params_t *params,
                                 rt_placement_t **out_placement) {
     RT_ARMOR(params != NULL && out_placement != NULL);
     *out_placement = NULL;
-    rt_placement_params_t pp = {0};
-    rt_struct_copy(&pp, sizeof pp, params, params->struct_size ? params->struct_size : sizeof pp);
+    rt_placement_params_t pp;
+    RT_COPY_IN(&pp, params, rt_placement_params_t, reserve);
     rt_status_t st = check_params(&pp);
     if (st != RT_OK) return st;
     const rt_allocator_t *a = pp.devices != NULL && pp.devices[0] != NULL

@@ -19,17 +19,6 @@
 
 //===--- shared helpers ---===//
 
-/* A field only partly inside src_size is not copied either: half a
- * function pointer is worse than none. Every struct that crosses abi/
- * holds a pointer or a 64-bit field, so its size, and every honest
- * struct_size, is a multiple of 8; a shorter source is cut to one. */
-void rt_struct_copy(void *dst, size_t dst_size, const void *src, size_t src_size) {
-    size_t n = src_size < dst_size ? src_size : dst_size;
-    if (n < dst_size) n &= ~(size_t)7;
-    memcpy(dst, src, n);
-    memset((char *)dst + n, 0, dst_size - n);
-}
-
 rt_status_t rt_ext_walk(const rt_ext_header_t *head, const char *owner,
                         rt_status_t (*visit)(void *ctx, const rt_ext_header_t *rec), void *ctx) {
     int n = 0;
@@ -239,6 +228,9 @@ static rt_status_t check_writers(const rt_plugin_rec_t *rec) {
 
 static rt_status_t query(rt_registry_t *reg, rt_plugin_rec_t *rec, const rt_plugin_t **out) {
     char err[512];
+    /* Each step is logged before it runs, so that a plugin that kills the
+     * process is named by the last line (RT_LOG=info). */
+    rt_log(RT_LOG_INFO, "plugin %s: opening (its constructors run now)", rec->path);
     rec->dl = rt_dl_open(rec->path, err, sizeof err);
     if (rec->dl == NULL) return rt_error(RT_ERR_IO, "%s: cannot be loaded: %s", rec->path, err);
     void *sym = rt_dl_sym(rec->dl, RT_PLUGIN_QUERY_SYMBOL);
@@ -247,6 +239,8 @@ static rt_status_t query(rt_registry_t *reg, rt_plugin_rec_t *rec, const rt_plug
                         RT_PLUGIN_QUERY_SYMBOL);
     rt_plugin_query_fn fn;
     memcpy(&fn, &sym, sizeof fn); /* object to function pointer, as POSIX allows */
+    rt_log(RT_LOG_INFO, "plugin %s: calling %s(%u.%u)", rec->path, RT_PLUGIN_QUERY_SYMBOL,
+           RT_ABI_VERSION_MAJOR, RT_ABI_VERSION_MINOR);
     *out = fn(RT_ABI_VERSION, &reg->host);
     if (*out == NULL)
         return rt_error(RT_ERR_UNSUPPORTED, "%s: declined to load (rt_plugin_query returned "
@@ -260,6 +254,9 @@ static rt_status_t create(rt_registry_t *reg, rt_plugin_rec_t *rec) {
     char what[1024];
     rt_error_snapshot(&snap);
     void *handle = NULL;
+    rt_log(RT_LOG_INFO, "plugin %s: \"%s\" speaks ABI %u.%u; calling create", rec->path,
+           rec->desc.name, RT_ABI_VERSION_GET_MAJOR(rec->info.abi_version),
+           RT_ABI_VERSION_GET_MINOR(rec->info.abi_version));
     rt_status_t st = rec->vtable.create(&reg->host, &handle);
     if (st == RT_OK) {
         rec->handle = handle;

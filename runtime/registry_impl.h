@@ -12,20 +12,6 @@
 
 #include "internal.h"
 
-/* Read at most the fields a producer's struct_size covers: the size of a
- * struct's 1.0 layout, through its last 1.0 field. */
-#define RT_SIZE_THROUGH(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
-
-/* API misuse checks (NULL handles) for functions that return a status. */
-#ifdef RT_API_ARMOR
-#  define RT_ARMOR(cond)                                                          \
-    do {                                                                        \
-        if (!(cond)) return rt_error(RT_ERR_MISUSE, "%s: %s is false", __func__, #cond); \
-    } while (0)
-#else
-#  define RT_ARMOR(cond) do { } while (0)
-#endif
-
 /* A node of a circular doubly linked list; a list is a head node. */
 typedef struct rt_link {
     struct rt_link *prev, *next;
@@ -71,6 +57,9 @@ struct rt_device {
 
 struct rt_registry {
     rt_allocator_t allocator;
+    uint32_t app_abi;               /* the ABI version the application declared */
+    rt_plugin_admit_fn admit;       /* from the options, or NULL */
+    void *admit_user_data;
     rt_host_t host;                 /* handed to plugins */
     char *search_path;              /* "dir:dir:dir" as searched */
     size_t search_path_cap;         /* bytes allocated for search_path */
@@ -119,10 +108,6 @@ RT_INTERNAL void rt_plugin_close(rt_registry_t *reg, rt_plugin_rec_t *rec);
 RT_INTERNAL bool rt_plugin_file_name(const char *path, char *buf, size_t size);
 /* plugin.c: fills the host table plugins get, over allocator a. */
 RT_INTERNAL void rt_plugin_host_init(rt_host_t *host, const rt_allocator_t *a);
-/* plugin.c: copies min(src_size, dst_size) bytes of a plugin struct into
- * dst (a shorter source cut to whole 8-byte words, so no field is copied
- * in part) and zero-fills the rest: the one normalisation step. */
-RT_INTERNAL void rt_struct_copy(void *dst, size_t dst_size, const void *src, size_t src_size);
 /* plugin.c: calls visit on every record of an extension chain; stops at the
  * first non-OK status. A record smaller than its header or a chain longer
  * than RT_EXT_MAX records (a loop) is RT_ERR_FORMAT naming `owner`. */

@@ -86,8 +86,8 @@ static void fill(rt_sched_t *s, const rt_sched_options_t *o) {
 rt_status_t rt_sched_create(const rt_sched_options_t *options, rt_sched_t **out_sched) {
     RT_ARMOR(options != NULL && out_sched != NULL);
     *out_sched = NULL;
-    rt_sched_options_t o = {0};
-    rt_struct_copy(&o, sizeof o, options, options->struct_size ? options->struct_size : sizeof o);
+    rt_sched_options_t o;
+    RT_COPY_IN(&o, options, rt_sched_options_t, n_threads);
     rt_status_t st = check_options(&o);
     if (st != RT_OK) return st;
     const rt_allocator_t *a = &o.devices[0]->registry->allocator;
