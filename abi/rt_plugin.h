@@ -8,7 +8,8 @@
  *   2. query(max_abi, host): the core passes the highest ABI version it
  *      speaks and its host table. The plugin answers with its rt_plugin_t,
  *      whose abi_version is min(max_abi, the version it was built for)
- *      (rt_plugin_negotiate below), or NULL to decline (another major).
+ *      (rt_plugin_negotiate, rt_plugin_answer below), or NULL to decline
+ *      (another major).
  *      query has no side effects.
  *   3. vtable->create(host, &plugin): the plugin starts (opens its driver,
  *      enumerates hardware). A failure returns a status and, through
@@ -27,8 +28,8 @@
  *     does not define (no op, type, flag or buffer type of a later minor;
  *     rt_op_abi_version and rt_type_abi_version in rt_tensor.h say which
  *     minor defined what) and reads the host table only through
- *     host->struct_size. create learns the version again from
- *     host->abi_version (query keeps no state).
+ *     host->struct_size. create learns the version again from the host
+ *     table (rt_plugin_abi below; query keeps no state).
  *   - The core loads a plugin whose answer has its major and is at least
  *     RT_ABI_MIN, older minor or newer. It reads an older plugin's smaller
  *     structs up to their struct_size and never hands it an op or a type
@@ -59,8 +60,7 @@
  *     RT_PLUGIN_EXPORT const rt_plugin_t *rt_plugin_query(uint32_t max_abi,
  *                                                         const rt_host_t *host) {
  *         (void)host;
- *         const uint32_t v = rt_plugin_negotiate(max_abi, RT_ABI_VERSION);
- *         return v != 0 ? &versions[RT_ABI_VERSION_GET_MINOR(v)] : NULL;
+ *         return rt_plugin_answer(versions, sizeof versions / sizeof versions[0], max_abi);
  *     }
  * END minimal plugin
  */
@@ -135,6 +135,13 @@ typedef struct rt_host {
 
 RT_STATIC_ASSERT(offsetof(rt_host_t, buffer_type) == 88, "rt_host_t 1.0 last slot");
 
+/* The version a plugin built against these headers speaks with the core
+ * that handed it host: what it must behave as (offer no later feature,
+ * claim no later op or type). abi >= 1.2, inline. */
+static inline uint32_t rt_plugin_abi(const rt_host_t *host) {
+    return rt_plugin_negotiate(host->abi_version, RT_ABI_VERSION);
+}
+
 //===--- rt_plugin_t: what query returns ---===//
 
 enum {
@@ -174,6 +181,16 @@ typedef struct rt_plugin {
 } rt_plugin_t;
 
 RT_STATIC_ASSERT(offsetof(rt_plugin_t, vtable) == 48, "rt_plugin_t 1.0 last field");
+
+/* The answer of a plugin that keeps one rt_plugin_t per minor version it
+ * speaks, versions[0] (1.0) to versions[n_versions - 1] (its own): the one
+ * rt_plugin_negotiate picks, or NULL. abi >= 1.2, inline. */
+static inline const rt_plugin_t *rt_plugin_answer(const rt_plugin_t *versions,
+                                                  uint32_t n_versions, uint32_t max_abi) {
+    const uint32_t own = RT_ABI_MAKE_VERSION(RT_ABI_VERSION_MAJOR, n_versions - 1);
+    const uint32_t v = n_versions > 0 ? rt_plugin_negotiate(max_abi, own) : 0;
+    return v != 0 ? &versions[RT_ABI_VERSION_GET_MINOR(v)] : NULL;
+}
 
 //===--- devices ---===//
 

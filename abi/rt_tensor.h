@@ -233,6 +233,15 @@ RT_STATIC_ASSERT(offsetof(rt_tensor_t, data) == 224, "rt_tensor_t layout is ABI"
 RT_STATIC_ASSERT(offsetof(rt_tensor_t, name) == 248, "rt_tensor_t layout is ABI");
 RT_STATIC_ASSERT(sizeof(rt_tensor_t) == 376, "rt_tensor_t layout is ABI (1.0)");
 
+/* Whether ABI version abi defines node's op, its type and its sources'
+ * types: what a plugin speaking abi may be handed (rt_op_abi_version). */
+static inline bool rt_abi_defines_node(uint32_t abi, const rt_tensor_t *node) {
+    if (rt_op_abi_version(node->op) > abi || rt_type_abi_version(node->type) > abi) return false;
+    for (int i = 0; i < RT_MAX_SRC; i++)
+        if (node->src[i] != NULL && rt_type_abi_version(node->src[i]->type) > abi) return false;
+    return true;
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -30,6 +30,7 @@ bool rt_abi_gate_type(uint32_t abi, rt_type_t type) { return rt_type_abi_version
 
 const char *rt_abi_gate_node(uint32_t abi, const rt_tensor_t *node, char *buf, size_t size) {
     char have[16], need[16];
+    if (rt_abi_defines_node(abi, node)) return NULL;
     const uint32_t op_v = rt_op_abi_version(node->op);
     if (op_v > abi) {
         snprintf(buf, size, "op %s is defined by ABI %s, the plugin speaks %s",
@@ -46,7 +47,8 @@ const char *rt_abi_gate_node(uint32_t abi, const rt_tensor_t *node, char *buf, s
                  rt_abi_text(abi, have, sizeof have));
         return buf;
     }
-    return NULL;
+    snprintf(buf, size, "not defined by ABI %s", rt_abi_text(abi, have, sizeof have));
+    return buf;
 }
 
 bool rt_abi_gate_buft(uint32_t plugin_abi, uint32_t app_abi, uint32_t *flags) {

@@ -101,23 +101,29 @@ static rt_status_t rt_cpu_get_props(void *device, rt_device_props_t *props) {
 
 //===--- buffer types ---===//
 
+/* CPU_Weights is a 1.1 feature: a core of 1.0 never sees it (rt_base.h,
+ * rule 8). */
+static bool rt_cpu_offers_weights(const rt_cpu_device_t *dev) {
+    return dev->weights && rt_plugin_abi(dev->host) >= RT_ABI_MAKE_VERSION(1, 1);
+}
+
 static uint32_t rt_cpu_buffer_type_count(void *device) {
     const rt_cpu_device_t *dev = device;
-    return dev && dev->weights ? 2 : 1;
+    return dev && rt_cpu_offers_weights(dev) ? 2 : 1;
 }
 
 static const rt_buffer_type_desc_t *rt_cpu_buffer_type(void *device, uint32_t index) {
     rt_cpu_device_t *dev = device;
     if (!dev) return NULL;
     if (index == 0) return &dev->buft;
-    return index == 1 && dev->weights ? &dev->wbuft : NULL;
+    return index == 1 && rt_cpu_offers_weights(dev) ? &dev->wbuft : NULL;
 }
 
 /* Any buffer type whose memory the CPU can address, whoever's it is, and
  * its own repacked weights. */
 static bool rt_cpu_supports_buft(void *device, const rt_buffer_type_desc_t *buft) {
     const rt_cpu_device_t *dev = device;
-    if (dev && buft == &dev->wbuft) return dev->weights;
+    if (dev && buft == &dev->wbuft) return rt_cpu_offers_weights(dev);
     return buft && RT_STRUCT_HAS(buft, rt_buffer_type_desc_t, flags) &&
            (buft->flags & RT_BUFT_FLAG_HOST) != 0;
 }
@@ -126,9 +132,11 @@ static bool rt_cpu_node_ok(const rt_tensor_t *node) {
     return rt_cpu_op_supported(node) && rt_cpu_repacked_uses_ok(node);
 }
 
+/* Nothing the negotiated version does not define (rt_plugin.h). */
 static bool rt_cpu_supports_op(void *device, const rt_tensor_t *node) {
-    (void)device;
-    return node && rt_cpu_node_ok(node);
+    const rt_cpu_device_t *dev = device;
+    return dev && node && rt_abi_defines_node(rt_plugin_abi(dev->host), node) &&
+           rt_cpu_node_ok(node);
 }
 
 //===--- queues ---===//

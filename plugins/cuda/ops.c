@@ -162,8 +162,9 @@ bool rt_cu_node_computes(const rt_tensor_t *node) {
 }
 
 bool rt_cu_supports_op(void *device, const rt_tensor_t *node) {
-    (void)device;
-    if (!node) return false;
+    const rt_cu_device_t *dev = device;
+    if (!node || !dev) return false;
+    if (!rt_abi_defines_node(rt_plugin_abi(dev->host), node)) return false; /* rt_plugin.h */
     if (cu_is_view(node->op)) return true;
     const cu_op_t *op = cu_op(node->op);
     if (!op || !cu_tensor_sane(node)) return false;

@@ -140,6 +140,7 @@ static bool vk_supports_compute(const rt_vk_device_t *dev, const rt_tensor_t *n)
 
 bool rt_vk_supports_op(void *device, const rt_tensor_t *node) {
     const rt_vk_device_t *dev = device;
+    if (!rt_abi_defines_node(rt_plugin_abi(dev->host), node)) return false; /* rt_plugin.h */
     switch (node->op) {
     case RT_OP_NONE: case RT_OP_VIEW: case RT_OP_RESHAPE: case RT_OP_PERMUTE:
     case RT_OP_TRANSPOSE:
