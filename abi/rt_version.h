@@ -8,9 +8,9 @@
 #define RT_VERSION_H
 
 #define RT_VERSION_MAJOR 0
-#define RT_VERSION_MINOR 1
+#define RT_VERSION_MINOR 2
 #define RT_VERSION_PATCH 0
-#define RT_VERSION_STRING "0.1.0"
+#define RT_VERSION_STRING "0.2.0"
 
 /* ABI version as (major << 16) | minor. A major bump breaks compatibility
  * (and changes the core library's soname); a minor bump only adds. */
