@@ -133,6 +133,7 @@ static rt_status_t fill_host_ptr(void *ctx, void *state) {
 
 rt_status_t rt_device_buffer_from_host_ptr(rt_device_t *dev, void *ptr, size_t size,
                                            rt_buffer_t **out_buf) {
+    RT_ARMOR(dev != NULL && out_buf != NULL);
     *out_buf = NULL;
     rt_buffer_type_t *buft = rt_device_host_ptr_buffer_type(dev);
     if (buft == NULL)

@@ -249,6 +249,14 @@ static void entry_init(rt_gallocr_t *ga, int32_t p, rt_tensor_t *t, int32_t inde
     ti->keep = (t->flags & RT_TENSOR_FLAG_OUTPUT) || (leaf && !(t->flags & RT_TENSOR_FLAG_INPUT));
 }
 
+/* The hash slot of a tensor of g: every leaf and node was visited when it
+ * was added (graph.c). */
+static size_t slot_of(const rt_graph_t *g, const rt_tensor_t *t) {
+    const size_t slot = rt_hash_find(&g->visited, t);
+    RT_ASSERT(slot != RT_HASH_NONE);
+    return slot;
+}
+
 /* Indexes every tensor, links views to their base and counts readers. */
 static rt_status_t plan_setup(rt_gallocr_t *ga, rt_graph_t *g, const int32_t *node_ids,
                               const int32_t *leaf_ids) {
@@ -256,11 +264,11 @@ static rt_status_t plan_setup(rt_gallocr_t *ga, rt_graph_t *g, const int32_t *no
     const int32_t nl = g->n_leafs;
     for (int32_t i = 0; i < nl; i++) {
         entry_init(ga, i, g->leafs[i], i, true, leaf_ids != NULL ? leaf_ids[i] : 0);
-        ga->slot_plan[rt_hash_find(&g->visited, g->leafs[i])] = i;
+        ga->slot_plan[slot_of(g, g->leafs[i])] = i;
     }
     for (int32_t i = 0; i < g->n_nodes; i++) {
         entry_init(ga, nl + i, g->nodes[i], i, false, node_ids != NULL ? node_ids[i] : 0);
-        ga->slot_plan[rt_hash_find(&g->visited, g->nodes[i])] = nl + i;
+        ga->slot_plan[slot_of(g, g->nodes[i])] = nl + i;
     }
     for (int32_t p = 0; p < nl + g->n_nodes; p++) {
         const rt_tensor_t *t = ga->info[p].t;
@@ -607,7 +615,7 @@ rt_status_t rt_gallocr_plan_get(const rt_gallocr_t *ga, int32_t i,
                                 rt_gallocr_plan_entry_t *out_entry) {
     RT_ARMOR(ga != NULL && out_entry != NULL);
     if (i < 0 || i >= rt_gallocr_plan_count(ga))
-        return rt_error(RT_ERR_INVALID_ARGUMENT, "%s: index %d is not in 0..%d", __func__, (int)i,
+        return rt_error(RT_ERR_MISUSE, "%s: index %d is not in 0..%d", __func__, (int)i,
                         (int)rt_gallocr_plan_count(ga) - 1);
     rt_struct_copy_out(out_entry, &ga->plan[i], sizeof ga->plan[i], sizeof *out_entry);
     return RT_OK;

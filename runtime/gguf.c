@@ -668,7 +668,7 @@ static rt_status_t create(const void *data, size_t size, const char *file,
 
 rt_status_t rt_gguf_parse(const void *data, size_t size, const char *name,
                           const rt_gguf_options_t *options, rt_gguf_t **out_gguf) {
-    if (out_gguf == NULL) return rt_error(RT_ERR_INVALID_ARGUMENT, "%s: out_gguf is NULL", __func__);
+    RT_ARMOR(out_gguf != NULL);
     *out_gguf = NULL;
     if (data == NULL && size != 0)
         return rt_error(RT_ERR_INVALID_ARGUMENT, "%s: data is NULL, size %zu", __func__, size);
@@ -676,8 +676,7 @@ rt_status_t rt_gguf_parse(const void *data, size_t size, const char *name,
 }
 
 rt_status_t rt_gguf_open(const char *path, const rt_gguf_options_t *options, rt_gguf_t **out_gguf) {
-    if (out_gguf == NULL || path == NULL)
-        return rt_error(RT_ERR_INVALID_ARGUMENT, "%s: path or out_gguf is NULL", __func__);
+    RT_ARMOR(out_gguf != NULL && path != NULL);
     *out_gguf = NULL;
     rt_mapping_t map;
     rt_status_t st = rt_mmap_file(path, &map);
@@ -704,11 +703,12 @@ void rt_gguf_destroy(rt_gguf_t *g) {
 
 //===--- getters: the file ---===//
 
-uint32_t rt_gguf_version(const rt_gguf_t *g) { return g->version; }
-uint32_t rt_gguf_alignment(const rt_gguf_t *g) { return g->alignment; }
-uint64_t rt_gguf_data_offset(const rt_gguf_t *g) { return g->data_offset; }
-const void *rt_gguf_file_data(const rt_gguf_t *g) { return g->data; }
-uint64_t rt_gguf_file_size(const rt_gguf_t *g) { return g->size; }
+/* A NULL file is misuse the getters survive: 0, -1 or NULL. */
+uint32_t rt_gguf_version(const rt_gguf_t *g) { return g != NULL ? g->version : 0; }
+uint32_t rt_gguf_alignment(const rt_gguf_t *g) { return g != NULL ? g->alignment : 0; }
+uint64_t rt_gguf_data_offset(const rt_gguf_t *g) { return g != NULL ? g->data_offset : 0; }
+const void *rt_gguf_file_data(const rt_gguf_t *g) { return g != NULL ? g->data : NULL; }
+uint64_t rt_gguf_file_size(const rt_gguf_t *g) { return g != NULL ? g->size : 0; }
 
 void rt_gguf_release_range(rt_gguf_t *g, uint64_t offset, uint64_t size) {
     if (g != NULL) rt_mmap_release(&g->map, offset, size);
@@ -716,7 +716,7 @@ void rt_gguf_release_range(rt_gguf_t *g, uint64_t offset, uint64_t size) {
 
 //===--- getters: key/values ---===//
 
-int64_t rt_gguf_n_kv(const rt_gguf_t *g) { return g->n_kv; }
+int64_t rt_gguf_n_kv(const rt_gguf_t *g) { return g != NULL ? g->n_kv : 0; }
 
 int64_t rt_gguf_find_key(const rt_gguf_t *g, const char *key) {
     return index_find(&g->keys, key);
@@ -751,7 +751,7 @@ static rt_status_t get_kv(const rt_gguf_t *g, const char *key, rt_gguf_type_t ty
                           rt_gguf_type_t arr_type, const gguf_kv_t **out_kv) {
     *out_kv = NULL;
     if (g == NULL || key == NULL)
-        return rt_error(RT_ERR_INVALID_ARGUMENT, "gguf: get: g or key is NULL");
+        return rt_error(RT_ERR_MISUSE, "gguf: get: g, key or out is NULL");
     const gguf_kv_t *kv = kv_at(g, rt_gguf_find_key(g, key));
     if (kv == NULL) return rt_error(RT_ERR_NOT_FOUND, "gguf: no key '%s'", key);
     if (kv->type != type || kv->arr_type != arr_type)
@@ -765,6 +765,7 @@ static rt_status_t get_kv(const rt_gguf_t *g, const char *key, rt_gguf_type_t ty
 }
 
 static rt_status_t get_scalar(const rt_gguf_t *g, const char *key, rt_gguf_type_t type, void *out) {
+    RT_ARMOR(out != NULL);
     const size_t size = rt_gguf_value_size(type);
     memset(out, 0, size);
     const gguf_kv_t *kv;
@@ -808,6 +809,7 @@ rt_status_t rt_gguf_get_f64(const rt_gguf_t *g, const char *key, double *out) {
 }
 
 rt_status_t rt_gguf_get_str(const rt_gguf_t *g, const char *key, const char **out) {
+    RT_ARMOR(out != NULL);
     *out = NULL;
     const gguf_kv_t *kv;
     const rt_status_t st = get_kv(g, key, RT_GGUF_TYPE_STRING, -1, &kv);
@@ -817,6 +819,7 @@ rt_status_t rt_gguf_get_str(const rt_gguf_t *g, const char *key, const char **ou
 
 rt_status_t rt_gguf_get_array(const rt_gguf_t *g, const char *key, rt_gguf_type_t elem_type,
                               const void **out_data, uint64_t *out_n) {
+    RT_ARMOR(out_data != NULL && out_n != NULL);
     *out_data = NULL;
     *out_n = 0;
     const gguf_kv_t *kv;
@@ -830,11 +833,12 @@ rt_status_t rt_gguf_get_array(const rt_gguf_t *g, const char *key, rt_gguf_type_
 
 rt_status_t rt_gguf_get_array_str(const rt_gguf_t *g, const char *key, uint64_t i,
                                   const char **out) {
+    RT_ARMOR(out != NULL);
     *out = NULL;
     const gguf_kv_t *kv;
     const rt_status_t st = get_kv(g, key, RT_GGUF_TYPE_ARRAY, RT_GGUF_TYPE_STRING, &kv);
     if (st == RT_OK && i >= kv->n)
-        return rt_error(RT_ERR_INVALID_ARGUMENT, "gguf: key '%s': element %" PRIu64
+        return rt_error(RT_ERR_MISUSE, "gguf: key '%s': element %" PRIu64
                         " of %" PRIu64, key, i, kv->n);
     if (st == RT_OK) *out = ((const char *const *)kv->v.arr)[i];
     return st;
@@ -842,7 +846,7 @@ rt_status_t rt_gguf_get_array_str(const rt_gguf_t *g, const char *key, uint64_t 
 
 //===--- getters: tensors ---===//
 
-int64_t rt_gguf_n_tensors(const rt_gguf_t *g) { return g->n_tensors; }
+int64_t rt_gguf_n_tensors(const rt_gguf_t *g) { return g != NULL ? g->n_tensors : 0; }
 
 int64_t rt_gguf_find_tensor(const rt_gguf_t *g, const char *name) {
     return index_find(&g->names, name);
@@ -856,7 +860,7 @@ const void *rt_gguf_tensor_data(const rt_gguf_t *g, int64_t i) {
 rt_status_t rt_gguf_get_tensor_info(const rt_gguf_t *g, int64_t i, rt_gguf_tensor_info_t *out_info) {
     RT_ARMOR(g != NULL && out_info != NULL);
     if (i < 0 || i >= g->n_tensors)
-        return rt_error(RT_ERR_INVALID_ARGUMENT, "%s: tensor %" PRId64 " of %" PRId64, __func__, i,
+        return rt_error(RT_ERR_MISUSE, "%s: tensor %" PRId64 " of %" PRId64, __func__, i,
                         g->n_tensors);
     const gguf_tensor_t *t = &g->tensors[i];
     rt_gguf_tensor_info_t info = {

@@ -139,8 +139,7 @@ static void put_file(const rt_gguf_writer_t *w, sink_t *s) {
 //===--- create, destroy ---===//
 
 rt_status_t rt_gguf_writer_create(const rt_gguf_options_t *options, rt_gguf_writer_t **out_writer) {
-    if (out_writer == NULL)
-        return rt_error(RT_ERR_INVALID_ARGUMENT, "%s: out_writer is NULL", __func__);
+    RT_ARMOR(out_writer != NULL);
     *out_writer = NULL;
     const rt_allocator_t *a = NULL;
     if (options != NULL && RT_STRUCT_HAS(options, rt_gguf_options_t, allocator)) a = options->allocator;
@@ -217,7 +216,7 @@ static rt_status_t check_array(const value_t *v) {
 
 static rt_status_t check_value(rt_gguf_writer_t *w, const char *key, const value_t *v) {
     if (w == NULL || key == NULL)
-        return rt_error(RT_ERR_INVALID_ARGUMENT, "gguf writer: writer or key is NULL");
+        return rt_error(RT_ERR_MISUSE, "gguf writer: writer or key is NULL");
     if (v->type == RT_GGUF_TYPE_STRING && v->data == NULL)
         return rt_error(RT_ERR_INVALID_ARGUMENT, "gguf writer: key '%s': string is NULL", key);
     if (v->type == RT_GGUF_TYPE_ARRAY) return check_array(v);
@@ -321,7 +320,7 @@ static rt_status_t check_tensor(const rt_gguf_writer_t *w, const char *name, rt_
                                 int32_t n_dims, const int64_t *ne, uint64_t *out_size) {
     *out_size = 0;
     if (w == NULL || name == NULL || ne == NULL)
-        return rt_error(RT_ERR_INVALID_ARGUMENT, "gguf writer: writer, name or ne is NULL");
+        return rt_error(RT_ERR_MISUSE, "gguf writer: writer, name or ne is NULL");
     if (strlen(name) >= RT_MAX_NAME)
         return rt_error(RT_ERR_INVALID_ARGUMENT, "gguf writer: tensor name '%.64s...' is %zu bytes, "
                         "the limit is %d", name, strlen(name), RT_MAX_NAME - 1);
@@ -361,12 +360,14 @@ rt_status_t rt_gguf_writer_add_tensor(rt_gguf_writer_t *w, const char *name, rt_
 //===--- output ---===//
 
 uint64_t rt_gguf_writer_size(const rt_gguf_writer_t *w) {
+    if (w == NULL) return 0;
     sink_t count = {0};
     put_file(w, &count);
     return count.pos;
 }
 
 rt_status_t rt_gguf_writer_write_mem(const rt_gguf_writer_t *w, void *dst, size_t size) {
+    RT_ARMOR(w != NULL);
     const uint64_t need = rt_gguf_writer_size(w);
     if (dst == NULL || need > size)
         return rt_error(RT_ERR_DOES_NOT_FIT, "%s: the file takes %" PRIu64 " bytes, the buffer has %zu",
@@ -377,8 +378,7 @@ rt_status_t rt_gguf_writer_write_mem(const rt_gguf_writer_t *w, void *dst, size_
 }
 
 rt_status_t rt_gguf_writer_write_file(const rt_gguf_writer_t *w, const char *path) {
-    if (w == NULL || path == NULL)
-        return rt_error(RT_ERR_INVALID_ARGUMENT, "%s: NULL argument", __func__);
+    RT_ARMOR(w != NULL && path != NULL);
     FILE *f = fopen(path, "wb");
     if (f == NULL) return rt_error(RT_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
     sink_t s = {.file = f};

@@ -35,6 +35,7 @@ static const char *type_list(uint32_t allowed, char *buf, size_t size) {
 }
 
 static void check_type(rt_op_t op, const char *role, const rt_tensor_t *t, uint32_t allowed) {
+    RT_CHECK(t != NULL, "%s: %s is NULL", rt_op_name(op), role);
     const bool ok = t->type >= 0 && t->type < RT_TYPE_COUNT && (allowed & TYPE_BIT(t->type));
     RT_CHECK(ok, "%s: %s has type %s, expected %s: %s", rt_op_name(op), role,
              rt_type_name(t->type), type_list(allowed, (char[64]){0}, 64), RT_DESC(t));

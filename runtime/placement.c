@@ -256,7 +256,7 @@ static void shed_n_gpu_layers(rt_placement_t *p, uint64_t bytes) {
 rt_status_t rt_placement_replan(rt_placement_t *p, int32_t i, uint64_t bytes) {
     RT_ARMOR(p != NULL);
     if (i < 0 || i >= cpu_of(p))
-        return rt_error(RT_ERR_INVALID_ARGUMENT, "rt_placement_replan: device %d is not one of "
+        return rt_error(RT_ERR_MISUSE, "rt_placement_replan: device %d is not one of "
                         "the GPUs 0..%d", (int)i, (int)cpu_of(p) - 1);
     if (rt_placement_device_bytes(p, i) == 0)
         return rt_error(RT_ERR_OUT_OF_MEMORY, "rt_placement_replan: device %d holds no layer to "

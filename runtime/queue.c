@@ -164,6 +164,11 @@ static const char *unusable(const rt_device_t *dev, const rt_tensor_t *t) {
 
 static rt_status_t check_tensor(const rt_device_t *dev, const rt_tensor_t *node,
                                 const rt_tensor_t *t) {
+    char d[160];
+    /* A tensor whose buffer was freed would be a use after free. */
+    if (t->buffer != NULL && RT_ARMOR_DEEP_FAILS(rt_registry_has_buffer(dev->registry, t->buffer)))
+        return rt_error(RT_ERR_MISUSE, "%s: %s, used by node %s, lives in a buffer that was "
+                        "freed", dev->name, rt_tensor_describe(t, d, sizeof d), node->name);
     const char *why = unusable(dev, t);
     if (why == NULL) return RT_OK;
     char a[160], b[160];

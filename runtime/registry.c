@@ -69,7 +69,17 @@ void rt_registry_link(rt_registry_t *reg, rt_link_t *list, rt_link_t *node) {
     rt_os_mutex_unlock(reg->lock);
 }
 
+bool rt_registry_has_buffer(rt_registry_t *reg, const rt_buffer_t *buf) {
+    bool found = false;
+    rt_os_mutex_lock(reg->lock);
+    for (const rt_link_t *l = reg->buffers.next; l != &reg->buffers && !found; l = l->next)
+        found = RT_CONTAINER_OF(l, rt_buffer_t, link) == buf;
+    rt_os_mutex_unlock(reg->lock);
+    return found;
+}
+
 void rt_registry_unlink(rt_registry_t *reg, rt_link_t *node) {
+    RT_ASSERT(node->next != node); /* linked, not unlinked twice */
     rt_os_mutex_lock(reg->lock);
     node->prev->next = node->next;
     node->next->prev = node->prev;

@@ -128,6 +128,9 @@ RT_INTERNAL rt_status_t rt_plugin_failed(rt_status_t status, const rt_error_snap
 /* registry.c: adds or removes a buffer or queue from a registry list. */
 RT_INTERNAL void rt_registry_link(rt_registry_t *reg, rt_link_t *list, rt_link_t *node);
 RT_INTERNAL void rt_registry_unlink(rt_registry_t *reg, rt_link_t *node);
+/* registry.c: whether buf is a live buffer of reg (compares pointers only,
+ * so a freed one can be asked about). */
+RT_INTERNAL bool rt_registry_has_buffer(rt_registry_t *reg, const rt_buffer_t *buf);
 
 /* device.c: wraps the plugin's device i into a new rt_device_t. */
 RT_INTERNAL rt_status_t rt_device_wrap(rt_registry_t *reg, rt_plugin_rec_t *rec, uint32_t index,

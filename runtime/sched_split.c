@@ -18,8 +18,11 @@ static rt_status_t no_memory(const char *what) {
     return rt_error(RT_ERR_OUT_OF_MEMORY, "rt_sched: no host memory for %s", what);
 }
 
+/* Every tensor asked about was hashed when it was assigned a device. */
 static int32_t *input_index(rt_sched_t *s, const rt_tensor_t *t, int32_t d) {
-    return &s->tensor_input[rt_hash_find(&s->hash, t) * (size_t)s->n_devices + (size_t)d];
+    const size_t slot = rt_hash_find(&s->hash, t);
+    RT_ASSERT(slot != RT_HASH_NONE && d >= 0 && d < s->n_devices);
+    return &s->tensor_input[slot * (size_t)s->n_devices + (size_t)d];
 }
 
 /* A base INPUT leaf the gallocr places: with pipeline copies it gets a

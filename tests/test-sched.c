@@ -808,7 +808,7 @@ static void test_place_replan(void **state) {
     expect_plan(p, "1111 1 1", "place-4.1");
     /* place-4.2: nothing left to move, or not a GPU */
     assert_int_equal(rt_placement_replan(p, 0, 10), RT_ERR_OUT_OF_MEMORY);
-    assert_int_equal(rt_placement_replan(p, 1, 10), RT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(rt_placement_replan(p, 1, 10), RT_ERR_MISUSE);
     rt_placement_destroy(p);
     /* place-4.3: AUTO grows the reserve; layers may move to the other GPU */
     const uint64_t two[3] = {300, 300, 0};
