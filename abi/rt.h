@@ -23,8 +23,12 @@
  *
  * Errors: calls that can fail return rt_status_t; rt_last_error() has the
  * message. Programmer misuse of the graph builders (shapes that do not fit
- * an op's contract) aborts through the abort hook with a message naming the
- * op, the tensors and their shapes. Ownership rules are in rt_base.h.
+ * an op's contract, a NULL context or tensor) aborts through the abort hook
+ * with a message naming the op, the tensors and their shapes. Any other
+ * function survives misuse (a NULL handle or out pointer, an index out of
+ * range): it returns RT_ERR_MISUSE when it returns a status, and 0, -1,
+ * false or NULL (or "?" and "" for names) otherwise, with the reason in
+ * rt_last_error(). Ownership rules are in rt_base.h.
  *
  * Structs passed in or out start with struct_size, set by the application
  * to sizeof the struct it was compiled with. For option structs a zeroed
