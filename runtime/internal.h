@@ -33,15 +33,13 @@ RT_INTERNAL _Noreturn void rt_abort_msg(const char *file, int line, const char *
         if (!(cond)) rt_abort_msg(__FILE__, __LINE__, __VA_ARGS__); \
     } while (0)
 
-/* Debug builds only (RT_DEBUG): internal invariants. */
+/* Debug builds only (RT_DEBUG): internal invariants, which no input can
+ * break (a tensor of a graph is in the graph's hash). What input can break
+ * is an error status, never an assertion. */
 #ifdef RT_DEBUG
 #  define RT_ASSERT(cond) RT_CHECK(cond, "assertion failed: %s", #cond)
-#  define RT_ALWAYS(x) ((x) ? 1 : (rt_abort_msg(__FILE__, __LINE__, "ALWAYS(%s)", #x), 0))
-#  define RT_NEVER(x) ((x) ? (rt_abort_msg(__FILE__, __LINE__, "NEVER(%s)", #x), 1) : 0)
 #else
 #  define RT_ASSERT(cond) do { (void)sizeof(cond); } while (0)
-#  define RT_ALWAYS(x) (x)
-#  define RT_NEVER(x) (x)
 #endif
 
 //===--- API misuse (the armor) ---===//
