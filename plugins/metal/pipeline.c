@@ -24,6 +24,10 @@ static rt_status_t mtl_library_create(rt_mtl_device_t *dev, uint32_t shader, id 
                   : nil;
     rt_objc_release(source);
     if (*out) return RT_OK;
+    /* Logged too: the device is then left out, and Metal's compiler
+     * message is what a bug report about a translated shader needs. */
+    dev->host->log(RT_LOG_ERROR, "metal%u: shader %s does not compile: %s", dev->index, msl->name,
+                   rt_ns_error_text(err));
     return dev->host->set_error(RT_ERR_DEVICE, "%s: metal%u: shader %s does not compile: %s",
                                 __func__, dev->index, msl->name, rt_ns_error_text(err));
 }
