@@ -5,37 +5,11 @@
  * working set as its memory, unified memory (Apple silicon: an integrated
  * GPU whose default buffers are Shared, host-visible, and which wraps host
  * memory without a copy), a transfer queue and every embedded shader
- * compiled (pipeline.c). Also the device table and the plugin's memory
- * helpers. */
+ * compiled (pipeline.c). Also the device table. */
 #include "mtl_impl.h"
 
 #include <stdio.h>
 #include <string.h>
-
-//===--- memory ---===//
-
-void *rt_mtl_alloc(const rt_host_t *host, size_t size) {
-    void *p = host->allocator.realloc(host->allocator.user_data, NULL, 0, size);
-    if (p) memset(p, 0, size);
-    return p;
-}
-
-void rt_mtl_free(const rt_host_t *host, void *p, size_t size) {
-    if (p) host->allocator.realloc(host->allocator.user_data, p, size, 0);
-}
-
-bool rt_mtl_grow(const rt_host_t *host, void **items, uint32_t *cap, uint32_t need, size_t elem) {
-    if (need <= *cap) return true;
-    uint32_t n = *cap ? *cap : 8;
-    while (n < need) n *= 2;
-    void *p = host->allocator.realloc(host->allocator.user_data, *items, (size_t)*cap * elem,
-                                      (size_t)n * elem);
-    if (!p) return false;
-    memset((char *)p + (size_t)*cap * elem, 0, (size_t)(n - *cap) * elem);
-    *items = p;
-    *cap = n;
-    return true;
-}
 
 //===--- what ops_build.c reads ---===//
 
@@ -137,8 +111,8 @@ static void mtl_device_destroy(rt_mtl_device_t *dev) {
         rt_vk_mutex_deinit(&dev->pipe_lock);
         rt_vk_mutex_deinit(&dev->queue_lock);
     }
-    rt_mtl_free(dev->host, dev->queues, dev->cap_queues * sizeof dev->queues[0]);
-    rt_mtl_free(dev->host, dev, sizeof *dev);
+    rt_vk_free(dev->host, dev->queues, dev->cap_queues * sizeof dev->queues[0]);
+    rt_vk_free(dev->host, dev, sizeof *dev);
 }
 
 static rt_status_t mtl_device_locks(rt_mtl_device_t *dev) {
@@ -156,7 +130,7 @@ static rt_status_t mtl_device_locks(rt_mtl_device_t *dev) {
 static rt_status_t mtl_device_create(rt_mtl_plugin_t *p, id mtl, uint32_t index,
                                      rt_mtl_device_t **out_dev) {
     *out_dev = NULL;
-    rt_mtl_device_t *dev = rt_mtl_alloc(p->host, sizeof *dev);
+    rt_mtl_device_t *dev = rt_vk_alloc(p->host, sizeof *dev);
     if (!dev) return p->host->set_error(RT_ERR_OUT_OF_MEMORY, "%s: no memory", __func__);
     dev->plugin = p;
     dev->host = p->host;
@@ -191,7 +165,7 @@ static rt_status_t mtl_devices_add(rt_mtl_plugin_t *p, id all) {
         snprintf(p->reason, sizeof p->reason, "no Metal devices (MTLCopyAllDevices gave none)");
         return RT_OK;
     }
-    p->devices = rt_mtl_alloc(p->host, n * sizeof p->devices[0]);
+    p->devices = rt_vk_alloc(p->host, n * sizeof p->devices[0]);
     if (!p->devices) return p->host->set_error(RT_ERR_OUT_OF_MEMORY, "%s: no memory", __func__);
     p->cap_devices = (uint32_t)n;
     for (NSUInteger i = 0; i < n; i++) {
@@ -226,7 +200,7 @@ void rt_mtl_plugin_stop(rt_mtl_plugin_t *p) {
     void *pool = rt_objc_pool_push();
     for (uint32_t i = 0; i < p->n_devices; i++) mtl_device_destroy(p->devices[i]);
     rt_objc_pool_pop(pool);
-    rt_mtl_free(p->host, p->devices, p->cap_devices * sizeof p->devices[0]);
+    rt_vk_free(p->host, p->devices, p->cap_devices * sizeof p->devices[0]);
     p->devices = NULL;
     p->n_devices = p->cap_devices = 0;
 }

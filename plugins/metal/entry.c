@@ -6,13 +6,13 @@
 
 static rt_status_t mtl_plugin_create(const rt_host_t *host, void **out_plugin) {
     *out_plugin = NULL;
-    rt_mtl_plugin_t *p = rt_mtl_alloc(host, sizeof *p);
+    rt_mtl_plugin_t *p = rt_vk_alloc(host, sizeof *p);
     if (!p) return host->set_error(RT_ERR_OUT_OF_MEMORY, "%s: no memory for the plugin", __func__);
     p->host = host;
     const rt_status_t st = rt_mtl_plugin_start(p);
     if (st != RT_OK) {
         rt_mtl_plugin_stop(p);
-        rt_mtl_free(host, p, sizeof *p);
+        rt_vk_free(host, p, sizeof *p);
         return st;
     }
     *out_plugin = p;
@@ -24,7 +24,7 @@ static void mtl_plugin_destroy(void *plugin) {
     if (!p) return;
     const rt_host_t *host = p->host;
     rt_mtl_plugin_stop(p);
-    rt_mtl_free(host, p, sizeof *p);
+    rt_vk_free(host, p, sizeof *p);
 }
 
 static uint32_t mtl_plugin_device_count(void *plugin) {

@@ -10,7 +10,8 @@
  * specialisation constants, bound tensors, push words, workgroups) is the
  * Vulkan plugin's own ops_build.c, compiled into this plugin unchanged and
  * reading the device through `ops`, an rt_vk_device_t of which it uses
- * only host and max_binding. So the op table is the Vulkan plugin's by
+ * only host and max_binding (and its mutexes, os_posix.c, and memory
+ * helpers, memory.c, serve here too). So the op table is the Vulkan plugin's by
  * construction (tests/test-metal.c compares them anyway) and the push
  * words match the shaders' layout. This needs the Vulkan headers (not the
  * loader) at build time.
@@ -124,14 +125,6 @@ struct rt_mtl_queue {
     id queue;                      /* id<MTLCommandQueue> (+1) */
     id last;                       /* the last command buffer committed (+1), or nil */
 };
-
-//===--- errors and memory (device.c) ---===//
-
-RT_MTL_INTERNAL void *rt_mtl_alloc(const rt_host_t *host, size_t size); /* zeroed */
-RT_MTL_INTERNAL void rt_mtl_free(const rt_host_t *host, void *p, size_t size);
-/* Grows an array of elem-byte items to hold at least need; false on OOM. */
-RT_MTL_INTERNAL bool rt_mtl_grow(const rt_host_t *host, void **items, uint32_t *cap, uint32_t need,
-                                 size_t elem);
 
 //===--- devices (device.c) ---===//
 

@@ -33,7 +33,7 @@ static rt_status_t mtl_library_create(rt_mtl_device_t *dev, uint32_t shader, id 
 }
 
 rt_status_t rt_mtl_libraries_create(rt_mtl_device_t *dev) {
-    dev->libraries = rt_mtl_alloc(dev->host, rt_mtl_msl_count * sizeof dev->libraries[0]);
+    dev->libraries = rt_vk_alloc(dev->host, rt_mtl_msl_count * sizeof dev->libraries[0]);
     if (!dev->libraries) return dev->host->set_error(RT_ERR_OUT_OF_MEMORY, "%s: no memory", __func__);
     rt_status_t st = RT_OK;
     void *pool = rt_objc_pool_push();
@@ -97,7 +97,7 @@ static rt_status_t mtl_pipeline_create(rt_mtl_device_t *dev, uint32_t shader,
 static rt_status_t mtl_pipeline_add(rt_mtl_device_t *dev, uint32_t shader,
                                     const uint32_t spec[RT_VK_N_SPEC],
                                     const rt_mtl_pipeline_t **out) {
-    if (!rt_mtl_grow(dev->host, (void **)&dev->pipelines, &dev->cap_pipelines,
+    if (!rt_vk_grow(dev->host, (void **)&dev->pipelines, &dev->cap_pipelines,
                      dev->n_pipelines + 1, sizeof dev->pipelines[0]))
         return dev->host->set_error(RT_ERR_OUT_OF_MEMORY, "%s: no memory", __func__);
     void *pool = rt_objc_pool_push();
@@ -126,11 +126,11 @@ rt_status_t rt_mtl_pipeline_get(rt_mtl_device_t *dev, const char *name,
 
 void rt_mtl_pipelines_destroy(rt_mtl_device_t *dev) {
     for (uint32_t i = 0; i < dev->n_pipelines; i++) rt_objc_release(dev->pipelines[i].state);
-    rt_mtl_free(dev->host, dev->pipelines, dev->cap_pipelines * sizeof dev->pipelines[0]);
+    rt_vk_free(dev->host, dev->pipelines, dev->cap_pipelines * sizeof dev->pipelines[0]);
     dev->pipelines = NULL;
     dev->n_pipelines = dev->cap_pipelines = 0;
     for (uint32_t i = 0; dev->libraries && i < rt_mtl_msl_count; i++)
         rt_objc_release(dev->libraries[i]);
-    rt_mtl_free(dev->host, dev->libraries, rt_mtl_msl_count * sizeof dev->libraries[0]);
+    rt_vk_free(dev->host, dev->libraries, rt_mtl_msl_count * sizeof dev->libraries[0]);
     dev->libraries = NULL;
 }

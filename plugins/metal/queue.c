@@ -74,7 +74,7 @@ rt_status_t rt_mtl_device_synchronize(rt_mtl_device_t *dev) {
 static rt_status_t mtl_queue_register(rt_mtl_device_t *dev, rt_mtl_queue_t *q) {
     rt_status_t st = RT_OK;
     rt_vk_mutex_lock(&dev->queue_lock);
-    if (rt_mtl_grow(dev->host, (void **)&dev->queues, &dev->cap_queues, dev->n_queues + 1,
+    if (rt_vk_grow(dev->host, (void **)&dev->queues, &dev->cap_queues, dev->n_queues + 1,
                     sizeof dev->queues[0]))
         dev->queues[dev->n_queues++] = q;
     else
@@ -97,7 +97,7 @@ rt_status_t rt_mtl_queue_create(void *device, const rt_queue_options_t *options,
     (void)options; /* no host threads of ours to place */
     rt_mtl_device_t *dev = device;
     *out_queue = NULL;
-    rt_mtl_queue_t *q = rt_mtl_alloc(dev->host, sizeof *q);
+    rt_mtl_queue_t *q = rt_vk_alloc(dev->host, sizeof *q);
     if (!q) return dev->host->set_error(RT_ERR_OUT_OF_MEMORY, "%s: no memory", __func__);
     q->dev = dev;
     q->queue = rt_objc_id(dev->device, "newCommandQueue");
@@ -107,7 +107,7 @@ rt_status_t rt_mtl_queue_create(void *device, const rt_queue_options_t *options,
     if (st == RT_OK) st = mtl_queue_register(dev, q);
     if (st != RT_OK) {
         rt_objc_release(q->queue);
-        rt_mtl_free(dev->host, q, sizeof *q);
+        rt_vk_free(dev->host, q, sizeof *q);
         return st;
     }
     *out_queue = q;
@@ -121,7 +121,7 @@ void rt_mtl_queue_destroy(void *queue) {
     rt_mtl_queue_synchronize(q);
     rt_objc_release(q->last);
     rt_objc_release(q->queue);
-    rt_mtl_free(q->dev->host, q, sizeof *q);
+    rt_vk_free(q->dev->host, q, sizeof *q);
 }
 
 //===--- events ---===//
@@ -135,12 +135,12 @@ typedef struct rt_mtl_event {
 rt_status_t rt_mtl_event_create(void *device, void **out_event) {
     rt_mtl_device_t *dev = device;
     *out_event = NULL;
-    rt_mtl_event_t *e = rt_mtl_alloc(dev->host, sizeof *e);
+    rt_mtl_event_t *e = rt_vk_alloc(dev->host, sizeof *e);
     if (!e) return dev->host->set_error(RT_ERR_OUT_OF_MEMORY, "%s: no memory", __func__);
     e->dev = dev;
     e->event = rt_objc_id(dev->device, "newSharedEvent");
     if (!e->event) {
-        rt_mtl_free(dev->host, e, sizeof *e);
+        rt_vk_free(dev->host, e, sizeof *e);
         return dev->host->set_error(RT_ERR_DEVICE, "%s: metal%u: no shared event", __func__,
                                     dev->index);
     }
@@ -153,7 +153,7 @@ void rt_mtl_event_destroy(void *event) {
     if (!e) return;
     /* A command buffer that signals it holds its own reference. */
     rt_objc_release(e->event);
-    rt_mtl_free(e->dev->host, e, sizeof *e);
+    rt_vk_free(e->dev->host, e, sizeof *e);
 }
 
 rt_status_t rt_mtl_event_record(void *event, void *queue) {
