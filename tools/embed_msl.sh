@@ -23,6 +23,8 @@ vk=$2
 dir=$(dirname "$vk")
 cross=${SPIRV_CROSS:-spirv-cross}
 tmp=$out.tmp
+# A failed translation leaves neither a half-written OUT nor its pieces.
+trap 'rm -f "$tmp" "$out".*.metal "$out".*.metal.raw' EXIT
 names=$(sed -n 's/^ *{ "\([A-Za-z0-9_]*\)", spv_.*/\1/p' "$vk")
 if [ -z "$names" ]; then
     echo "embed_msl.sh: no shaders listed in $vk" >&2
