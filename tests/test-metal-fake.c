@@ -16,12 +16,18 @@
  *   metal-fake-4  host memory wrapped without a copy (unified only)
  *   metal-fake-5  no Metal object leaks: after the registry goes (and the
  *                 autoreleased objects with it) none is left alive
+ *   metal-fake-6  the async extension, as the scheduler calls it: transfers
+ *                 in the queue's order, a copy between two tensors of the
+ *                 device, events recorded, waited for on the GPU and by the
+ *                 host, and recorded again
  *
  * What this cannot check: that Apple's Metal answers as the stand-in does
  * (tests/device/metal.sh does, on a Mac). */
 #include "testutil.h"
 
 #include "plugins/metal_fake.h"
+
+#include "../runtime/registry_impl.h" /* the adopted async table and plugin handles */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,6 +203,47 @@ static void test_host_ptr(void **state) {
     free(mem);
 }
 
+//===--- metal-fake-6: the async extension ---===//
+
+/* Calls the table the core adopted, with the plugin's handles, as the
+ * scheduler does (the extension has no public entry points). */
+static void test_async(void **state) {
+    fixture_t *f = *state;
+    const rt_device_ext_async_t *as = &f->dev->async;
+    assert_int_equal(as->header.type, RT_EXT_DEVICE_ASYNC);                   /* metal-fake-6.1 */
+    rt_queue_t *q = NULL;
+    assert_int_equal(rt_queue_create(f->dev, NULL, &q), RT_OK);
+    for (int k = 0; k < 2; k++) { /* both buffer types */
+        rt_context_t *ctx = no_alloc_context();
+        rt_tensor_t *x = rt_new_tensor_1d(ctx, RT_TYPE_F32, 300);
+        rt_tensor_t *y = rt_new_tensor_1d(ctx, RT_TYPE_F32, 300);
+        rt_buffer_t *buf = NULL;
+        assert_int_equal(rt_alloc_ctx_tensors(ctx, rt_device_buffer_type(f->dev, k), &buf), RT_OK);
+        float in[300], out[300];
+        tu_seed(60 + (uint64_t)k);
+        tu_fill(in, 300, -2.0f, 2.0f);
+        assert_int_equal(as->set_tensor_async(q->handle, x, in, 0, sizeof in), RT_OK);
+        assert_int_equal(as->get_tensor_async(q->handle, x, out, 0, sizeof out), RT_OK);
+        assert_memory_equal(in, out, sizeof in);                              /* metal-fake-6.2 */
+        assert_int_equal(as->cpy_tensor_async(q->handle, q->handle, x, y), RT_OK);
+        assert_int_equal(rt_queue_synchronize(q), RT_OK);
+        assert_int_equal(rt_tensor_get(y, out, 0, sizeof out), RT_OK);
+        assert_memory_equal(in, out, sizeof in);                              /* metal-fake-6.3 */
+        rt_buffer_free(buf);
+        rt_context_destroy(ctx);
+    }
+    void *ev = NULL;
+    assert_int_equal(as->event_create(f->dev->handle, &ev), RT_OK);
+    assert_int_equal(as->event_synchronize(ev), RT_OK);                        /* metal-fake-6.4 */
+    for (int rep = 0; rep < 2; rep++) {
+        assert_int_equal(as->event_record(ev, q->handle), RT_OK);              /* metal-fake-6.5 */
+        assert_int_equal(as->event_wait(q->handle, ev), RT_OK);
+        assert_int_equal(as->event_synchronize(ev), RT_OK);
+    }
+    as->event_destroy(ev);
+    rt_queue_destroy(q);
+}
+
 //===--- metal-fake-5: nothing leaks ---===//
 
 static void test_no_leaks(void **state) {
@@ -214,11 +261,13 @@ int main(void) {
         cmocka_unit_test_prestate_setup_teardown(test_transfers, fixture_setup, fixture_teardown, &unified),
         cmocka_unit_test_prestate_setup_teardown(test_graph, fixture_setup, fixture_teardown, &unified),
         cmocka_unit_test_prestate_setup_teardown(test_host_ptr, fixture_setup, fixture_teardown, &unified),
+        cmocka_unit_test_prestate_setup_teardown(test_async, fixture_setup, fixture_teardown, &unified),
         cmocka_unit_test_prestate_setup_teardown(test_no_leaks, fixture_setup, fixture_teardown, &unified),
         cmocka_unit_test_prestate_setup_teardown(test_device, fixture_setup, fixture_teardown, &discrete),
         cmocka_unit_test_prestate_setup_teardown(test_transfers, fixture_setup, fixture_teardown, &discrete),
         cmocka_unit_test_prestate_setup_teardown(test_graph, fixture_setup, fixture_teardown, &discrete),
         cmocka_unit_test_prestate_setup_teardown(test_host_ptr, fixture_setup, fixture_teardown, &discrete),
+        cmocka_unit_test_prestate_setup_teardown(test_async, fixture_setup, fixture_teardown, &discrete),
         cmocka_unit_test_prestate_setup_teardown(test_no_leaks, fixture_setup, fixture_teardown, &discrete),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
