@@ -7,7 +7,8 @@
 #   embed-msl-1  a kernel in the convention is embedded, its push constants
 #                moved from buffer 0 to buffer 4, the binding-0 buffer kept
 #   embed-msl-2  a buffer index outside 0-4 fails
-#   embed-msl-3  a function constant that is not a uint (or has an id > 6) fails
+#   embed-msl-3  a function constant that is not a uint (or has an id of
+#                RT_VK_N_SPEC or more) fails
 #   embed-msl-4  MSL without the entry point main0 fails
 #   embed-msl-5  a Vulkan table that lists no shader fails
 #
@@ -71,7 +72,7 @@ kernel void main0(device void* b0 [[buffer(0)]])
 {
 }"
 embed embed-msl-3.1 fail "$head
-constant uint X_tmp [[function_constant(7)]];
+constant uint X_tmp [[function_constant($(sed -n 's/^#define RT_VK_N_SPEC \([0-9]*\).*/\1/p' plugins/vulkan/vk_impl.h))]];
 kernel void main0(device void* b0 [[buffer(0)]])
 {
 }"

@@ -15,7 +15,7 @@
 # the push-constant block, which SPIRV-Cross also puts at [[buffer(0)]],
 # is moved here to [[buffer(4)]], where the host sets the push words with
 # setBytes. Specialisation constant N becomes [[function_constant(N)]], a
-# uint, N < 7. The entry point is main0. POSIX sh, sed and awk only;
+# uint, N < RT_VK_N_SPEC (plugins/vulkan/vk_impl.h). The entry point is main0. POSIX sh, sed and awk only;
 # SPIRV is $SPIRV_CROSS or spirv-cross from PATH.
 set -eu
 out=$1
@@ -25,6 +25,8 @@ cross=${SPIRV_CROSS:-spirv-cross}
 tmp=$out.tmp
 # A failed translation leaves neither a half-written OUT nor its pieces.
 trap 'rm -f "$tmp" "$out".*.metal "$out".*.metal.raw' EXIT
+nspec=$(sed -n 's/^#define RT_VK_N_SPEC \([0-9]*\).*/\1/p' plugins/vulkan/vk_impl.h)
+[ -n "$nspec" ] || { echo "embed_msl.sh: no RT_VK_N_SPEC in plugins/vulkan/vk_impl.h" >&2; exit 1; }
 names=$(sed -n 's/^ *{ "\([A-Za-z0-9_]*\)", spv_.*/\1/p' "$vk")
 if [ -z "$names" ]; then
     echo "embed_msl.sh: no shaders listed in $vk" >&2
@@ -40,8 +42,11 @@ check() {
         { echo "embed_msl.sh: $1: a buffer index outside 0-4" >&2; return 1; }
     echo "$sig" | grep -q 'constant [A-Za-z0-9_]*& [A-Za-z0-9_]* \[\[buffer([0-3])\]\]' &&
         { echo "embed_msl.sh: $1: push constants not at buffer index 4" >&2; return 1; }
-    grep 'function_constant(' "$1" | grep -v '^constant uint [A-Za-z0-9_]* \[\[function_constant([0-6])\]\];$' | grep -q . &&
-        { echo "embed_msl.sh: $1: a function constant that is not a uint with id 0-6" >&2; return 1; }
+    bad=$(grep 'function_constant(' "$1" | awk -v n="$nspec" '
+        !/^constant uint [A-Za-z0-9_]* \[\[function_constant\([0-9]+\)\]\];$/ { print; next }
+        { id = $0; sub(/.*function_constant\(/, "", id); sub(/\).*/, "", id); if (id + 0 >= n) print }')
+    [ -n "$bad" ] &&
+        { echo "embed_msl.sh: $1: a function constant that is not a uint with an id below $nspec: $bad" >&2; return 1; }
     return 0
 }
 

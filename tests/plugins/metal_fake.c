@@ -36,7 +36,7 @@ typedef struct fake {
     id item, event, cmd;          /* arrays: the device; cmd: the event; encoders: their cmd */
     fake_op_t ops[FAKE_MAX_OPS];  /* cmd: blits run at commit */
     int n_ops;
-    uint32_t spec[7];             /* constants, functions and pipelines */
+    uint32_t spec[16];            /* constants, functions and pipelines */
 } fake_t;
 
 static rt_fake_metal_stats_t stats;
@@ -162,7 +162,7 @@ static id fake_string(const char *text) {
 static void m_set_constant(id self, SEL s, const void *value, NSUInteger type, NSUInteger index) {
     (void)s;
     fake_want(self, FK_CONSTANTS, "setConstantValue: of a non-constant set");
-    if (type != MTLDataTypeUInt || index >= 7) fake_die("constant not a uint with index < 7", self);
+    if (type != MTLDataTypeUInt || index >= 16) fake_die("constant not a uint with index < 16", self);
     memcpy(&F(self)->spec[index], value, 4);
 }
 

@@ -20,7 +20,7 @@ typedef struct rt_fake_metal_stats {
     long live;                    /* objects alive, autoreleased ones included */
     long commits, dispatches, blits, libraries, pipelines;
     /* The last dispatch, as the encoder saw it. */
-    uint32_t spec[7];             /* its pipeline's function constants */
+    uint32_t spec[16];            /* its pipeline's function constants (RT_VK_N_SPEC used) */
     uint64_t groups, threads;     /* threadgroups along x, threads in each */
     size_t push_bytes;            /* setBytes length at buffer index 4 */
     uint32_t push[32];            /* those bytes */
