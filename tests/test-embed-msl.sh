@@ -11,6 +11,7 @@
 #                RT_VK_N_SPEC or more) fails
 #   embed-msl-4  MSL without the entry point main0 fails
 #   embed-msl-5  a Vulkan table that lists no shader fails
+#   embed-msl-6  a second constant-space argument (a uniform buffer) fails
 #
 # Runs from the repository root (tests/run.sh does); POSIX sh.
 set -u
@@ -82,5 +83,9 @@ kernel void other(device void* b0 [[buffer(0)]])
 }"
 : > "$tmp/vk/empty.c"
 embed embed-msl-5 fail "$good" "$tmp/vk/empty.c"
+embed embed-msl-6 fail "$head
+kernel void main0(constant P& pc [[buffer(0)]], constant P& u [[buffer(2)]])
+{
+}"
 echo "test-embed-msl: $failed failure(s)"
 [ "$failed" = 0 ]

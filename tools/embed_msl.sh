@@ -13,8 +13,8 @@
 # --msl-decoration-binding gives storage buffer binding N of set 0 the
 # Metal index [[buffer(N)]] (N = 0..3, as the Vulkan plugin binds them);
 # the push-constant block, which SPIRV-Cross also puts at [[buffer(0)]],
-# is moved here to [[buffer(4)]], where the host sets the push words with
-# setBytes. Specialisation constant N becomes [[function_constant(N)]], a
+# is moved here to [[buffer(4)]] (from whatever index a SPIRV-Cross gives
+# it), where the host sets the push words with setBytes. Specialisation constant N becomes [[function_constant(N)]], a
 # uint, N < RT_VK_N_SPEC (plugins/vulkan/vk_impl.h). The entry point is main0. POSIX sh, sed and awk only;
 # SPIRV is $SPIRV_CROSS or spirv-cross from PATH.
 set -eu
@@ -40,8 +40,8 @@ check() {
         { echo "embed_msl.sh: $1: two arguments share a buffer index" >&2; return 1; }
     echo "$sig" | grep -o '\[\[buffer([0-9]*)\]\]' | grep -v '\[\[buffer([0-4])\]\]' | grep -q . &&
         { echo "embed_msl.sh: $1: a buffer index outside 0-4" >&2; return 1; }
-    echo "$sig" | grep -q 'constant [A-Za-z0-9_]*& [A-Za-z0-9_]* \[\[buffer([0-3])\]\]' &&
-        { echo "embed_msl.sh: $1: push constants not at buffer index 4" >&2; return 1; }
+    [ "$(echo "$sig" | grep -o 'constant [A-Za-z0-9_]*& ' | wc -l)" -le 1 ] ||
+        { echo "embed_msl.sh: $1: more than one constant-space argument (a uniform buffer?)" >&2; return 1; }
     bad=$(grep 'function_constant(' "$1" | awk -v n="$nspec" '
         !/^constant uint [A-Za-z0-9_]* \[\[function_constant\([0-9]+\)\]\];$/ { print; next }
         { id = $0; sub(/.*function_constant\(/, "", id); sub(/\).*/, "", id); if (id + 0 >= n) print }')
@@ -57,8 +57,9 @@ check() {
     for name in $names; do
         msl=$out.$name.metal
         "$cross" --msl --msl-version 20100 --msl-decoration-binding "$dir/$name.spv" --output "$msl.raw"
-        # The push constants: the one `constant T& x [[buffer(0)]]` argument.
-        sed '/^kernel void main0(/s/\(constant [A-Za-z0-9_]*& [A-Za-z0-9_]* \[\[buffer(\)0)\]\]/\14)]]/' \
+        # The push constants: the one `constant T& x [[buffer(N)]]` argument
+        # (N is 0 from the SPIRV-Cross of Debian 12).
+        sed '/^kernel void main0(/s/\(constant [A-Za-z0-9_]*& [A-Za-z0-9_]* \[\[buffer(\)[0-9]*)\]\]/\14)]]/' \
             "$msl.raw" > "$msl"
         rm -f "$msl.raw"
         check "$msl" || exit 1
