@@ -10,8 +10,8 @@
  * specialisation constants, bound tensors, push words, workgroups) is the
  * Vulkan plugin's own ops_build.c, compiled into this plugin unchanged and
  * reading the device through `ops`, an rt_vk_device_t of which it uses
- * only host and max_binding (and its mutexes, os_posix.c, and memory
- * helpers, memory.c, serve here too). So the op table is the Vulkan plugin's by
+ * only host and max_binding; its mutexes (os_posix.c) and memory helpers
+ * (memory.c) serve here too. So the op table is the Vulkan plugin's by
  * construction (tests/test-metal.c compares them anyway) and the push
  * words match the shaders' layout. This needs the Vulkan headers (not the
  * loader) at build time.
