@@ -254,21 +254,17 @@ static void test_no_leaks(void **state) {
     (void)f;
 }
 
+/* Every test, on one fixture. */
+#define METAL_FAKE_TESTS(fx)                                                          \
+    cmocka_unit_test_prestate_setup_teardown(test_device, fixture_setup, fixture_teardown, fx),    \
+    cmocka_unit_test_prestate_setup_teardown(test_transfers, fixture_setup, fixture_teardown, fx), \
+    cmocka_unit_test_prestate_setup_teardown(test_graph, fixture_setup, fixture_teardown, fx),     \
+    cmocka_unit_test_prestate_setup_teardown(test_host_ptr, fixture_setup, fixture_teardown, fx),  \
+    cmocka_unit_test_prestate_setup_teardown(test_async, fixture_setup, fixture_teardown, fx),     \
+    cmocka_unit_test_prestate_setup_teardown(test_no_leaks, fixture_setup, fixture_teardown, fx)
+
 int main(void) {
     static fixture_t unified = { .unified = true }, discrete = { .unified = false };
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_prestate_setup_teardown(test_device, fixture_setup, fixture_teardown, &unified),
-        cmocka_unit_test_prestate_setup_teardown(test_transfers, fixture_setup, fixture_teardown, &unified),
-        cmocka_unit_test_prestate_setup_teardown(test_graph, fixture_setup, fixture_teardown, &unified),
-        cmocka_unit_test_prestate_setup_teardown(test_host_ptr, fixture_setup, fixture_teardown, &unified),
-        cmocka_unit_test_prestate_setup_teardown(test_async, fixture_setup, fixture_teardown, &unified),
-        cmocka_unit_test_prestate_setup_teardown(test_no_leaks, fixture_setup, fixture_teardown, &unified),
-        cmocka_unit_test_prestate_setup_teardown(test_device, fixture_setup, fixture_teardown, &discrete),
-        cmocka_unit_test_prestate_setup_teardown(test_transfers, fixture_setup, fixture_teardown, &discrete),
-        cmocka_unit_test_prestate_setup_teardown(test_graph, fixture_setup, fixture_teardown, &discrete),
-        cmocka_unit_test_prestate_setup_teardown(test_host_ptr, fixture_setup, fixture_teardown, &discrete),
-        cmocka_unit_test_prestate_setup_teardown(test_async, fixture_setup, fixture_teardown, &discrete),
-        cmocka_unit_test_prestate_setup_teardown(test_no_leaks, fixture_setup, fixture_teardown, &discrete),
-    };
+    const struct CMUnitTest tests[] = { METAL_FAKE_TESTS(&unified), METAL_FAKE_TESTS(&discrete) };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
