@@ -35,6 +35,15 @@ void rt_dl_close(void *dl) {
     if (dl != NULL) dlclose(dl);
 }
 
+/* Plugin files end in the platform's name for a loadable library. */
+const char *rt_dl_suffix(void) {
+#if defined(__APPLE__)
+    return ".dylib";
+#else
+    return ".so";
+#endif
+}
+
 const char *rt_dl_self_dir(char *buf, size_t size) {
     Dl_info info;
     char resolved[4096];

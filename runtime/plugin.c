@@ -188,8 +188,9 @@ rt_status_t rt_plugin_adopt(rt_registry_t *reg, rt_plugin_rec_t *rec, const rt_p
 //===--- opening ---===//
 
 bool rt_plugin_file_name(const char *path, char *buf, size_t size) {
-    static const char prefix[] = "rt-plugin-", suffix[] = ".so";
-    const size_t np = sizeof prefix - 1, ns = sizeof suffix - 1;
+    static const char prefix[] = "rt-plugin-";
+    const char *suffix = rt_dl_suffix();
+    const size_t np = sizeof prefix - 1, ns = strlen(suffix);
     const char *base = strrchr(path, '/');
     base = base != NULL ? base + 1 : path;
     const size_t n = strlen(base);

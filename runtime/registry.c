@@ -2,7 +2,7 @@
 /* registry.c: rt_registry_t, the owner of every plugin and device. Builds
  * the search path (RT_PLUGIN_PATH or options.plugin_path, then rt-plugins/
  * next to librtcore, then the install directory; never a relative path),
- * scans each directory for rt-plugin-NAME.so in name order, applies the
+ * scans each directory for rt-plugin-NAME.so (.dylib on macOS) in name order, applies the
  * RT_PLUGINS / RT_PLUGINS_DISABLE filters before anything is opened,
  * records shadowed files, has plugin.c load the rest and wraps their
  * devices in a stable order. Also keeps the lists of live buffers and
@@ -360,7 +360,8 @@ static rt_status_t consider(rt_registry_t *reg, const char *dir, const char *fil
     rt_status_t why = RT_OK;
     if (first != NULL)
         why = rt_error(RT_ERR_UNSUPPORTED, "%s: shadowed by %s (the first loaded "
-                       "rt-plugin-%s.so on the search path wins)", path, first->path, name);
+                       "rt-plugin-%s%s on the search path wins)", path, first->path, name,
+                       rt_dl_suffix());
     else
         why = admitted(reg, path);
     if (why == RT_OK) {

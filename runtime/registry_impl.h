@@ -161,6 +161,8 @@ RT_INTERNAL void rt_dl_close(void *dl);
 /* Directory of the shared object that contains this function ("" if
  * unknown), written into buf. */
 RT_INTERNAL const char *rt_dl_self_dir(char *buf, size_t size);
+/* ".so", or ".dylib" on macOS: what plugin file names end in. */
+RT_INTERNAL const char *rt_dl_suffix(void);
 /* getenv, but NULL in setuid/setgid processes. */
 RT_INTERNAL const char *rt_secure_getenv(const char *name);
 /* Calls fn with the name of every entry of dir; false when dir cannot be

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* bundled_model.c: see bundled_model.h. */
 #include "bundled_model.h"
+#include "tools_os.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -11,9 +12,7 @@
 
 const char *rt_tools_bundled_model(char *buf, size_t size) {
     char exe[PATH_MAX];
-    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = 0;
+    if (rt_tools_exe_path(exe, sizeof exe)) {
         char *slash = strrchr(exe, '/');
         if (slash) *slash = 0;
         const int len = snprintf(buf, size, "%s/../../../%s", exe, BUNDLED_MODEL);

@@ -16,7 +16,7 @@ sed 's|"\.\./abi/rt\.h"|"rt.h"|' model/rt_model.h > "$dest/include/rt/rt_model.h
 install -m 755 "$b/lib/librtcore.so.1" "$b/lib/librtmodel.so.0" "$dest/lib/"
 ln -sf librtcore.so.1 "$dest/lib/librtcore.so"
 ln -sf librtmodel.so.0 "$dest/lib/librtmodel.so"
-for p in "$b"/lib/rt-plugins/rt-plugin-*.so; do
+for p in "$b"/lib/rt-plugins/rt-plugin-*.so "$b"/lib/rt-plugins/rt-plugin-*.dylib; do
     [ -e "$p" ] && install -m 755 "$p" "$dest/lib/rt-plugins/"
 done
 for t in "$b"/bin/rt-*; do

@@ -7,24 +7,11 @@
  * checks every node before it runs any. */
 #include "cpu.h"
 
-#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 //===--- properties ---===//
-
-/* Processors this process may run on (its affinity mask, which taskset and
- * cpusets narrow), else the online ones: the default thread count. */
-static int32_t rt_cpu_count(void) {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) {
-        const int n = CPU_COUNT(&set);
-        if (n > 0) return n;
-    }
-    const long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int32_t)n : 1;
-}
 
 static int32_t rt_cpu_online(void) {
     const long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -68,10 +55,7 @@ static void rt_cpu_memory(uint64_t *out_total, uint64_t *out_free) {
         const long n = sysconf(_SC_PHYS_PAGES);
         if (n > 0) *out_total = (uint64_t)n * (uint64_t)page;
     }
-    if (*out_free == 0 && page > 0) {
-        const long n = sysconf(_SC_AVPHYS_PAGES);
-        if (n > 0) *out_free = (uint64_t)n * (uint64_t)page;
-    }
+    if (*out_free == 0) *out_free = rt_cpu_os_avail_bytes();
 }
 
 /* Writes each field only when the caller's struct has it (rt_device.h). */
@@ -153,7 +137,7 @@ static bool rt_cpu_options_have(const rt_queue_options_t *o, size_t end) {
 
 static rt_status_t rt_cpu_queue_threads(const rt_cpu_device_t *dev, const rt_queue_options_t *o,
                                         int32_t *out_n) {
-    *out_n = rt_cpu_count();
+    *out_n = rt_cpu_os_count();
     if (!rt_cpu_options_have(o, offsetof(rt_queue_options_t, n_threads) + sizeof(int32_t)))
         return RT_OK;
     if (o->n_threads < 0 || o->n_threads > 4096)

@@ -5,7 +5,7 @@
  * physical device that has a compute queue and 16-bit storage buffers.
  * Also the device table, device properties (kind, memory with
  * VK_EXT_memory_budget, PCI bus id with VK_EXT_pci_bus_info, UUID) and the
- * plugin's error and memory helpers. */
+ * plugin's error helpers (memory.c has its memory helpers). */
 #include "vk_impl.h"
 
 #include <stdarg.h>
@@ -48,29 +48,6 @@ rt_status_t rt_vk_status(const rt_host_t *host, VkResult r, const char *func, co
     if (r == VK_SUCCESS) return RT_OK;
     return host->set_error(vk_result_status(r), "%s: %s: %s (%d)", func, what,
                            rt_vk_result_name(r), (int)r);
-}
-
-void *rt_vk_alloc(const rt_host_t *host, size_t size) {
-    void *p = host->allocator.realloc(host->allocator.user_data, NULL, 0, size);
-    if (p) memset(p, 0, size);
-    return p;
-}
-
-void rt_vk_free(const rt_host_t *host, void *p, size_t size) {
-    if (p) host->allocator.realloc(host->allocator.user_data, p, size, 0);
-}
-
-bool rt_vk_grow(const rt_host_t *host, void **items, uint32_t *cap, uint32_t need, size_t elem) {
-    if (need <= *cap) return true;
-    uint32_t n = *cap ? *cap : 8;
-    while (n < need) n *= 2;
-    void *p = host->allocator.realloc(host->allocator.user_data, *items, (size_t)*cap * elem,
-                                      (size_t)n * elem);
-    if (!p) return false;
-    memset((char *)p + (size_t)*cap * elem, 0, (size_t)(n - *cap) * elem);
-    *items = p;
-    *cap = n;
-    return true;
 }
 
 //===--- start-up failures ---===//

@@ -222,7 +222,7 @@ typedef struct rt_vk_queue {
     rt_vk_range_set_t reads, writes; /* since the last barrier */
 } rt_vk_queue_t;
 
-//===--- errors and memory (device.c) ---===//
+//===--- errors (device.c) and memory (memory.c) ---===//
 
 /* RT_OK for VK_SUCCESS; otherwise sets the error "func: what: VK_ERROR_..."
  * and returns RT_ERR_OUT_OF_MEMORY or RT_ERR_DEVICE. */

@@ -85,6 +85,11 @@ static void configure_ops(void) {
     for (rt_op_t op = RT_OP_NONE; op <= RT_OP_TRANSPOSE; op++) mockgpu.op_allowed[op] = true;
 }
 
+/* A plugin file's suffix on this OS (build.ninja passes its $dso). */
+#ifndef MOCKGPU_DSO
+#  define MOCKGPU_DSO ".so"
+#endif
+
 static void cpu_plugin_path(char *buf, size_t size) {
     const char *env = getenv("RT_MOCKGPU_CPU_PLUGIN");
     if (env != NULL) {
@@ -96,7 +101,7 @@ static void cpu_plugin_path(char *buf, size_t size) {
     if (dladdr((void *)cpu_plugin_path, &info) && info.dli_fname) {
         const char *slash = strrchr(info.dli_fname, '/');
         const int dir_len = slash ? (int)(slash - info.dli_fname) : 1;
-        snprintf(buf, size, "%.*s/../../../lib/rt-plugins/rt-plugin-cpu.so", dir_len,
+        snprintf(buf, size, "%.*s/../../../lib/rt-plugins/rt-plugin-cpu" MOCKGPU_DSO, dir_len,
                  slash ? info.dli_fname : ".");
     }
 }
