@@ -13,7 +13,7 @@
  *   faults-1  registry creation (CPU plugin) and an explicit plugin load
  *   faults-2  context, graph, gallocr, queue, compute, results
  *   faults-3  the scheduler over the same graph
- *   faults-4  rt_gguf_open of ../shared/models/stories260K.gguf
+ *   faults-4  rt_gguf_open of models/stories260K.gguf
  *
  * Runs from the repository root, with only the CPU plugin scanned. */
 #include "testutil.h"
@@ -29,7 +29,7 @@
 
 #define PATH_SIZE 4096
 #define MAX_FAULTS 20000 /* a stage needing more allocations fails the test */
-#define MODEL "../shared/models/stories260K.gguf"
+#define MODEL "models/stories260K.gguf" /* the bundled model; tests run from the root */
 
 //===--- the faulty allocator ---===//
 
@@ -297,7 +297,7 @@ static void test_sched(void **state) {
 static void test_gguf(void **state) {
     (void)state;
     FILE *f = fopen(MODEL, "rb");
-    if (f == NULL) fail_msg("faults-4: %s is missing (the shared models directory)", MODEL);
+    if (f == NULL) fail_msg("faults-4: %s is missing (models/, bundled in the repository)", MODEL);
     fclose(f);
     const long n = every_failure(stage_gguf, "faults-4");
     print_message("faults-4: %ld allocation failures handled\n", n);

@@ -66,7 +66,7 @@ const char *tu_build_dir_abs(void) {
 
 char *tu_model_path(const char *file, char *buf, size_t size) {
     const char *d = getenv("RT_TEST_MODELS_DIR");
-    snprintf(buf, size, "%s/%s", d != NULL && *d ? d : "../shared/models", file);
+    snprintf(buf, size, "%s/%s", d != NULL && *d ? d : "models", file);
     return buf;
 }
 

@@ -38,7 +38,8 @@ const char *tu_build_dir(void);
  * takes absolute directories only). */
 const char *tu_build_dir_abs(void);
 
-/* ../shared/models/file (RT_TEST_MODELS_DIR overrides the directory),
+/* models/file, the repository's bundled models (RT_TEST_MODELS_DIR
+ * overrides the directory),
  * written into buf, which is returned. */
 char *tu_model_path(const char *file, char *buf, size_t size);
 

@@ -2,9 +2,9 @@
 /* rt-run.c: runs a language model (model/rt_model.h): loads the GGUF onto
  * the devices, feeds the prompt in ubatches, streams the generated text to
  * stdout, then reports on stderr the load time, prompt and generation
- * speed and where each layer ran. Without -m it runs stories260K from the
- * repository's ../shared/models (looked up next to the executable, then
- * from the current directory) on every device found.
+ * speed and where each layer ran. Without -m it runs the bundled
+ * stories260K (models/ of the build tree, or the installed share/rt: see
+ * bundled_model.h) on every device found.
  *
  *   rt-run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P]
  *          [--seed S] [--devices LIST] [--n-gpu-layers N | --split auto]
