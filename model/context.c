@@ -11,7 +11,7 @@
  * mask) in place and computes the same allocated graph again: nothing is
  * planned or allocated per token.
  *
- * Compute buffers are reserved at creation the llama.cpp way (seed 4.2):
+ * Compute buffers are reserved at creation the llama.cpp way (docs/memory.md §3.4):
  * the prompt graph (n_batch tokens at the end of the context, the largest
  * graph there is), then the one-token graph (its node and split counts are
  * the statistics), then the prompt graph again, because a reserve replaces

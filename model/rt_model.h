@@ -163,7 +163,7 @@ typedef struct rtm_model_params {
                                       device offers its own (a RT_BUFT_FLAG_WEIGHTS type) */
 } rtm_model_params_t;
 
-/* Opens the GGUF at path and loads it onto the devices (the seed's 4.3):
+/* Opens the GGUF at path and loads it onto the devices (docs/memory.md §5):
  * weights are declared per device in no_alloc contexts; on a device that
  * can wrap host memory the file's mapping is the buffer and tensors point
  * into it, with nothing copied; elsewhere one buffer per device is

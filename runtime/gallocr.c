@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* gallocr.c: the graph allocator (rt_gallocr_t), the seed's ggml_gallocr.
+/* gallocr.c: the graph allocator (rt_gallocr_t, docs/memory.md §3.3).
  * reserve plans a graph with a dry run in execution order: one rt_ga_dyn_t
  * per buffer hands out offsets (best fit over free blocks, neighbours
  * merged), use counts free a block after its last reader (views count for

@@ -5,7 +5,7 @@
  * needs no allocator and dies with the context. Also the open-addressing
  * pointer set that gallocr and sched reuse.
  *
- * build_forward_expand is the seed's depth-first walk: sources in src
+ * build_forward_expand is a depth-first walk (docs/memory.md §3.1): sources in src
  * order, then the view's base, then the tensor itself, so every tensor
  * comes after what it reads. Tensors with op NONE are leafs, the rest
  * nodes; each is added once however often it is reached. */

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* test-attention.c: the seed's GPT-2 attention block end to end on the CPU
- * device, built with the same calls as the seed's code (Qcur as a view of
+/* test-attention.c: a GPT-2 attention block end to end on the CPU
+ * device, built with the calls of docs/memory.md §2.5 (Qcur as a view of
  * cur, cont_3d + permute for Q, K from a view of the cache, V_trans through
  * cont_3d of the permute, KQV, the final cont_2d), with this step's K and V
- * written into the cache by rt_cpy into views. Checks the seed's Table 2
+ * written into the cache by rt_cpy into views. Checks that section's table of
  * headers at this size, the output against a double reference of causal
  * attention with default, 1 and 3 threads, the cache contents, and that
  * MUL_MAT refuses the permuted V.
@@ -23,7 +23,7 @@ static rt_device_t *dev;
 static rt_queue_t *queues[3];
 static const int32_t queue_threads[3] = {0, 1, 3};
 
-//===--- the seed's GPT-2 attention block ---===//
+//===--- a GPT-2 attention block (docs/memory.md §2.5) ---===//
 
 enum { AT_EMBD = 32, AT_HEAD = 4, AT_HD = 8, AT_N = 3, AT_PAST = 4, AT_L = AT_PAST + AT_N, AT_CTX = 10,
        AT_LAYERS = 2, AT_IL = 1 };
@@ -102,7 +102,7 @@ static void attn_build(rt_context_t *ctx, rt_graph_t *g, attn_graph_t *a) {
     a->out = rt_cont_2d(ctx, rt_permute(ctx, KQV, 0, 2, 1, 3), AT_EMBD, AT_N);
     rt_graph_build_forward_expand(g, a->out);
 
-    /* The seed's table 2, at this size (strides in floats). */
+    /* docs/memory.md §2.5's table, at this size (strides in floats). */
     const size_t E = AT_EMBD, L = AT_L, D = AT_HD;
     a->headers_ok = attn_header("Qcur", Qcur, E, AT_N, 1, 1, 3 * E, 3 * E * AT_N, 3 * E * AT_N) &&
                     attn_header("Q", Q, D, AT_N, AT_HEAD, 1, E, D, E * AT_N) &&
@@ -131,7 +131,7 @@ static void attn_check_cache(const rt_tensor_t *mk, const float *before, const f
     free(want);
 }
 
-/* ops-attn.3: the seed's reason for V_trans. V permuted (1,2,0,3) has
+/* ops-attn.3: the reason for V_trans (docs/memory.md §2.5). V permuted (1,2,0,3) has
  * nb[0] > nb[1], so MUL_MAT refuses it while the graph is being built. */
 static void attn_rejects_v_permuted(void) {
     rt_context_t *ctx = tu_context(1, true);

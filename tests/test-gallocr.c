@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test-gallocr.c: the tensor and graph allocators (abi/rt_alloc.h) against
- * the seed's section 3. The MLP of its Figure 13 needs two blocks; a plan
+ * docs/memory.md §3. A two-layer MLP (x, W1·x + b1, gelu, W2·h + b2) needs
+ * two blocks; a plan
  * reserved for n_batch serves every smaller graph without allocating and a
  * larger one re-reserves; in-place reuse never overwrites a value still
  * needed (computed on the CPU device against a run without any reuse);
@@ -60,7 +61,7 @@ static rt_gallocr_t *gallocr_new(uint32_t flags) {
 
 static size_t aligned(size_t n) { return (n + 63) & ~(size_t)63; } /* the CPU's alignment */
 
-//===--- the seed's two-layer MLP (Figures 8 and 13) ---===//
+//===--- a two-layer MLP: two blocks with in-place ops and early frees ---===//
 
 enum { N_IN = 16, N_HID = 32, N_OUT = 8 };
 
@@ -146,7 +147,7 @@ static void mlp_run_check(const mlp_t *m, rt_graph_t *g, rt_tensor_t *x, rt_tens
     free(got);
 }
 
-/* gallocr-1: Figure 13. Five intermediates in two blocks: ADD and GELU
+/* gallocr-1: the MLP's five intermediates in two blocks: ADD and GELU
  * write over the first MUL_MAT, the last ADD over the second, which reuses
  * the bytes of x, freed after the first MUL_MAT read it. */
 static void test_mlp_two_blocks(void **state) {

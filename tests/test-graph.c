@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test-graph.c: building graphs. The seed's two-layer MLP (Figure 8) lands
+/* test-graph.c: building graphs. A two-layer MLP lands
  * in leafs and nodes in depth-first order with the right use counts; shared
  * ancestors are added once; views come after their bases; the text and DOT
  * dumps name what they should. No device is needed. */
@@ -14,7 +14,7 @@ typedef struct mlp {
     rt_tensor_t *mm1, *h1, *h, *mm2, *y;
 } mlp_t;
 
-/* Figure 8: y = W2 . gelu(W1 . x + b1) + b2. */
+/* A two-layer MLP: y = W2 . gelu(W1 . x + b1) + b2. */
 static mlp_t build_mlp(rt_context_t *ctx) {
     enum { N_IN = 16, N_HID = 32, N_OUT = 8, N = 4 };
     mlp_t m;
@@ -140,7 +140,7 @@ static void test_views_in_graph(void **state) {
     rt_tensor_t *cache = rt_set_name(rt_new_tensor_1d(ctx, RT_TYPE_F32, 4096), "cache");
     rt_tensor_t *cur = rt_set_name(rt_new_tensor_2d(ctx, RT_TYPE_F32, 64, 4), "cur");
     rt_tensor_t *k = rt_view_1d(ctx, cache, 256, 1024);
-    rt_tensor_t *store = rt_cpy(ctx, cur, k); /* the seed's KV-cache write */
+    rt_tensor_t *store = rt_cpy(ctx, cur, k); /* a KV-cache write */
     rt_tensor_t *K = rt_reshape_2d(ctx, rt_view_1d(ctx, cache, 512, 0), 64, 8);
     rt_tensor_t *KQ = rt_mul_mat(ctx, K, cur);
     rt_graph_t *g = rt_graph_create(ctx, 32);

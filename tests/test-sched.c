@@ -10,7 +10,7 @@
  * by querying the already loaded plugin object again.
  *
  * The cases:
- *   sched-1  the seed's Figure 16: twelve nodes over a GPU and the CPU,
+ *   sched-1  twelve nodes over a GPU and the CPU,
  *            passes 1 and 2 only, three splits and two copies.
  *   sched-2  a small transformer (rms_norm, mul_mat, rope, soft_max,
  *            swiglu, a KV cache per layer) placed by rt_placement over the
@@ -124,7 +124,7 @@ static void write_buf(const char *text, size_t len, void *user_data) {
     }
 }
 
-//===--- sched-1: the seed's Figure 16 ---===//
+//===--- sched-1: twelve nodes, passes 1 and 2 (docs/memory.md §4) ---===//
 
 enum { F16_N = 8 };
 
@@ -349,7 +349,7 @@ typedef struct run {
 } run_t;
 
 /* Writes k and v into the layer's cache and reads the first N_TOK rows
- * back through views, as the seed's gpt-2 does. */
+ * back through views (docs/memory.md §2.1). */
 static rt_tensor_t *attention(run_t *r, rt_tensor_t *const *L, rt_tensor_t *h) {
     rt_context_t *c = r->ctx;
     rt_tensor_t *q = rt_rope(c, rt_reshape_3d(c, rt_mul_mat(c, L[L_WQ], h), HEAD_DIM, N_HEAD, N_TOK),

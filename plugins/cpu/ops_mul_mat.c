@@ -24,7 +24,7 @@
  * AVX-512 F) 1.05-1.2x (`rt-bench ops --op mul_mat --type q8_0,q4_0 --n
  * 32,128,512`, with and without --no-weights-buft). Work items are
  * RT_CPU_RP_ITEM_GROUPS groups of 16 rows (repack.h). b may be any view
- * whose rows are contiguous (the seed's permuted Q): rows are read in
+ * whose rows are contiguous (attention's permuted Q, docs/memory.md §2.5): rows are read in
  * place, never copied. */
 #include "cpu.h"
 #include "repack.h"
