@@ -130,11 +130,11 @@ RT_INTERNAL void rt_struct_copy(void *dst, size_t dst_size, const void *src, siz
 RT_INTERNAL rt_status_t rt_ext_walk(const rt_ext_header_t *head, const char *owner,
                                     rt_status_t (*visit)(void *ctx, const rt_ext_header_t *rec),
                                     void *ctx);
-/* plugin.c: the message of a failed plugin call. Take a snapshot of
- * rt_last_error() before the call; afterwards this formats "what: message",
+/* plugin.c: the message of a failed plugin call. Take a snapshot before
+ * the call; afterwards this records "what: message" (rt_error_wrap_since),
  * using the plugin's message when it set one through host->set_error. */
 typedef struct rt_error_snapshot {
-    char text[256];
+    uint64_t seq; /* rt_error_seq() before the call */
 } rt_error_snapshot_t;
 RT_INTERNAL void rt_error_snapshot(rt_error_snapshot_t *snap);
 RT_INTERNAL rt_status_t rt_plugin_failed(rt_status_t status, const rt_error_snapshot_t *snap,

@@ -10,6 +10,7 @@
  * GGUF block layouts); the others (norms, odd-sized matrices) are copied. */
 #include "../abi/rt.h"
 #include "../abi/rt_gguf.h"
+#include "out_file.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,6 +126,34 @@ static rt_status_t add_tensors(const rt_gguf_t *g, rt_gguf_writer_t *w, rt_type_
 
 //===--- main ---===//
 
+/* The file through out_file.h: the writer writes the temporary file by
+ * name, commit puts it in place. */
+static rt_status_t write_output(const rt_gguf_writer_t *w, const char *in, const char *out) {
+    const char *inputs[] = {in, NULL};
+    rt_out_file_t of;
+    if (rt_out_file_open(&of, out, inputs) != 0) {
+        fprintf(stderr, "rt-quantize: %s\n", of.error);
+        return RT_ERR_IO;
+    }
+    rt_status_t st = rt_gguf_writer_write_file(w, of.path);
+    if (st != RT_OK) {
+        fprintf(stderr, "rt-quantize: %s: %s\n", rt_status_name(st), rt_last_error());
+        rt_out_file_abort(&of);
+    } else if (rt_out_file_commit(&of) != 0) {
+        fprintf(stderr, "rt-quantize: %s\n", of.error);
+        st = RT_ERR_IO;
+    }
+    return st;
+}
+
+/* Refused before reading anything: the input mapped while the output
+ * replaces it is how the input used to be destroyed. */
+static bool output_is_input(const char *in, const char *out) {
+    if (!rt_out_file_same(in, out)) return false;
+    fprintf(stderr, "rt-quantize: %s: refusing to write over the input %s (the same file)\n", out, in);
+    return true;
+}
+
 static rt_status_t quantize(const char *in, const char *out, rt_type_t type) {
     rt_gguf_t *g = NULL;
     rt_gguf_writer_t *w = NULL;
@@ -134,7 +163,8 @@ static rt_status_t quantize(const char *in, const char *out, rt_type_t type) {
     if (st == RT_OK && owned == NULL) st = RT_ERR_OUT_OF_MEMORY;
     if (st == RT_OK) st = copy_keys(g, w, type);
     if (st == RT_OK) st = add_tensors(g, w, type, owned);
-    if (st == RT_OK) st = rt_gguf_writer_write_file(w, out);
+    if (st != RT_OK) fprintf(stderr, "rt-quantize: %s: %s\n", rt_status_name(st), rt_last_error());
+    if (st == RT_OK) st = write_output(w, in, out);
     for (int64_t i = 0; owned != NULL && i < rt_gguf_n_tensors(g); i++) free(owned[i]);
     free(owned);
     rt_gguf_writer_destroy(w);
@@ -147,11 +177,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: rt-quantize IN.gguf OUT.gguf q8_0|q4_0|f16|bf16\n");
         return 2;
     }
-    const rt_status_t st = quantize(argv[1], argv[2], parse_type(argv[3]));
-    if (st != RT_OK) {
-        fprintf(stderr, "rt-quantize: %s: %s\n", rt_status_name(st), rt_last_error());
-        return 1;
-    }
+    if (output_is_input(argv[1], argv[2])) return 1;
+    if (quantize(argv[1], argv[2], parse_type(argv[3])) != RT_OK) return 1;
     printf("rt-quantize: wrote %s\n", argv[2]);
     return 0;
 }
