@@ -9,10 +9,14 @@
  *   rt-run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P]
  *          [--seed S] [--devices LIST] [--n-gpu-layers N | --split auto]
  *          [--threads N] [--n-batch N] [--ctx N] [--dump-logits FILE]
+ *          [--check-numerics]
  *
  * --dump-logits writes one text line of n_vocab logits per position whose
  * logits were computed: every prompt token, then each generated one.
- * It is written through out_file.h: complete, or the previous file kept.
+ * Logits that are not finite always stop the run with an error naming the
+ * step; --check-numerics keeps every node of the graph so that the error
+ * also names the first node whose result was not finite.
+ * The dump is written through out_file.h: complete, or the previous file kept.
  * Every error, a failed write to stdout or the dump included, is one line
  * on stderr and exit status 1 (2 for usage). */
 #include "../abi/rt.h"
@@ -42,12 +46,14 @@ typedef struct run_options {
     int32_t n_gpu_layers;
     int32_t n_threads, n_batch, n_ctx;
     const char *dump_logits; /* file, or NULL */
+    bool check_numerics;
 } run_options_t;
 
 static void usage(FILE *f) {
     fprintf(f, "usage: rt-run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P]\n"
                "              [--seed S] [--devices LIST] [--n-gpu-layers N | --split auto]\n"
-               "              [--threads N] [--n-batch N] [--ctx N] [--dump-logits FILE]\n");
+               "              [--threads N] [--n-batch N] [--ctx N] [--dump-logits FILE]\n"
+               "              [--check-numerics]\n");
 }
 
 //===--- options ---===//
@@ -141,6 +147,10 @@ static int parse_args(int argc, char **argv, run_options_t *o) {
             usage(stdout);
             return 1;
         }
+        if (strcmp(argv[i], "--check-numerics") == 0) {
+            o->check_numerics = true;
+            continue;
+        }
         if (i + 1 >= argc) {
             fprintf(stderr, "rt-run: option '%s' needs a value\n", argv[i]);
             usage(stderr);
@@ -233,7 +243,8 @@ static int load(run_t *r) {
     if (rtm_model_load(file, &mp, &r->model) != RT_OK) return fail("%s", rtm_last_error());
     const rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = r->o->n_ctx,
                                      .n_batch = r->o->n_batch, .n_threads = r->o->n_threads,
-                                     .logits_all = r->o->dump_logits != NULL};
+                                     .logits_all = r->o->dump_logits != NULL,
+                                     .check_numerics = r->o->check_numerics};
     if (rtm_context_create(r->model, &cp, &r->ctx) != RT_OK) return fail("%s", rtm_last_error());
     if (rtm_sampler_create(&r->o->sampling, &r->sampler) != RT_OK) return fail("%s", rtm_last_error());
     const char *inputs[] = {file, NULL};
