@@ -107,7 +107,10 @@ static rt_status_t make_sched(rtm_context_t *c, int32_t n_threads) {
 
 static rt_status_t alloc_host(rtm_context_t *c) {
     const size_t graph_size = (size_t)rtm_llama_graph_size(&c->model->hp);
-    c->graph_mem_size = 2 * graph_size * rt_tensor_overhead() + rt_graph_overhead(graph_size);
+    size_t graph_bytes = 0;
+    const rt_status_t st = rt_graph_overhead_v2(graph_size, &graph_bytes);
+    if (st != RT_OK) return rtm_error_core(st, "rtm_context_create: %d layers", c->model->hp.n_layer);
+    c->graph_mem_size = 2 * graph_size * rt_tensor_overhead() + graph_bytes;
     c->graph_mem = malloc(c->graph_mem_size);
     c->tok_buf = malloc((size_t)c->n_batch * sizeof c->tok_buf[0]);
     c->pos_buf = malloc((size_t)c->n_batch * sizeof c->pos_buf[0]);
