@@ -39,6 +39,7 @@ static rt_status_t set_key(rt_gguf_writer_t *w, const mc_variant_t *v) {
     case MC_U32: return rt_gguf_writer_set_u32(w, v->key, v->u32);
     case MC_F32: return rt_gguf_writer_set_f32(w, v->key, v->f32);
     case MC_STR: return rt_gguf_writer_set_str(w, v->key, v->str);
+    case MC_SAME:
     case MC_NAN: return RT_OK;
     }
     return RT_ERR_INVALID_ARGUMENT;
@@ -47,7 +48,8 @@ static rt_status_t set_key(rt_gguf_writer_t *w, const mc_variant_t *v) {
 static rt_status_t copy_keys(const rt_gguf_t *g, rt_gguf_writer_t *w, const mc_variant_t *v) {
     rt_status_t st = RT_OK;
     for (int64_t i = 0; i < rt_gguf_n_kv(g) && st == RT_OK; i++)
-        if (v->kind == MC_NAN || strcmp(rt_gguf_kv_key(g, i), v->key) != 0) st = rt_gguf_copy_key(g, w, i);
+        if (v->kind == MC_SAME || v->kind == MC_NAN || strcmp(rt_gguf_kv_key(g, i), v->key) != 0)
+            st = rt_gguf_copy_key(g, w, i);
     return st == RT_OK ? set_key(w, v) : st;
 }
 

@@ -18,6 +18,7 @@
 #include "../abi/rt.h"
 
 typedef enum mc_kind {
+    MC_SAME,   /* nothing changed: the source as it is */
     MC_U32,    /* key set to u32 */
     MC_F32,    /* key set to f32 */
     MC_STR,    /* key set to str */
