@@ -110,8 +110,14 @@ typedef struct rt_context_params {
 
 /* Pool bytes one tensor header takes, to size a no_alloc context. */
 RT_API size_t rt_tensor_overhead(void);
-/* Pool bytes a graph of `size` nodes takes. */
+/* Pool bytes a graph of `size` nodes takes; aborts (RT_CHECK) when size is
+ * past the largest graph: for a size the caller does not control, use
+ * rt_graph_overhead_v2. */
 RT_API size_t rt_graph_overhead(size_t size);
+/* abi >= 1.2: *out_bytes = the pool bytes of a graph of `size` nodes, or
+ * RT_ERR_INVALID_ARGUMENT (with a message naming size and the limit, and
+ * *out_bytes 0) when no graph can be that large. */
+RT_API rt_status_t rt_graph_overhead_v2(size_t size, size_t *out_bytes);
 
 RT_API rt_status_t rt_context_create(const rt_context_params_t *params, rt_context_t **out_ctx);
 RT_API void rt_context_destroy(rt_context_t *ctx);

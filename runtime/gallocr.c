@@ -459,12 +459,9 @@ static rt_status_t alloc_buffer(rt_gallocr_t *ga, int32_t b) {
     rt_buffer_free(ga->buffers[b]);
     ga->buffers[b] = NULL;
     const rt_status_t st = rt_buffer_alloc(buft, peak, &ga->buffers[b]);
-    if (st != RT_OK) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", rt_last_error());
-        return rt_error(st, "gallocr: buffer %d of type %s, %zu bytes: %s", (int)b,
-                        rt_buffer_type_name(buft), peak, why);
-    }
+    if (st != RT_OK)
+        return rt_error_wrap(st, "gallocr: buffer %d of type %s, %zu bytes", (int)b,
+                             rt_buffer_type_name(buft), peak);
     ga->n_allocs++;
     return RT_OK;
 }
@@ -557,13 +554,11 @@ rt_status_t rt_gallocr_alloc_graph(rt_gallocr_t *ga, rt_graph_t *g) {
     RT_ARMOR(ga != NULL && g != NULL);
     rt_status_t st = check_fit(ga, g);
     if (st == RT_ERR_DOES_NOT_FIT) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", rt_last_error());
         if (ga->n_buffers != 1 || ga->explicit_leaf_ids)
-            return rt_error(st, "%s; reserve again (the gallocr has %d buffers%s)", why,
-                            (int)ga->n_buffers,
-                            ga->explicit_leaf_ids ? " and leafs left to the caller" : "");
-        rt_log(RT_LOG_DEBUG, "%s; reserving again", why);
+            return rt_error_wrap(st, "gallocr: reserve again (the gallocr has %d buffers%s)",
+                                 (int)ga->n_buffers,
+                                 ga->explicit_leaf_ids ? " and leafs left to the caller" : "");
+        rt_log(RT_LOG_DEBUG, "%s; reserving again", rt_last_error());
         st = rt_gallocr_reserve(ga, g);
     }
     for (int32_t i = 0; st == RT_OK && i < g->n_leafs; i++)

@@ -98,6 +98,16 @@ size_t rt_graph_overhead(size_t size) {
     return rt_context_object_footprint(graph_layout(size).total);
 }
 
+rt_status_t rt_graph_overhead_v2(size_t size, size_t *out_bytes) {
+    if (out_bytes == NULL) return rt_error(RT_ERR_INVALID_ARGUMENT, "%s: NULL out_bytes", __func__);
+    *out_bytes = 0;
+    if (size > GRAPH_MAX_SIZE)
+        return rt_error(RT_ERR_INVALID_ARGUMENT, "%s: a graph of %zu nodes is above the largest, %zu",
+                        __func__, size, GRAPH_MAX_SIZE);
+    *out_bytes = rt_context_object_footprint(graph_layout(size).total);
+    return RT_OK;
+}
+
 rt_graph_t *rt_graph_create(rt_context_t *ctx, size_t size) {
     RT_CHECK(size > 0 && size <= GRAPH_MAX_SIZE, "rt_graph_create: size %zu is not in 1..%zu",
              size, GRAPH_MAX_SIZE);

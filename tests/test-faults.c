@@ -14,6 +14,8 @@
  *   faults-2  context, graph, gallocr, queue, compute, results
  *   faults-3  the scheduler over the same graph
  *   faults-4  rt_gguf_open of models/stories260K.gguf
+ *   faults-5  sizes past the largest graph (rt-plan --n-layer 100000000) are
+ *             an error with a message from rt_graph_overhead_v2, not an abort
  *
  * Runs from the repository root, with only the CPU plugin scanned. */
 #include "testutil.h"
@@ -303,6 +305,20 @@ static void test_gguf(void **state) {
     print_message("faults-4: %ld allocation failures handled\n", n);
 }
 
+static void test_graph_sizes(void **state) {
+    (void)state;
+    const size_t bad[] = {(size_t)100000000 * 16, SIZE_MAX / 2, SIZE_MAX};
+    size_t bytes = 1;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(rt_graph_overhead_v2(bad[i], &bytes), RT_ERR_INVALID_ARGUMENT);
+        assert_int_equal(bytes, 0);
+        assert_non_null(strstr(rt_last_error(), "is above the largest"));
+    }
+    assert_int_equal(rt_graph_overhead_v2(16, &bytes), RT_OK); /* faults-5.2: the same as before */
+    assert_int_equal(bytes, rt_graph_overhead(16));
+    assert_int_equal(rt_graph_overhead_v2(16, NULL), RT_ERR_INVALID_ARGUMENT);
+}
+
 static void quiet(rt_log_level_t level, const char *message, void *user_data) {
     (void)level, (void)message, (void)user_data;
 }
@@ -317,6 +333,7 @@ int main(void) {
         cmocka_unit_test(test_graph),
         cmocka_unit_test(test_sched),
         cmocka_unit_test(test_gguf),
+        cmocka_unit_test(test_graph_sizes),
     };
     return cmocka_run_group_tests_name("faults", tests, NULL, NULL);
 }
