@@ -11,6 +11,8 @@
 #include "graph_impl.h"
 #include "registry_impl.h"
 
+#include "../abi/rt_op_traits.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -304,25 +306,6 @@ static void free_block(rt_gallocr_t *ga, int32_t p, int32_t at) {
     ga->plan[p].last = at;
 }
 
-static bool op_can_inplace(rt_op_t op) {
-    switch (op) {
-    case RT_OP_ADD: case RT_OP_SUB: case RT_OP_MUL: case RT_OP_DIV: case RT_OP_SCALE:
-    case RT_OP_GELU: case RT_OP_SILU: case RT_OP_SWIGLU: case RT_OP_NORM: case RT_OP_RMS_NORM:
-    case RT_OP_SOFT_MAX: case RT_OP_DIAG_MASK_INF: case RT_OP_ROPE:
-        return true;
-    default:
-        return false;
-    }
-}
-
-/* Elementwise binary ops read element i of every source to write element
- * i, so any source may be written over; the others only src[0] (a mask or
- * positions tensor is read across rows). */
-static bool any_src_inplace(rt_op_t op) {
-    return op == RT_OP_ADD || op == RT_OP_SUB || op == RT_OP_MUL || op == RT_OP_DIV ||
-           op == RT_OP_SWIGLU;
-}
-
 static bool same_layout(const rt_tensor_t *a, const rt_tensor_t *b) {
     if (a->type != b->type) return false;
     for (int i = 0; i < RT_MAX_DIMS; i++)
@@ -349,8 +332,8 @@ static int32_t inplace_block(const rt_gallocr_t *ga, int32_t p, int32_t sp) {
 
 static bool try_inplace(rt_gallocr_t *ga, rt_graph_t *g, int32_t p, int32_t at) {
     const rt_tensor_t *t = ga->info[p].t;
-    if ((ga->flags & RT_GALLOCR_FLAG_NO_INPLACE) || !op_can_inplace(t->op)) return false;
-    const int n_src = any_src_inplace(t->op) ? RT_MAX_SRC : 1;
+    if ((ga->flags & RT_GALLOCR_FLAG_NO_INPLACE) || !rt_op_can_inplace(t->op)) return false;
+    const int n_src = rt_op_inplace_any_src(t->op) ? RT_MAX_SRC : 1;
     for (int s = 0; s < n_src; s++) {
         const int32_t bp = t->src[s] != NULL ? inplace_block(ga, p, plan_index(ga, g, t->src[s])) : -1;
         if (bp < 0) continue;

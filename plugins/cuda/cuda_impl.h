@@ -28,6 +28,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "../../abi/rt_op_traits.h"
 #include "../../abi/rt_plugin.h"
 #include "kernels/kernels.h"
 

@@ -19,6 +19,7 @@
 #define VK_NO_PROTOTYPES
 #include <vulkan/vulkan.h>
 
+#include "../../abi/rt_op_traits.h"
 #include "../../abi/rt_plugin.h"
 
 #define RT_VK_INTERNAL __attribute__((visibility("hidden")))
