@@ -20,8 +20,7 @@
 #define TOL_DOT 1e-5
 
 static rt_device_t *dev;
-static rt_queue_t *queues[3];
-static const int32_t queue_threads[3] = {0, 1, 3};
+static rt_queue_t *queues[TU_N_QUEUES];
 
 //===--- a GPT-2 attention block (docs/memory.md §2.5) ---===//
 
@@ -160,7 +159,7 @@ static void test_gpt2_attention(void **state) {
     tu_fill(mk, n_kv, -1.0f, 1.0f);
     tu_fill(mv, n_kv, -1.0f, 1.0f);
     attn_reference(cur, mk, mv, ref);
-    for (int q = 0; q < 3; q++) {
+    for (int q = 0; q < TU_N_QUEUES; q++) {
         assert_int_equal(rt_tensor_set(a.cur, cur, 0, n_cur * sizeof cur[0]), RT_OK);
         assert_int_equal(rt_tensor_set(a.mk, mk, 0, n_kv * sizeof mk[0]), RT_OK);
         assert_int_equal(rt_tensor_set(a.mv, mv, 0, n_kv * sizeof mv[0]), RT_OK);
@@ -170,8 +169,8 @@ static void test_gpt2_attention(void **state) {
         const double err = tu_nmse_error(ref, got, AT_EMBD * AT_N);
         if (!(err <= TOL_DOT))
             tu_report("ops-attn.1 GPT-2 attention (n_embd %d, %d heads, N %d, n_past %d, threads %d): "
-                   "nmse %.3g > tol %.0e", AT_EMBD, AT_HEAD, AT_N, AT_PAST, queue_threads[q], err, TOL_DOT);
-        attn_check_cache(a.mk, mk, cur, queue_threads[q]);
+                   "nmse %.3g > tol %.0e", AT_EMBD, AT_HEAD, AT_N, AT_PAST, tu_queue_threads[q], err, TOL_DOT);
+        attn_check_cache(a.mk, mk, cur, tu_queue_threads[q]);
     }
     free(cur);
     free(mk);
@@ -187,16 +186,12 @@ static void test_gpt2_attention(void **state) {
 static int group_setup(void **state) {
     (void)state;
     dev = tu_cpu_device();
-    for (int q = 0; q < 3; q++) {
-        const rt_queue_options_t opt = {.struct_size = sizeof opt, .n_threads = queue_threads[q]};
-        if (rt_queue_create(dev, q == 0 ? NULL : &opt, &queues[q]) != RT_OK) return -1;
-    }
-    return 0;
+    return tu_queues_create(dev, queues);
 }
 
 static int group_teardown(void **state) {
     (void)state;
-    for (int q = 0; q < 3; q++) rt_queue_destroy(queues[q]);
+    tu_queues_destroy(queues);
     return 0;
 }
 

@@ -182,10 +182,6 @@ static int count_lines(const char *s) {
     return n;
 }
 
-static void expect_contains(const char *haystack, const char *needle, const char *check) {
-    if (strstr(haystack, needle) == NULL) fail_msg("%s: no \"%s\" in:\n%s", check, needle, haystack);
-}
-
 static void test_dump_text(void **state) {
     (void)state;
     rt_context_t *ctx = tu_context(1, true);
@@ -196,12 +192,12 @@ static void test_dump_text(void **state) {
     b.len = 0;
     rt_graph_write_text(g, collect, &b);
     assert_int_equal(count_lines(b.data), 1 + 5 + 5); /* graph-5.1: header, leafs, nodes */
-    expect_contains(b.data, "graph: 5 leafs, 5 nodes, size 16\n", "graph-5.2");
-    expect_contains(b.data, "l0     NONE          q8_0 ne{32,8,1,1} nb{34,34,272,272} W2\n",
+    tu_expect_contains(b.data, "graph: 5 leafs, 5 nodes, size 16\n", "graph-5.2");
+    tu_expect_contains(b.data, "l0     NONE          q8_0 ne{32,8,1,1} nb{34,34,272,272} W2\n",
                     "graph-5.3");
-    expect_contains(b.data, "n0     MUL_MAT       f32  ne{32,4,1,1} nb{4,128,512,512} mm1 <- "
+    tu_expect_contains(b.data, "n0     MUL_MAT       f32  ne{32,4,1,1} nb{4,128,512,512} mm1 <- "
                             "l1:W1, l2:x\n", "graph-5.4");
-    expect_contains(b.data, "n4     ADD           f32  ne{8,4,1,1} nb{4,32,128,128} y <- "
+    tu_expect_contains(b.data, "n4     ADD           f32  ne{8,4,1,1} nb{4,32,128,128} y <- "
                             "n3:mm2, l4:b2\n", "graph-5.5");
     rt_context_destroy(ctx);
 }
@@ -217,15 +213,15 @@ static void test_dump_dot(void **state) {
     b.len = 0;
     rt_graph_write_dot(g, collect, &b);
     assert_true(strncmp(b.data, "digraph rt_graph {\n", 19) == 0); /* graph-6.2 */
-    expect_contains(b.data, "l0 [shape = box, label = \"l0 NONE\\nW2\\nq8_0 {32,8,1,1}\"];",
+    tu_expect_contains(b.data, "l0 [shape = box, label = \"l0 NONE\\nW2\\nq8_0 {32,8,1,1}\"];",
                     "graph-6.3");
-    expect_contains(b.data, "n2 [shape = ellipse, label = \"n2 GELU\\nh\\nf32 {32,4,1,1}\"];",
+    tu_expect_contains(b.data, "n2 [shape = ellipse, label = \"n2 GELU\\nh\\nf32 {32,4,1,1}\"];",
                     "graph-6.4");
-    expect_contains(b.data, "b\\\"1", "graph-6.5");
+    tu_expect_contains(b.data, "b\\\"1", "graph-6.5");
     const char *edges[] = {"l1 -> n0", "l2 -> n0", "n0 -> n1", "l3 -> n1", "n1 -> n2",
                            "l0 -> n3", "n2 -> n3", "n3 -> n4", "l4 -> n4"};
     for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++)
-        expect_contains(b.data, edges[i], "graph-6.6");
+        tu_expect_contains(b.data, edges[i], "graph-6.6");
     int depth = 0, arrows = 0; /* graph-6.7: braces balance, nine edges, ends with } */
     for (const char *c = b.data; *c; c++) {
         depth += (*c == '{') - (*c == '}');

@@ -14,8 +14,7 @@
 
 #include <stdio.h>
 
-static rt_queue_t *queues[3];
-static const int queue_threads[3] = {0, 1, 3}; /* 0: the device's default */
+static rt_queue_t *queues[TU_N_QUEUES];
 
 static void report(void *user, const char *msg) {
     (void)user;
@@ -25,8 +24,8 @@ static void report(void *user, const char *msg) {
 static void test_op_cases(void **state) {
     const cf_op_test_t *t = *state;
     const int test_no = (int)(t - cf_op_tests) + 1;
-    const cf_target_t target = {.dev = tu_cpu_device(), .queues = queues, .queue_threads = queue_threads,
-                                .n_queues = 3, .strict = true, .report = report};
+    const cf_target_t target = {.dev = tu_cpu_device(), .queues = queues, .queue_threads = tu_queue_threads,
+                                .n_queues = TU_N_QUEUES, .strict = true, .report = report};
     int n_run = 0;
     tu_n_failed = 0;
     for (size_t k = 0; k < cf_n_cases; k++) {
@@ -44,26 +43,12 @@ static void test_op_cases(void **state) {
 static int group_setup(void **state) {
     (void)state;
     rt_registry_t *reg = tu_registry();
-    rt_device_t *dev = reg != NULL ? rt_registry_device_by_name(reg, "cpu0") : NULL;
-    if (dev == NULL) {
-        print_error("the CPU plugin's device cpu0 is not loaded\n");
-        return -1;
-    }
-    for (int q = 0; q < 3; q++) {
-        const rt_queue_options_t opt = {.struct_size = sizeof opt, .n_threads = queue_threads[q]};
-        const rt_status_t st = rt_queue_create(dev, q == 0 ? NULL : &opt, &queues[q]);
-        if (st != RT_OK) {
-            print_error("rt_queue_create(%d threads): %s: %s\n", queue_threads[q], rt_status_name(st),
-                        rt_last_error());
-            return -1;
-        }
-    }
-    return 0;
+    return tu_queues_create(reg != NULL ? rt_registry_device_by_name(reg, "cpu0") : NULL, queues);
 }
 
 static int group_teardown(void **state) {
     (void)state;
-    for (int q = 0; q < 3; q++) rt_queue_destroy(queues[q]);
+    tu_queues_destroy(queues);
     return 0;
 }
 

@@ -67,10 +67,6 @@ static char *slurp(const char *dir, const char *file) {
     return s;
 }
 
-static void expect_contains(const char *text, const char *needle, const char *what) {
-    if (strstr(text, needle) == NULL) fail_msg("%s lacks \"%s\"", what, needle);
-}
-
 /* The fillcolor of DOT node `name` (its label starts with it). */
 static char *colour_of(const char *dot, const char *name, char *buf, size_t size) {
     char key[96];
@@ -93,13 +89,13 @@ static void test_model_plan(void **state) {
     int st;
     char *out = run_plan(f, "RT_PLUGINS=cpu", args, &st);
     if (st != 0) fail_msg("rt-plan failed (%d): %s", st, out);
-    expect_contains(out, "kq.4", "the text plan of a 5-layer model");
+    tu_expect_contains(out, "kq.4", "the text plan of a 5-layer model");
     free(out);
     char *svg = slurp(f->dir, "p.svg"), *dot = slurp(f->dir, "p.dot");
-    expect_contains(svg, "pointer-events=\"none\">v_trans.0</text>", "the SVG");
-    expect_contains(dot, "subgraph cluster_layer_4 {", "the DOT");
+    tu_expect_contains(svg, "pointer-events=\"none\">v_trans.0</text>", "the SVG");
+    tu_expect_contains(dot, "subgraph cluster_layer_4 {", "the DOT");
     assert_null(strstr(dot, "cluster_layer_5"));
-    expect_contains(dot, "label=\"cpu0\"", "the DOT's device legend");
+    tu_expect_contains(dot, "label=\"cpu0\"", "the DOT's device legend");
     free(svg);
     free(dot);
 }
@@ -117,7 +113,7 @@ static void test_split_dot(void **state) {
     free(out);
     char *dot = slurp(f->dir, "s.dot");
     char gpu[32], cpu[32], l3[32], l4[32], l0[32];
-    expect_contains(dot, "label=\"mockgpu0\"", "the DOT's device legend");
+    tu_expect_contains(dot, "label=\"mockgpu0\"", "the DOT's device legend");
     const char *legend_gpu = strstr(dot, "dev0 [label=\"mockgpu0\", shape=box, fillcolor=\"");
     const char *legend_cpu = strstr(dot, "[label=\"cpu0\", shape=box, fillcolor=\"");
     assert_non_null(legend_gpu);
@@ -127,7 +123,7 @@ static void test_split_dot(void **state) {
     assert_string_equal(colour_of(dot, "kq.4", l4, sizeof l4), gpu);
     assert_string_equal(colour_of(dot, "kq.3", l3, sizeof l3), gpu);
     assert_string_equal(colour_of(dot, "kq.0", l0, sizeof l0), cpu);
-    expect_contains(dot, "shape=note", "the DOT (split inputs' copies)");
+    tu_expect_contains(dot, "shape=note", "the DOT (split inputs' copies)");
     free(dot);
 }
 
@@ -151,7 +147,7 @@ static void test_refusals(void **state) {
     snprintf(args, sizeof args, "-m %s/tests/test-plan --quiet", tu_build_dir());
     out = run_plan(f, "RT_PLUGINS=cpu", args, &st);
     assert_int_not_equal(st, 0);
-    expect_contains(out, "rt-plan:", "the error for a file that is no model");
+    tu_expect_contains(out, "rt-plan:", "the error for a file that is no model");
     free(out);
 }
 

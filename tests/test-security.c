@@ -72,11 +72,6 @@ static void install(const char *rel, const char *dir, const char *name, mode_t m
     assert_int_equal(chmod(out_path, mode), 0);
 }
 
-static void expect_contains(const char *haystack, const char *needle, const char *check) {
-    if (haystack == NULL || strstr(haystack, needle) == NULL)
-        fail_msg("%s: \"%s\" lacks \"%s\"", check, haystack ? haystack : "(null)", needle);
-}
-
 /* Warnings the runtime logs. */
 static char warnings[16384];
 
@@ -126,9 +121,9 @@ static void expect_refused(const char *path, const char *needle, const char *che
     warnings[0] = '\0';
     const rt_status_t st = load(path, msg, sizeof msg);
     if (st != RT_ERR_UNSUPPORTED) fail_msg("%s: %s gave %s", check, path, rt_status_name(st));
-    expect_contains(msg, path, check);
-    expect_contains(msg, needle, check);
-    expect_contains(warnings, needle, check); /* and it was said out loud */
+    tu_expect_contains(msg, path, check);
+    tu_expect_contains(msg, needle, check);
+    tu_expect_contains(warnings, needle, check); /* and it was said out loud */
 }
 
 //===--- security-1: setgid ignores RT_PLUGIN_PATH ---===//
@@ -168,8 +163,8 @@ static void test_setgid(void **state) {
     path_join(marker, dir, "marker-plugins");
     path_join(normal, tu_build_dir(), "tests/secure-probe");
     char *out = run_probe(normal, marker);
-    expect_contains(out, "at_secure=0", "security-1.1");      /* the control */
-    expect_contains(out, marker, "security-1.1");
+    tu_expect_contains(out, "at_secure=0", "security-1.1");      /* the control */
+    tu_expect_contains(out, marker, "security-1.1");
     install("tests/secure-probe", dir, "secure-probe", 0755, probe);
     assert_int_equal(chown(probe, geteuid(), gid), 0);
     assert_int_equal(chmod(probe, 02755), 0);
@@ -179,7 +174,7 @@ static void test_setgid(void **state) {
                  "mount, or no_new_privs?): %s", out);
     if (strstr(out, marker) != NULL)                           /* security-1.3 */
         fail_msg("security-1.3: a setgid process used RT_PLUGIN_PATH: %s", out);
-    expect_contains(out, "/rt-plugins", "security-1.4");     /* the rest of the path stays */
+    tu_expect_contains(out, "/rt-plugins", "security-1.4");     /* the rest of the path stays */
     remove_tree(dir);
 }
 
@@ -283,8 +278,8 @@ static void expect_unloadable(const char *path, const char *needle, const char *
     const rt_status_t st = load(path, msg, sizeof msg);
     alarm(0);
     if (st == RT_OK) fail_msg("%s: %s loaded", check, path);
-    expect_contains(msg, path, check);
-    expect_contains(msg, needle, check);
+    tu_expect_contains(msg, path, check);
+    tu_expect_contains(msg, needle, check);
 }
 
 static void test_not_elf(void **state) {
@@ -332,8 +327,8 @@ static void test_scan(void **state) {
     const rt_plugin_info_t *p = rt_registry_plugin(reg, 0);
     assert_string_equal(p->path, so);                                       /* security-5.2 */
     assert_int_equal(p->status, RT_ERR_UNSUPPORTED);
-    expect_contains(p->message, "writable by every user", "security-5.3");
-    expect_contains(warnings, so, "security-5.4");
+    tu_expect_contains(p->message, "writable by every user", "security-5.3");
+    tu_expect_contains(warnings, so, "security-5.4");
     rt_registry_destroy(reg);
     remove_tree(dir);
 }

@@ -155,3 +155,30 @@ rt_context_t *tu_context(size_t mb, bool no_alloc) {
     assert_int_equal(rt_context_create(&p, &ctx), RT_OK);
     return ctx;
 }
+
+void tu_expect_contains(const char *haystack, const char *needle, const char *check) {
+    if (haystack == NULL || strstr(haystack, needle) == NULL)
+        fail_msg("%s: no \"%s\" in:\n%s", check, needle, haystack ? haystack : "(null)");
+}
+
+const int tu_queue_threads[TU_N_QUEUES] = {0, 1, 3};
+
+int tu_queues_create(rt_device_t *dev, rt_queue_t *out[TU_N_QUEUES]) {
+    for (int q = 0; q < TU_N_QUEUES; q++) {
+        const rt_queue_options_t opt = {.struct_size = sizeof opt, .n_threads = tu_queue_threads[q]};
+        const rt_status_t st = dev != NULL ? rt_queue_create(dev, q == 0 ? NULL : &opt, &out[q]) : RT_ERR_NOT_FOUND;
+        if (st != RT_OK) {
+            print_error("rt_queue_create(%d threads): %s: %s\n", tu_queue_threads[q], rt_status_name(st),
+                        dev != NULL ? rt_last_error() : "no device");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void tu_queues_destroy(rt_queue_t *q[TU_N_QUEUES]) {
+    for (int k = 0; k < TU_N_QUEUES; k++) {
+        rt_queue_destroy(q[k]);
+        q[k] = NULL;
+    }
+}
