@@ -935,12 +935,18 @@ static void test_errors(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_mlp_two_blocks, mlp_setup, mlp_teardown),   cmocka_unit_test_setup_teardown(test_worst_case_reserve, mlp_setup, mlp_teardown),
-        cmocka_unit_test_setup_teardown(test_alloc_without_reserve, mlp_setup, mlp_teardown), cmocka_unit_test(test_inplace_chain),
-        cmocka_unit_test(test_inplace_never),    cmocka_unit_test(test_random_dags),
-        cmocka_unit_test_setup_teardown(test_two_buffers, mlp_setup, mlp_teardown),      cmocka_unit_test(test_tallocr),
-        cmocka_unit_test_setup_teardown(test_plan_output, mlp_setup, mlp_teardown),      cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_views_keep_base),  cmocka_unit_test(test_ctx_tensors_split),
+        cmocka_unit_test_setup_teardown(test_mlp_two_blocks, mlp_setup, mlp_teardown),
+        cmocka_unit_test_setup_teardown(test_worst_case_reserve, mlp_setup, mlp_teardown),
+        cmocka_unit_test_setup_teardown(test_alloc_without_reserve, mlp_setup, mlp_teardown),
+        cmocka_unit_test(test_inplace_chain),
+        cmocka_unit_test(test_inplace_never),
+        cmocka_unit_test(test_random_dags),
+        cmocka_unit_test_setup_teardown(test_two_buffers, mlp_setup, mlp_teardown),
+        cmocka_unit_test(test_tallocr),
+        cmocka_unit_test_setup_teardown(test_plan_output, mlp_setup, mlp_teardown),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_views_keep_base),
+        cmocka_unit_test(test_ctx_tensors_split),
         cmocka_unit_test(test_inplace_ops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
