@@ -70,7 +70,7 @@ bool rt_cu_mul_mat_supported(const rt_tensor_t *n) {
 //===--- planning ---===//
 
 static bool cu_env_is(const char *name, const char *value) {
-    const char *v = rt_cu_getenv(name);
+    const char *v = rt_plugin_getenv(name);
     return v && strcmp(v, value) == 0;
 }
 
