@@ -10,27 +10,19 @@
 static void f32_decode(const void *p, float *y) { memcpy(y, p, sizeof *y); }
 static void f32_encode(const float *x, void *p) { memcpy(p, x, sizeof *x); }
 
-static void f16_decode(const void *p, float *y) {
-    uint16_t h;
-    memcpy(&h, p, sizeof h);
-    *y = rt_fp16_to_fp32(h);
-}
-
-static void f16_encode(const float *x, void *p) {
-    const uint16_t h = rt_fp32_to_fp16(*x);
-    memcpy(p, &h, sizeof h);
-}
-
-static void bf16_decode(const void *p, float *y) {
-    uint16_t h;
-    memcpy(&h, p, sizeof h);
-    *y = rt_bf16_to_fp32(h);
-}
-
-static void bf16_encode(const float *x, void *p) {
-    const uint16_t h = rt_fp32_to_bf16(*x);
-    memcpy(p, &h, sizeof h);
-}
+/* The 16-bit floats: one uint16_t through the contract's conversion. */
+#define CF_HALF_CODEC(c, to_f32, from_f32)                                                         \
+    static void c##_decode(const void *p, float *y) {                                              \
+        uint16_t h;                                                                                \
+        memcpy(&h, p, sizeof h);                                                                   \
+        *y = to_f32(h);                                                                            \
+    }                                                                                              \
+    static void c##_encode(const float *x, void *p) {                                              \
+        const uint16_t h = from_f32(*x);                                                           \
+        memcpy(p, &h, sizeof h);                                                                   \
+    }
+CF_HALF_CODEC(f16, rt_fp16_to_fp32, rt_fp32_to_fp16)
+CF_HALF_CODEC(bf16, rt_bf16_to_fp32, rt_fp32_to_bf16)
 
 static void i32_decode(const void *p, float *y) {
     int32_t i;
