@@ -31,7 +31,11 @@
 
 #define PATH_SIZE 4096
 #define MAX_FAULTS 20000 /* a stage needing more allocations fails the test */
-#define MODEL "models/stories260K.gguf" /* the bundled model; tests run from the root */
+/* The bundled model (models/, or RT_TEST_MODELS_DIR). */
+static const char *model_path(void) {
+    static char path[1024];
+    return tu_model_path("stories260K.gguf", path, sizeof path);
+}
 
 //===--- the faulty allocator ---===//
 
@@ -248,7 +252,7 @@ static bool stage_gguf(long n) {
     const char *arch = NULL;
     bool done = false;
     arm(n);
-    STEP(rt_gguf_open(MODEL, &opt, &g));
+    STEP(rt_gguf_open(model_path(), &opt, &g));
     assert_int_equal(rt_gguf_get_str(g, "general.architecture", &arch), RT_OK);
     assert_string_equal(arch, "llama");
     assert_true(rt_gguf_n_tensors(g) > 0);
@@ -298,8 +302,8 @@ static void test_sched(void **state) {
 
 static void test_gguf(void **state) {
     (void)state;
-    FILE *f = fopen(MODEL, "rb");
-    if (f == NULL) fail_msg("faults-4: %s is missing (models/, bundled in the repository)", MODEL);
+    FILE *f = fopen(model_path(), "rb");
+    if (f == NULL) fail_msg("faults-4: %s is missing (models/, bundled in the repository)", model_path());
     fclose(f);
     const long n = every_failure(stage_gguf, "faults-4");
     print_message("faults-4: %ld allocation failures handled\n", n);
