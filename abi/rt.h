@@ -102,8 +102,8 @@ RT_API void rt_dequantize(rt_type_t type, const void *src, float *dst, int64_t n
 //===--- rt_context_t ---===//
 
 /* A context is a fixed pool of memory that holds tensor headers, graphs and,
- * unless no_alloc, the tensors' data right after each header (the seed's
- * main-ctx). Nothing in it is freed before the whole context is. */
+ * unless no_alloc, the tensors' data right after each header (see
+ * docs/memory.md §3.1). Nothing in it is freed before the whole context is. */
 typedef struct rt_context_params {
     uint32_t struct_size;
     size_t mem_size;                 /* pool bytes; 0: 16 MiB */
@@ -114,8 +114,14 @@ typedef struct rt_context_params {
 
 /* Pool bytes one tensor header takes, to size a no_alloc context. */
 RT_API size_t rt_tensor_overhead(void);
-/* Pool bytes a graph of `size` nodes takes. */
+/* Pool bytes a graph of `size` nodes takes; aborts (RT_CHECK) when size is
+ * past the largest graph: for a size the caller does not control, use
+ * rt_graph_overhead_v2. */
 RT_API size_t rt_graph_overhead(size_t size);
+/* abi >= 1.2: *out_bytes = the pool bytes of a graph of `size` nodes, or
+ * RT_ERR_INVALID_ARGUMENT (with a message naming size and the limit, and
+ * *out_bytes 0) when no graph can be that large. */
+RT_API rt_status_t rt_graph_overhead_v2(size_t size, size_t *out_bytes);
 
 RT_API rt_status_t rt_context_create(const rt_context_params_t *params, rt_context_t **out_ctx);
 RT_API void rt_context_destroy(rt_context_t *ctx);
@@ -455,15 +461,15 @@ RT_API rt_status_t rt_buffer_clear(rt_buffer_t *buf, uint8_t value);
  * must outlive the buffer; freeing the buffer does not free it. */
 RT_API rt_status_t rt_device_buffer_from_host_ptr(rt_device_t *dev, void *ptr, size_t size,
                                                   rt_buffer_t **out_buf);
-/* Places t at addr inside buf (the seed's tensor_alloc): t must be a base
+/* Places t at addr inside buf (docs/memory.md §3.2): t must be a base
  * tensor with no data yet and [addr, addr + alloc size) inside buf. */
 RT_API rt_status_t rt_tensor_alloc(rt_buffer_t *buf, rt_tensor_t *t, void *addr);
 /* Gives a view its data from its view_src (which must have data). */
 RT_API rt_status_t rt_view_init(rt_tensor_t *t);
 
 /* Sizes and allocates one buffer of buft for every tensor of a no_alloc
- * context that has no data yet, and places them in order (the seed's
- * main-backend). Views get their data from their base. When the tensors
+ * context that has no data yet, and places them in order (docs/memory.md
+ * §3.2). Views get their data from their base. When the tensors
  * exceed the type's max size they are split, in creation order, over
  * several buffers: *out_buf is the first, freeing it frees the others, and
  * rt_buffer_base/rt_buffer_size describe the first part. A single tensor

@@ -2,8 +2,8 @@
 /* rt_tensor.h: element types, op codes with their contracts, and the tensor
  * header. Shared by applications and plugins; its layout is ABI.
  *
- * A tensor is a header that describes bytes somewhere else (the seed note's
- * ggml_tensor): ne[i] elements along dimension i, nb[i] bytes between two
+ * A tensor is a header that describes bytes somewhere else (docs/memory.md
+ * §1): ne[i] elements along dimension i, nb[i] bytes between two
  * neighbours along it, dimension 0 innermost. Element (i0, i1, i2, i3) is at
  *
  *     (char *)data + i0*nb[0] + i1*nb[1] + i2*nb[2] + i3*nb[3]

@@ -57,13 +57,26 @@ static rt_status_t read_hparams(const rt_gguf_t *g, rtm_hparams_t *hp) {
     return st;
 }
 
+/* Values no model can have: a norm epsilon that is negative, zero (a zero
+ * row divides by zero) or not finite; a rope base that is not a finite
+ * number above 1 (every angle 0 or NaN). Each would pass as weights and
+ * come out as NaN logits or meaningless text. */
+static rt_status_t check_floats(const rtm_hparams_t *hp, const char *path) {
+    if (!(isfinite(hp->norm_eps) && hp->norm_eps > 0.0f && hp->norm_eps < 1.0f))
+        return rtm_error(RT_ERR_FORMAT, "%s: llama.attention.layer_norm_rms_epsilon is %g, "
+                         "not in (0, 1)", path, (double)hp->norm_eps);
+    if (!(isfinite(hp->rope_freq_base) && hp->rope_freq_base > 1.0f))
+        return rtm_error(RT_ERR_FORMAT, "%s: llama.rope.freq_base is %g, not a finite number "
+                         "above 1", path, (double)hp->rope_freq_base);
+    return RT_OK;
+}
+
 static rt_status_t check_hparams(const rtm_hparams_t *hp, const char *path) {
     const bool ok = hp->n_embd > 0 && hp->n_layer > 0 && hp->n_ff > 0 && hp->n_head > 0 &&
                     hp->n_head_kv > 0 && hp->n_embd % hp->n_head == 0 &&
                     hp->n_head % hp->n_head_kv == 0 && hp->n_rot > 0 && hp->n_rot % 2 == 0 &&
-                    hp->n_rot <= hp->head_dim && hp->n_ctx_train > 0 &&
-                    isfinite(hp->norm_eps) && hp->rope_freq_base > 0;
-    if (ok) return RT_OK;
+                    hp->n_rot <= hp->head_dim && hp->n_ctx_train > 0;
+    if (ok) return check_floats(hp, path);
     return rtm_error(RT_ERR_FORMAT, "%s: inconsistent llama hyperparameters: n_embd %d, n_layer %d, "
                      "n_ff %d, n_head %d, n_head_kv %d, rope dims %d", path, hp->n_embd,
                      hp->n_layer, hp->n_ff, hp->n_head, hp->n_head_kv, hp->n_rot);

@@ -2,8 +2,8 @@
 /* buffer.c: buffer types and buffers, and placing tensors in them. A buffer
  * is one allocation from the registry's allocator: the rt_buffer_t followed
  * by the plugin's buffer_state_size bytes of state, which the buffer type's
- * alloc fills. Also the seed's tensor_alloc / view_init (rt_alloc_ctx_tensors
- * is tallocr.c's) and the bounds-checked set/get/memset/copy of tensor bytes,
+ * alloc fills. Also rt_tensor_alloc / rt_view_init (docs/memory.md §3.2;
+ * rt_alloc_ctx_tensors is tallocr.c's) and the bounds-checked set/get/memset/copy of tensor bytes,
  * through the buffer's plugin or, for tensors in context memory, directly. */
 #include "abi_gate.h"
 #include "registry_impl.h"

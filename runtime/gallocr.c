@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* gallocr.c: the graph allocator (rt_gallocr_t), the seed's ggml_gallocr.
+/* gallocr.c: the graph allocator (rt_gallocr_t, docs/memory.md §3.3).
  * reserve plans a graph with a dry run in execution order: one rt_ga_dyn_t
  * per buffer hands out offsets (best fit over free blocks, neighbours
  * merged), use counts free a block after its last reader (views count for
@@ -10,6 +10,8 @@
 #include "gallocr_impl.h"
 #include "graph_impl.h"
 #include "registry_impl.h"
+
+#include "../abi/rt_op_traits.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -312,25 +314,6 @@ static void free_block(rt_gallocr_t *ga, int32_t p, int32_t at) {
     ga->plan[p].last = at;
 }
 
-static bool op_can_inplace(rt_op_t op) {
-    switch (op) {
-    case RT_OP_ADD: case RT_OP_SUB: case RT_OP_MUL: case RT_OP_DIV: case RT_OP_SCALE:
-    case RT_OP_GELU: case RT_OP_SILU: case RT_OP_SWIGLU: case RT_OP_NORM: case RT_OP_RMS_NORM:
-    case RT_OP_SOFT_MAX: case RT_OP_DIAG_MASK_INF: case RT_OP_ROPE:
-        return true;
-    default:
-        return false;
-    }
-}
-
-/* Elementwise binary ops read element i of every source to write element
- * i, so any source may be written over; the others only src[0] (a mask or
- * positions tensor is read across rows). */
-static bool any_src_inplace(rt_op_t op) {
-    return op == RT_OP_ADD || op == RT_OP_SUB || op == RT_OP_MUL || op == RT_OP_DIV ||
-           op == RT_OP_SWIGLU;
-}
-
 static bool same_layout(const rt_tensor_t *a, const rt_tensor_t *b) {
     if (a->type != b->type) return false;
     for (int i = 0; i < RT_MAX_DIMS; i++)
@@ -357,8 +340,8 @@ static int32_t inplace_block(const rt_gallocr_t *ga, int32_t p, int32_t sp) {
 
 static bool try_inplace(rt_gallocr_t *ga, rt_graph_t *g, int32_t p, int32_t at) {
     const rt_tensor_t *t = ga->info[p].t;
-    if ((ga->flags & RT_GALLOCR_FLAG_NO_INPLACE) || !op_can_inplace(t->op)) return false;
-    const int n_src = any_src_inplace(t->op) ? RT_MAX_SRC : 1;
+    if ((ga->flags & RT_GALLOCR_FLAG_NO_INPLACE) || !rt_op_can_inplace(t->op)) return false;
+    const int n_src = rt_op_inplace_any_src(t->op) ? RT_MAX_SRC : 1;
     for (int s = 0; s < n_src; s++) {
         const int32_t bp = t->src[s] != NULL ? inplace_block(ga, p, plan_index(ga, g, t->src[s])) : -1;
         if (bp < 0) continue;
@@ -467,12 +450,9 @@ static rt_status_t alloc_buffer(rt_gallocr_t *ga, int32_t b) {
     rt_buffer_free(ga->buffers[b]);
     ga->buffers[b] = NULL;
     const rt_status_t st = rt_buffer_alloc(buft, peak, &ga->buffers[b]);
-    if (st != RT_OK) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", rt_last_error());
-        return rt_error(st, "gallocr: buffer %d of type %s, %zu bytes: %s", (int)b,
-                        rt_buffer_type_name(buft), peak, why);
-    }
+    if (st != RT_OK)
+        return rt_error_wrap(st, "gallocr: buffer %d of type %s, %zu bytes", (int)b,
+                             rt_buffer_type_name(buft), peak);
     ga->n_allocs++;
     return RT_OK;
 }
@@ -565,13 +545,11 @@ rt_status_t rt_gallocr_alloc_graph(rt_gallocr_t *ga, rt_graph_t *g) {
     RT_ARMOR(ga != NULL && g != NULL);
     rt_status_t st = check_fit(ga, g);
     if (st == RT_ERR_DOES_NOT_FIT) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", rt_last_error());
         if (ga->n_buffers != 1 || ga->explicit_leaf_ids)
-            return rt_error(st, "%s; reserve again (the gallocr has %d buffers%s)", why,
-                            (int)ga->n_buffers,
-                            ga->explicit_leaf_ids ? " and leafs left to the caller" : "");
-        rt_log(RT_LOG_DEBUG, "%s; reserving again", why);
+            return rt_error_wrap(st, "gallocr: reserve again (the gallocr has %d buffers%s)",
+                                 (int)ga->n_buffers,
+                                 ga->explicit_leaf_ids ? " and leafs left to the caller" : "");
+        rt_log(RT_LOG_DEBUG, "%s; reserving again", rt_last_error());
         st = rt_gallocr_reserve(ga, g);
     }
     for (int32_t i = 0; st == RT_OK && i < g->n_leafs; i++)

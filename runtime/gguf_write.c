@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef struct wkv {
     char *key;               /* owned, NUL-terminated */
@@ -379,6 +380,10 @@ rt_status_t rt_gguf_writer_write_mem(const rt_gguf_writer_t *w, void *dst, size_
 
 rt_status_t rt_gguf_writer_write_file(const rt_gguf_writer_t *w, const char *path) {
     RT_ARMOR(w != NULL && path != NULL);
+    /* A failed write removes the file only when this call created it and
+     * it is still a regular file: never a previous file, never a device. */
+    struct stat st;
+    const bool existed = lstat(path, &st) == 0;
     FILE *f = fopen(path, "wb");
     if (f == NULL) return rt_error(RT_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
     sink_t s = {.file = f};
@@ -386,7 +391,7 @@ rt_status_t rt_gguf_writer_write_file(const rt_gguf_writer_t *w, const char *pat
     int err = s.failed ? errno : 0;
     if (fclose(f) != 0 && err == 0) err = errno;
     if (!s.failed && err == 0) return RT_OK;
-    remove(path);
+    if (!existed && lstat(path, &st) == 0 && S_ISREG(st.st_mode)) remove(path);
     return rt_error(RT_ERR_IO, "%s: cannot write %" PRIu64 " bytes: %s", path, s.pos,
                     strerror(err != 0 ? err : EIO));
 }

@@ -5,7 +5,7 @@
  * needs no allocator and dies with the context. Also the open-addressing
  * pointer set that gallocr and sched reuse.
  *
- * build_forward_expand is the seed's depth-first walk: sources in src
+ * build_forward_expand is a depth-first walk (docs/memory.md §3.1): sources in src
  * order, then the view's base, then the tensor itself, so every tensor
  * comes after what it reads. Tensors with op NONE are leafs, the rest
  * nodes; each is added once however often it is reached. */
@@ -96,6 +96,16 @@ size_t rt_graph_overhead(size_t size) {
     RT_CHECK(size <= GRAPH_MAX_SIZE, "rt_graph_overhead: size %zu is above %zu", size,
              GRAPH_MAX_SIZE);
     return rt_context_object_footprint(graph_layout(size).total);
+}
+
+rt_status_t rt_graph_overhead_v2(size_t size, size_t *out_bytes) {
+    RT_ARMOR(out_bytes != NULL);
+    *out_bytes = 0;
+    if (size > GRAPH_MAX_SIZE)
+        return rt_error(RT_ERR_INVALID_ARGUMENT, "%s: a graph of %zu nodes is above the largest, %zu",
+                        __func__, size, GRAPH_MAX_SIZE);
+    *out_bytes = rt_context_object_footprint(graph_layout(size).total);
+    return RT_OK;
 }
 
 rt_graph_t *rt_graph_create(rt_context_t *ctx, size_t size) {

@@ -20,6 +20,18 @@
  * debug level, and returns status. */
 RT_INTERNAL rt_status_t rt_error(rt_status_t status, const char *fmt, ...) RT_PRINTF(2, 3);
 RT_INTERNAL rt_status_t rt_error_v(rt_status_t status, const char *fmt, va_list ap);
+/* The one way to add context to an error: records "context: message" where
+ * message is the current rt_last_error() (read before it is overwritten),
+ * and returns status. Never format rt_last_error() into rt_error yourself:
+ * the buffer would be read while it is written. */
+RT_INTERNAL rt_status_t rt_error_wrap(rt_status_t status, const char *fmt, ...) RT_PRINTF(2, 3);
+/* Messages recorded on this thread so far; with rt_error_wrap_since, tells
+ * whether a callee (a plugin through host->set_error) said anything. */
+RT_INTERNAL uint64_t rt_error_seq(void);
+/* rt_error_wrap, or "context: STATUS (no message)" when nothing was
+ * recorded since rt_error_seq() returned seq. */
+RT_INTERNAL rt_status_t rt_error_wrap_since(rt_status_t status, uint64_t seq, const char *fmt, ...)
+    RT_PRINTF(3, 4);
 RT_INTERNAL void rt_log(rt_log_level_t level, const char *fmt, ...) RT_PRINTF(2, 3);
 RT_INTERNAL void rt_log_v(rt_log_level_t level, const char *fmt, va_list ap);
 /* Calls the abort hook with "file:line: message", then abort(). */

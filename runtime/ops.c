@@ -151,7 +151,7 @@ rt_tensor_t *rt_swiglu(rt_context_t *ctx, rt_tensor_t *a, rt_tensor_t *b) {
 
 //===--- mul_mat ---===//
 
-/* The seed's reason V needs rt_cont: a must be read along rows of adjacent
+/* Why attention's V needs rt_cont (docs/memory.md §2.5): a must be read along rows of adjacent
  * blocks, so a transposed or row-strided a is refused while building. */
 static void check_mul_mat_a(const rt_tensor_t *a, const rt_tensor_t *b) {
     check_type(RT_OP_MUL_MAT, "a", a, TYPES_WEIGHT);

@@ -36,18 +36,11 @@ rt_status_t rt_ext_walk(const rt_ext_header_t *head, const char *owner,
     return RT_OK;
 }
 
-void rt_error_snapshot(rt_error_snapshot_t *snap) {
-    snprintf(snap->text, sizeof snap->text, "%s", rt_last_error());
-}
+void rt_error_snapshot(rt_error_snapshot_t *snap) { snap->seq = rt_error_seq(); }
 
 rt_status_t rt_plugin_failed(rt_status_t status, const rt_error_snapshot_t *snap,
                              const char *what) {
-    /* The plugin's message lives in the same per-thread buffer rt_error
-     * writes, so it is copied out before being quoted. */
-    char msg[1024];
-    const bool fresh = strncmp(rt_last_error(), snap->text, sizeof snap->text - 1) != 0;
-    snprintf(msg, sizeof msg, "%s", fresh ? rt_last_error() : "the plugin gave no message");
-    return rt_error(status, "%s: %s", what, msg);
+    return rt_error_wrap_since(status, snap->seq, "%s", what);
 }
 
 //===--- the host table ---===//
@@ -291,10 +284,9 @@ rt_status_t rt_plugin_open(rt_registry_t *reg, rt_plugin_rec_t *rec, const char 
 
 rt_status_t rt_plugin_skip(rt_registry_t *reg, rt_plugin_rec_t *rec, const char *path,
                           rt_status_t status) {
-    char msg[1024];
-    snprintf(msg, sizeof msg, "%s", rt_last_error()); /* init_record may overwrite it */
+    /* init_record records a message only when it fails: the caller's
+     * message is still rt_last_error() for refuse to keep. */
     rt_status_t st = init_record(reg, rec, path);
-    if (st == RT_OK) rt_error(status, "%s", msg);
     refuse(reg, rec, st != RT_OK ? st : status, false);
     rt_log(RT_LOG_INFO, "plugin not loaded: %s", rec->info.message);
     return st != RT_OK ? st : status;

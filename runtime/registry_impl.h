@@ -115,11 +115,11 @@ RT_INTERNAL void rt_plugin_host_init(rt_host_t *host, const rt_allocator_t *a);
 RT_INTERNAL rt_status_t rt_ext_walk(const rt_ext_header_t *head, const char *owner,
                                     rt_status_t (*visit)(void *ctx, const rt_ext_header_t *rec),
                                     void *ctx);
-/* plugin.c: the message of a failed plugin call. Take a snapshot of
- * rt_last_error() before the call; afterwards this formats "what: message",
+/* plugin.c: the message of a failed plugin call. Take a snapshot before
+ * the call; afterwards this records "what: message" (rt_error_wrap_since),
  * using the plugin's message when it set one through host->set_error. */
 typedef struct rt_error_snapshot {
-    char text[256];
+    uint64_t seq; /* rt_error_seq() before the call */
 } rt_error_snapshot_t;
 RT_INTERNAL void rt_error_snapshot(rt_error_snapshot_t *snap);
 RT_INTERNAL rt_status_t rt_plugin_failed(rt_status_t status, const rt_error_snapshot_t *snap,
@@ -172,10 +172,12 @@ RT_INTERNAL bool rt_os_list_dir(const char *dir, void (*fn)(void *ctx, const cha
 /* The canonical absolute path of path into buf; false when it does not
  * resolve. */
 RT_INTERNAL bool rt_os_realpath(const char *path, char *buf, size_t size);
-/* True, with the reason in why, when a user other than root and the
- * current one can change the plugin file at path: it or its directory
- * (as named, and as resolved) is world-writable, or group-writable and
- * owned by someone else. False when the file does not exist. */
+/* True, with the reason in why, when an untrusted user (anyone but root,
+ * the current user and the owner of librtcore's file) can change the
+ * plugin file at path: it or any directory above it up to "/", as named
+ * and as resolved, is owned by such a user or is world-writable (a sticky
+ * directory only above a component with a trusted owner). False when the
+ * file does not exist. */
 RT_INTERNAL bool rt_os_writable_by_others(const char *path, char *why, size_t size);
 /* Shell-style glob match of name against pattern (fnmatch). */
 RT_INTERNAL bool rt_os_glob_match(const char *pattern, const char *name);

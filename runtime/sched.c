@@ -142,18 +142,16 @@ void rt_sched_destroy(rt_sched_t *s) {
 /* The gallocr stops at the first buffer it cannot allocate: the first
  * whose plan outgrew what it holds. */
 static rt_status_t report_oom(rt_sched_t *s) {
-    char why[512];
-    snprintf(why, sizeof why, "%s", rt_last_error());
     for (int32_t d = 0; d < s->n_devices; d++) {
         const size_t peak = rt_gallocr_get_peak(s->galloc, d);
         if (peak == 0 || peak <= rt_gallocr_get_buffer_size(s->galloc, d)) continue;
         s->oom_device = s->devices[d];
         s->oom_bytes = peak;
-        return rt_error(RT_ERR_OUT_OF_MEMORY, "rt_sched: device %s needs a %zu-byte compute "
-                        "buffer (%s) and cannot allocate it: %s", s->devices[d]->name, peak,
-                        rt_buffer_type_name(s->bufts[d]), why);
+        return rt_error_wrap(RT_ERR_OUT_OF_MEMORY, "rt_sched: device %s needs a %zu-byte compute "
+                             "buffer (%s) and cannot allocate it", s->devices[d]->name, peak,
+                             rt_buffer_type_name(s->bufts[d]));
     }
-    return rt_error(RT_ERR_OUT_OF_MEMORY, "rt_sched: %s", why);
+    return rt_error_wrap(RT_ERR_OUT_OF_MEMORY, "rt_sched");
 }
 
 static rt_status_t save_ids(rt_sched_t *s) {

@@ -10,6 +10,8 @@
  * supports it; the per-tensor state is described in sched_impl.h. */
 #include "sched_impl.h"
 
+#include "../abi/rt_op_traits.h"
+
 #include <string.h>
 
 //===--- per-tensor state ---===//
@@ -28,10 +30,7 @@ int32_t rt_sched_device_of(const rt_sched_t *s, const rt_tensor_t *t) {
     return slot == RT_HASH_NONE ? -1 : s->tensor_device[slot];
 }
 
-bool rt_sched_is_view_op(rt_op_t op) {
-    return op == RT_OP_VIEW || op == RT_OP_RESHAPE || op == RT_OP_PERMUTE ||
-           op == RT_OP_TRANSPOSE;
-}
+bool rt_sched_is_view_op(rt_op_t op) { return rt_op_is_view(op); }
 
 /* Whether device d can run t: leafs and views compute nothing. */
 static bool runs(const rt_sched_t *s, int32_t d, const rt_tensor_t *t) {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* tallocr.c: the linear tensor allocator (rt_tallocr_t), which hands out a
  * buffer's bytes in order, and rt_alloc_ctx_tensors, which sizes buffers for
- * a whole no_alloc context and fills them with a tallocr (the seed's
- * main-backend), splitting the tensors over several buffers when the buffer
+ * a whole no_alloc context and fills them with a tallocr (docs/memory.md
+ * §3.2), splitting the tensors over several buffers when the buffer
  * type's max size asks for it. */
 #include "internal.h"
 #include "registry_impl.h"

@@ -9,7 +9,7 @@
 #include "context_impl.h"
 
 /* Creates a tensor of `type` and shape ne[0..n_dims) (the rest 1) with
- * contiguous strides, the seed's ggml_new_tensor_impl. With view_src it is
+ * contiguous strides (docs/memory.md §1). With view_src it is
  * a view: view_src is resolved to its base (offsets add up), data is the
  * base's data + offset when the base has data, and no bytes are taken.
  * Without, the data follows the header in the pool unless the context is

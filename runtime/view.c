@@ -134,7 +134,7 @@ rt_tensor_t *rt_reshape_4d(rt_context_t *ctx, rt_tensor_t *a, int64_t ne0, int64
 
 //===--- permute and transpose ---===//
 
-/* The seed's ggml_permute: dimension i of a goes to position axes[i], its ne
+/* rt_permute (docs/memory.md §2.3): dimension i of a goes to position axes[i], its ne
  * and nb together. */
 static rt_tensor_t *permute(rt_context_t *ctx, rt_tensor_t *a, const int *axes, rt_op_t op) {
     RT_NEED(a);

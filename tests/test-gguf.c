@@ -2,7 +2,7 @@
 /* test-gguf.c: the GGUF reader and writer (abi/rt_gguf.h). Round trips of
  * every value type and every tensor type, one malformed file per rule the
  * reader enforces (each must fail with RT_ERR_FORMAT and name the field),
- * the real files in shared/models, allocation failure at every step, and
+ * the real files in models/, allocation failure at every step, and
  * the fuzzer's corpus (tests run from the repository root). Malformed
  * files are built byte by byte here, since the writer refuses to produce
  * them. */
@@ -660,7 +660,7 @@ static void test_edge_layouts(void **state) {
     rt_gguf_destroy(g);
 }
 
-//===--- gguf-6: the files in shared/models ---===//
+//===--- gguf-6: the files in models/ ---===//
 
 static rt_gguf_t *open_model(const char *file) {
     char path[1024];

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* test-tokenizer.c: the tokenizers of the model library (model/rt_model.h)
- * against llama.cpp's fixtures in shared/models: for the SentencePiece
+ * against llama.cpp's fixtures in models/: for the SentencePiece
  * llama vocabulary and GPT-2's byte-level BPE, every case of the .inp file
  * must give exactly the ids of the .out file (tokenized as llama.cpp's
  * test-tokenizer-0 does: no BOS, special text not parsed), and decoding
  * must give the text back. Then the stories260K vocabulary (BOS, special
  * tokens, byte pieces), output arrays that are too small, and vocabularies
  * that cannot be read. Tests run from the repository root;
- * RT_TEST_MODELS_DIR overrides ../shared/models. */
+ * RT_TEST_MODELS_DIR overrides models/ (the bundled ones). */
 #include "testutil.h"
 
 #include "../model/rt_model.h"
@@ -279,7 +279,7 @@ static void test_bad_vocabs(void **state) {
     assert_non_null(strstr(rtm_last_error(), "merges"));
     /* tokenizer-5.4: the tiny SPM vocabulary works, every byte falling back. */
     assert_int_equal(vocab_from("llama", toks, 2), RT_OK);
-    /* tokenizer-5.5: the BERT fixture of shared/models is refused clearly. */
+    /* tokenizer-5.5: the BERT fixture of models/ is refused clearly. */
     char path[1024];
     rt_gguf_t *g = NULL;
     rtm_vocab_t *v = NULL;

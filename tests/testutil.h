@@ -38,7 +38,8 @@ const char *tu_build_dir(void);
  * takes absolute directories only). */
 const char *tu_build_dir_abs(void);
 
-/* ../shared/models/file (RT_TEST_MODELS_DIR overrides the directory),
+/* models/file, the repository's bundled models (RT_TEST_MODELS_DIR
+ * overrides the directory),
  * written into buf, which is returned. */
 char *tu_model_path(const char *file, char *buf, size_t size);
 
@@ -60,6 +61,15 @@ const mockgpu_ext_counters_t *tu_mock_counters(void);
 rt_registry_t *tu_registry(void);
 /* The CPU plugin's device; fails the test when it is missing. */
 rt_device_t *tu_cpu_device(void);
+
+/* The thread counts the tests run the CPU device at: its default (0), 1
+ * and 3. tu_queues_create makes one queue of dev for each, for a group
+ * setup (-1 with the reason printed when one fails); tu_queues_destroy is
+ * its teardown (NULL-safe). */
+#define TU_N_QUEUES 3
+extern const int tu_queue_threads[TU_N_QUEUES];
+int tu_queues_create(rt_device_t *dev, rt_queue_t *out[TU_N_QUEUES]);
+void tu_queues_destroy(rt_queue_t *q[TU_N_QUEUES]);
 
 /* Runs stmt with the abort hook redirected; passes when it aborted and the
  * message contains `needle`, fails otherwise. */
@@ -83,6 +93,10 @@ void tu_abort_hook(const char *message, void *user_data);
         if (strstr(tu_abort_message, (needle)) == NULL)                        \
             fail_msg("abort message \"%s\" lacks \"%s\"", tu_abort_message, (needle)); \
     } while (0)
+
+/* Fails the test (check names it) unless haystack contains needle; the
+ * message shows the haystack. */
+void tu_expect_contains(const char *haystack, const char *needle, const char *check);
 
 /* A no_alloc=false context of `mb` MiB; freed by the caller. */
 rt_context_t *tu_context(size_t mb, bool no_alloc);

@@ -11,6 +11,7 @@
 #include "../../abi/rt_base.h"
 #include "../../abi/rt_device.h"
 #include "../../abi/rt_plugin.h"
+#include "../../abi/rt_op_traits.h"
 #include "../../abi/rt_quant.h"
 #include "../../abi/rt_tensor.h"
 #include "kern.h"

@@ -153,19 +153,15 @@ static const cu_op_t *cu_op(rt_op_t op) {
     return cu_ops[op].supports ? &cu_ops[op] : NULL;
 }
 
-static bool cu_is_view(rt_op_t op) {
-    return op >= RT_OP_NONE && op <= RT_OP_TRANSPOSE;
-}
-
 bool rt_cu_node_computes(const rt_tensor_t *node) {
-    return !cu_is_view(node->op) && cu_nelements(node) > 0;
+    return rt_op_computes(node->op) && cu_nelements(node) > 0;
 }
 
 bool rt_cu_supports_op(void *device, const rt_tensor_t *node) {
     const rt_cu_device_t *dev = device;
     if (!node || !dev) return false;
     if (!rt_abi_defines_node(rt_plugin_abi(dev->host), node)) return false; /* rt_plugin.h */
-    if (cu_is_view(node->op)) return true;
+    if (!rt_op_computes(node->op)) return true;
     const cu_op_t *op = cu_op(node->op);
     if (!op || !cu_tensor_sane(node)) return false;
     for (int i = 0; i < RT_MAX_SRC; i++)

@@ -61,20 +61,16 @@ static int64_t cu_type_blck(rt_type_t t) {
 }
 
 bool rt_cu_mul_mat_supported(const rt_tensor_t *n) {
-    const rt_tensor_t *a = n->src[0], *b = n->src[1];
-    if (!a || !b || n->type != RT_TYPE_F32 || b->type != RT_TYPE_F32) return false;
+    if (!rt_mul_mat_shapes_ok(n)) return false;
+    const rt_tensor_t *a = n->src[0];
     const size_t ts = cu_type_size(a->type);
-    if (ts == 0 || a->nb[0] != ts || a->ne[0] % cu_type_blck(a->type) != 0) return false;
-    if (b->nb[0] != sizeof(float) || a->ne[0] != b->ne[0]) return false;
-    if (a->ne[2] <= 0 || a->ne[3] <= 0 || b->ne[2] % a->ne[2] || b->ne[3] % a->ne[3]) return false;
-    return n->ne[0] == a->ne[1] && n->ne[1] == b->ne[1] && n->ne[2] == b->ne[2] &&
-           n->ne[3] == b->ne[3];
+    return ts != 0 && a->nb[0] == ts && a->ne[0] % cu_type_blck(a->type) == 0;
 }
 
 //===--- planning ---===//
 
 static bool cu_env_is(const char *name, const char *value) {
-    const char *v = rt_cu_getenv(name);
+    const char *v = rt_plugin_getenv(name);
     return v && strcmp(v, value) == 0;
 }
 

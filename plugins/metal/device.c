@@ -108,18 +108,18 @@ static void mtl_device_destroy(rt_mtl_device_t *dev) {
     rt_objc_release(dev->xfer_queue);
     rt_objc_release(dev->device);
     if (dev->locks_ready) {
-        rt_vk_mutex_deinit(&dev->pipe_lock);
-        rt_vk_mutex_deinit(&dev->queue_lock);
+        rt_plugin_mutex_deinit(&dev->pipe_lock);
+        rt_plugin_mutex_deinit(&dev->queue_lock);
     }
     rt_vk_free(dev->host, dev->queues, dev->cap_queues * sizeof dev->queues[0]);
     rt_vk_free(dev->host, dev, sizeof *dev);
 }
 
 static rt_status_t mtl_device_locks(rt_mtl_device_t *dev) {
-    if (!rt_vk_mutex_init(&dev->pipe_lock))
+    if (!rt_plugin_mutex_init(&dev->pipe_lock))
         return dev->host->set_error(RT_ERR_INTERNAL, "%s: no mutex", __func__);
-    if (!rt_vk_mutex_init(&dev->queue_lock)) {
-        rt_vk_mutex_deinit(&dev->pipe_lock);
+    if (!rt_plugin_mutex_init(&dev->queue_lock)) {
+        rt_plugin_mutex_deinit(&dev->pipe_lock);
         return dev->host->set_error(RT_ERR_INTERNAL, "%s: no mutex", __func__);
     }
     dev->locks_ready = true;

@@ -92,12 +92,12 @@ struct rt_mtl_device {
     rt_device_vtable_t vtable;     /* rt_mtl_device_vtable, next pointing at the records above */
 
     bool locks_ready;
-    rt_vk_mutex_t pipe_lock;       /* the fields below, up to queue_lock */
+    rt_plugin_mutex_t pipe_lock;       /* the fields below, up to queue_lock */
     id *libraries;                 /* rt_mtl_msl_count id<MTLLibrary> (+1), made at start */
     rt_mtl_pipeline_t *pipelines;
     uint32_t n_pipelines, cap_pipelines;
 
-    rt_vk_mutex_t queue_lock;      /* the fields below */
+    rt_plugin_mutex_t queue_lock;      /* the fields below */
     rt_mtl_queue_t **queues;       /* live rt queues: synchronous transfers wait for them */
     uint32_t n_queues, cap_queues;
 };

@@ -116,11 +116,11 @@ rt_status_t rt_mtl_pipeline_get(rt_mtl_device_t *dev, const char *name,
     const uint32_t shader = mtl_shader_find(name);
     if (shader == UINT32_MAX)
         return dev->host->set_error(RT_ERR_INTERNAL, "%s: no shader named %s", __func__, name);
-    rt_vk_mutex_lock(&dev->pipe_lock);
+    rt_plugin_mutex_lock(&dev->pipe_lock);
     const rt_mtl_pipeline_t *p = mtl_pipeline_find(dev, shader, spec);
     const rt_status_t st = p ? RT_OK : mtl_pipeline_add(dev, shader, spec, &p);
     if (st == RT_OK) *out_pipeline = *p;
-    rt_vk_mutex_unlock(&dev->pipe_lock);
+    rt_plugin_mutex_unlock(&dev->pipe_lock);
     return st;
 }
 

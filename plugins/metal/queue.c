@@ -36,19 +36,19 @@ rt_status_t rt_mtl_cmd_run(const rt_mtl_device_t *dev, id cmd, const char *what)
  * whoever waits, waits for all the queue's work. */
 void rt_mtl_queue_commit(rt_mtl_queue_t *q, id cmd) {
     rt_objc_void(cmd, "commit");
-    rt_vk_mutex_lock(&q->dev->queue_lock);
+    rt_plugin_mutex_lock(&q->dev->queue_lock);
     id old = q->last;
     q->last = rt_objc_retain(cmd);
-    rt_vk_mutex_unlock(&q->dev->queue_lock);
+    rt_plugin_mutex_unlock(&q->dev->queue_lock);
     rt_objc_release(old);
 }
 
 rt_status_t rt_mtl_queue_synchronize(void *queue) {
     rt_mtl_queue_t *q = queue;
     void *pool = rt_objc_pool_push();
-    rt_vk_mutex_lock(&q->dev->queue_lock);
+    rt_plugin_mutex_lock(&q->dev->queue_lock);
     id cmd = rt_objc_retain(q->last);
-    rt_vk_mutex_unlock(&q->dev->queue_lock);
+    rt_plugin_mutex_unlock(&q->dev->queue_lock);
     const rt_status_t st = mtl_cmd_wait(q->dev, cmd, "the queue's work");
     rt_objc_release(cmd);
     rt_objc_pool_pop(pool);
@@ -59,12 +59,12 @@ rt_status_t rt_mtl_queue_synchronize(void *queue) {
 rt_status_t rt_mtl_device_synchronize(rt_mtl_device_t *dev) {
     rt_status_t st = RT_OK;
     void *pool = rt_objc_pool_push();
-    rt_vk_mutex_lock(&dev->queue_lock);
+    rt_plugin_mutex_lock(&dev->queue_lock);
     for (uint32_t i = 0; i < dev->n_queues; i++) {
         const rt_status_t s = mtl_cmd_wait(dev, dev->queues[i]->last, "a queue's work");
         if (st == RT_OK) st = s;
     }
-    rt_vk_mutex_unlock(&dev->queue_lock);
+    rt_plugin_mutex_unlock(&dev->queue_lock);
     rt_objc_pool_pop(pool);
     return st;
 }
@@ -73,24 +73,24 @@ rt_status_t rt_mtl_device_synchronize(rt_mtl_device_t *dev) {
 
 static rt_status_t mtl_queue_register(rt_mtl_device_t *dev, rt_mtl_queue_t *q) {
     rt_status_t st = RT_OK;
-    rt_vk_mutex_lock(&dev->queue_lock);
+    rt_plugin_mutex_lock(&dev->queue_lock);
     if (rt_vk_grow(dev->host, (void **)&dev->queues, &dev->cap_queues, dev->n_queues + 1,
                     sizeof dev->queues[0]))
         dev->queues[dev->n_queues++] = q;
     else
         st = dev->host->set_error(RT_ERR_OUT_OF_MEMORY, "%s: no memory", __func__);
-    rt_vk_mutex_unlock(&dev->queue_lock);
+    rt_plugin_mutex_unlock(&dev->queue_lock);
     return st;
 }
 
 static void mtl_queue_unregister(rt_mtl_device_t *dev, const rt_mtl_queue_t *q) {
-    rt_vk_mutex_lock(&dev->queue_lock);
+    rt_plugin_mutex_lock(&dev->queue_lock);
     for (uint32_t i = 0; i < dev->n_queues; i++)
         if (dev->queues[i] == q) {
             dev->queues[i] = dev->queues[--dev->n_queues];
             break;
         }
-    rt_vk_mutex_unlock(&dev->queue_lock);
+    rt_plugin_mutex_unlock(&dev->queue_lock);
 }
 
 rt_status_t rt_mtl_queue_create(void *device, const rt_queue_options_t *options, void **out_queue) {

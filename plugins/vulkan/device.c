@@ -256,15 +256,15 @@ static rt_status_t vk_logical_device_create(rt_vk_device_t *dev) {
 }
 
 static rt_status_t vk_device_locks_init(rt_vk_device_t *dev) {
-    if (!rt_vk_mutex_init(&dev->submit_lock)) goto fail0;
-    if (!rt_vk_mutex_init(&dev->xfer_lock)) goto fail1;
-    if (!rt_vk_mutex_init(&dev->pipe_lock)) goto fail2;
+    if (!rt_plugin_mutex_init(&dev->submit_lock)) goto fail0;
+    if (!rt_plugin_mutex_init(&dev->xfer_lock)) goto fail1;
+    if (!rt_plugin_mutex_init(&dev->pipe_lock)) goto fail2;
     dev->locks_ready = true;
     return RT_OK;
 fail2:
-    rt_vk_mutex_deinit(&dev->xfer_lock);
+    rt_plugin_mutex_deinit(&dev->xfer_lock);
 fail1:
-    rt_vk_mutex_deinit(&dev->submit_lock);
+    rt_plugin_mutex_deinit(&dev->submit_lock);
 fail0:
     return vk_note(dev->plugin, RT_ERR_OUT_OF_MEMORY, "no mutex");
 }
@@ -280,9 +280,9 @@ static void vk_device_destroy(rt_vk_device_t *dev) {
     /* vkDestroyDevice is loaded first, so it is there whenever a device is. */
     if (dev->device && dev->fn.vkDestroyDevice) dev->fn.vkDestroyDevice(dev->device, NULL);
     if (dev->locks_ready) {
-        rt_vk_mutex_deinit(&dev->pipe_lock);
-        rt_vk_mutex_deinit(&dev->xfer_lock);
-        rt_vk_mutex_deinit(&dev->submit_lock);
+        rt_plugin_mutex_deinit(&dev->pipe_lock);
+        rt_plugin_mutex_deinit(&dev->xfer_lock);
+        rt_plugin_mutex_deinit(&dev->submit_lock);
     }
     rt_vk_free(dev->host, dev, sizeof *dev);
 }

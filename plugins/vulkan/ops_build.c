@@ -93,13 +93,8 @@ static bool vk_supports_binary(const rt_tensor_t *n, const rt_tensor_t *a, const
     return true;
 }
 
-static bool vk_supports_mul_mat(const rt_vk_device_t *dev, const rt_tensor_t *n,
-                                const rt_tensor_t *a, const rt_tensor_t *b) {
-    return b && (vk_is_float(a->type) || vk_is_quant(a->type)) && vk_rows_packed(dev, a) &&
-           b->type == RT_TYPE_F32 && b->nb[0] == 4 && n->type == RT_TYPE_F32 &&
-           a->ne[0] == b->ne[0] && n->ne[0] == a->ne[1] && n->ne[1] == b->ne[1] &&
-           n->ne[2] == b->ne[2] && n->ne[3] == b->ne[3] && a->ne[2] > 0 && a->ne[3] > 0 &&
-           b->ne[2] % a->ne[2] == 0 && b->ne[3] % a->ne[3] == 0;
+static bool vk_supports_mul_mat(const rt_vk_device_t *dev, const rt_tensor_t *n, const rt_tensor_t *a) {
+    return rt_mul_mat_shapes_ok(n) && (vk_is_float(a->type) || vk_is_quant(a->type)) && vk_rows_packed(dev, a);
 }
 
 static bool vk_supports_soft_max(const rt_tensor_t *n, const rt_tensor_t *a, const rt_tensor_t *m) {
@@ -128,7 +123,7 @@ static bool vk_supports_compute(const rt_vk_device_t *dev, const rt_tensor_t *n)
         return vk_is_f32_f16(n->type) && a->type == n->type && vk_same_shape(a, n);
     case RT_OP_NORM: case RT_OP_RMS_NORM: case RT_OP_DIAG_MASK_INF:
         return n->type == RT_TYPE_F32 && a->type == n->type && vk_same_shape(a, n);
-    case RT_OP_MUL_MAT: return vk_supports_mul_mat(dev, n, a, b);
+    case RT_OP_MUL_MAT: return vk_supports_mul_mat(dev, n, a);
     case RT_OP_SOFT_MAX: return vk_supports_soft_max(n, a, b);
     case RT_OP_ROPE: return vk_supports_rope(n, a, b);
     case RT_OP_ARGMAX:
@@ -141,12 +136,7 @@ static bool vk_supports_compute(const rt_vk_device_t *dev, const rt_tensor_t *n)
 bool rt_vk_supports_op(void *device, const rt_tensor_t *node) {
     const rt_vk_device_t *dev = device;
     if (!rt_abi_defines_node(rt_plugin_abi(dev->host), node)) return false; /* rt_plugin.h */
-    switch (node->op) {
-    case RT_OP_NONE: case RT_OP_VIEW: case RT_OP_RESHAPE: case RT_OP_PERMUTE:
-    case RT_OP_TRANSPOSE:
-        return true;
-    default: break;
-    }
+    if (!rt_op_computes(node->op)) return true;
     if (!vk_tensor_ok(dev, node)) return false;
     for (int i = 0; i < RT_MAX_SRC; i++)
         if (node->src[i] && !vk_tensor_ok(dev, node->src[i])) return false;
@@ -154,7 +144,7 @@ bool rt_vk_supports_op(void *device, const rt_tensor_t *node) {
 }
 
 bool rt_vk_node_dispatches(const rt_tensor_t *node) {
-    return node->op > RT_OP_TRANSPOSE && vk_nelements(node) > 0;
+    return rt_op_computes(node->op) && vk_nelements(node) > 0;
 }
 
 //===--- push constants ---===//

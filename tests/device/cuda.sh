@@ -6,7 +6,8 @@
 #
 #   rt-devices      the CUDA device is listed (name, memory, PCI, UUID)
 #   nodevice test   tests/test-cuda-nodevice.sh (exports, ldd, plugin loaded)
-#   rt-test-ops     every op case on cuda0 against the CPU plugin
+#   rt-test-ops     every conformance case (tests/conform) on cuda0, and the
+#                   multi-node graphs against the CPU plugin
 #   cuda_bench      MUL_MAT paths at shapes rt-test-ops does not reach
 #   stories260K     greedy, 64 tokens: CPU alone, CUDA (all layers, CUDA
 #                   graphs on and off), CPU + CUDA split; texts must match
@@ -106,7 +107,7 @@ step "mul_mat paths" 120 "build/device/cuda_bench --check-only"
 #===--- stories260K ---===#
 
 model=
-for m in "${RT_MODEL:-}" build/models/stories260K.gguf shared/models/stories260K.gguf \
+for m in "${RT_MODEL:-}" models/stories260K.gguf build/models/stories260K.gguf shared/models/stories260K.gguf \
          ../shared/models/stories260K.gguf; do
     if [ -n "$m" ] && [ -f "$m" ]; then model=$m; break; fi
 done

@@ -16,6 +16,7 @@
  *
  * Exit status 1 when a check fails or something cannot run. */
 #include "../../abi/rt.h"
+#include "../conform/rng.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -38,14 +39,16 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static uint64_t rng_next(uint64_t *s) { /* splitmix64 */
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+/* The tests' generator (conform/rng.h); a seed of 0 stands for a fixed one. */
+static uint64_t rng_next(uint64_t *s) {
+    if (*s == 0) *s = cf_rng_init(0);
+    return cf_rng_next(s);
 }
 
-static float rng_float(uint64_t *s) { return (float)((double)(rng_next(s) >> 11) * 0x1p-52 - 1.0); }
+static float rng_float(uint64_t *s) {
+    if (*s == 0) *s = cf_rng_init(0);
+    return cf_rng_uniform(s, -1.0f, 1.0f);
+}
 
 //===--- a product on the device ---===//
 
