@@ -5,7 +5,8 @@
  *
  *   mfaults-1  every variant of the malformed-model corpus (model_corpus.h)
  *              fails at its stage with its message; a load error names
- *              rtm_model_load once (no message formatted into itself)
+ *              rtm_model_load once (no message formatted into itself); the
+ *              valid ones that broke a tool load and decode
  *   mfaults-2  NaN weights: the decode fails naming the step; with
  *              check_numerics also the first node that was not finite
  *   mfaults-3  rtm_sampler_create with a NaN temperature or top-p: the
@@ -102,6 +103,9 @@ static void check_variant(const mc_variant_t *v, const char *path) {
     }
     char dmsg[1024];
     if (st != RT_OK) tu_report("mfaults-2 %s: load failed: %s", v->name, msg);
+    else if (v->stage == MC_RUNS) {
+        if (decode(m, false, dmsg, sizeof dmsg) != RT_OK) tu_report("mfaults-1 %s: %s", v->name, dmsg);
+    }
     else if (decode(m, false, dmsg, sizeof dmsg) != RT_ERR_FORMAT || strstr(dmsg, v->expect) == NULL)
         tu_report("mfaults-2 %s: decode message '%s', wanted '%s'", v->name, dmsg, v->expect);
     else if (decode(m, true, dmsg, sizeof dmsg) != RT_ERR_FORMAT ||

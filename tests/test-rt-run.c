@@ -6,7 +6,9 @@
  *   rtrun-1  the context fills: the generation count is the tokens printed
  *   rtrun-2  more than 16 --devices: said so, not "no device named cpu0"
  *   rtrun-3  NaN weights: exit 1 naming the step; --check-numerics names the node
- *   rtrun-4  --temp nan / --top-p nan: exit 1 quoting the values */
+ *   rtrun-4  --temp nan / --top-p nan: exit 1 quoting the values
+ *   rtrun-5  the corpus's valid models that broke rt-run print what they must
+ *            (a 300-byte token piece was dropped) */
 #include "testutil.h"
 
 #include <limits.h>
@@ -109,12 +111,30 @@ static void test_nan_sampling(void **state) {
     }
 }
 
+static void test_corpus_runs(void **state) {
+    (void)state;
+    need_model();
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/rt-rtrun-%d.gguf", (int)getpid());
+    for (int i = 0; i < mc_n_variants; i++) {
+        const mc_variant_t *v = &mc_variants[i];
+        if (v->stage != MC_RUNS) continue;
+        assert_int_equal(mc_write(src, path, v, false), RT_OK);
+        int code;
+        char *out = rt_run(&code, "-m %s -n 1 --temp 0", path);
+        unlink(path);
+        if (code != 0 || strstr(out, v->expect) == NULL) fail_msg("rtrun-5 %s: exit %d: %s", v->name, code, out);
+        free(out);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_context_fills),
         cmocka_unit_test(test_many_devices),
         cmocka_unit_test(test_nan_weights),
         cmocka_unit_test(test_nan_sampling),
+        cmocka_unit_test(test_corpus_runs),
     };
     return cmocka_run_group_tests_name("rt-run", tests, NULL, NULL);
 }
