@@ -205,9 +205,11 @@ int rt_out_file_commit(rt_out_file_t *of) {
     if (err == 0 && fsync(fileno(of->f)) != 0) err = errno;
     if (fclose(of->f) != 0 && err == 0) err = errno;
     of->f = NULL;
-    if (err == 0 && !temp_is_ours(of))
-        return rt_out_file_abort(of), fail(of, "%s: the temporary file %s was replaced while writing",
-                                           of->target, of->tmp);
+    if (err == 0 && !temp_is_ours(of)) {
+        fail(of, "%s: the temporary file %s was replaced while writing", of->target, of->tmp);
+        rt_out_file_abort(of); /* removes nothing: the file there is not ours */
+        return -1;
+    }
     if (err == 0 && rename(of->tmp, of->target) != 0) err = errno;
     if (err != 0) {
         rt_out_file_abort(of);
