@@ -4,7 +4,6 @@
  * target really is), the temporary file beside it, the commit (flush,
  * fsync, rename, fsync of the directory) and the signal handler that
  * removes temporary files still open when the tool is interrupted. */
-#define _GNU_SOURCE
 #include "out_file.h"
 
 #include <errno.h>
