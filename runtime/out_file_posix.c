@@ -1,16 +1,20 @@
 /* SPDX-License-Identifier: MIT */
-/* out_file.c: the tools' atomic output file (out_file.h): the checks made
- * before anything is created (the output is not an input; where the
- * target really is), the temporary file beside it, the commit (flush,
- * fsync, rename, fsync of the directory) and the signal handler that
- * removes temporary files still open when the tool is interrupted. */
+/* out_file_posix.c: rt's atomic output file (out_file.h) on POSIX systems,
+ * compiled into librtcore (hidden) and into each tool that writes files:
+ * the checks made before anything is created (the output is not an input;
+ * where the target really is), the temporary file beside it, the commit
+ * (flush, fsync, rename, fsync of the directory) and the signal handler
+ * that removes temporary files still open when the process is
+ * interrupted. */
 #include "out_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,24 +25,25 @@
 
 //===--- interrupted: remove the temporary files ---===//
 
-/* The temporary files open now; the handler reads them, so each slot is
- * set only once its path is complete. */
-static const char *volatile pending[MAX_PENDING];
+/* The temporary files open now, claimed by compare-and-swap (files may be
+ * written on several threads); the handler reads them, so a slot is set
+ * only once its path is complete. */
+static const char *_Atomic pending[MAX_PENDING];
 
 static void on_signal(int sig) {
-    for (int i = 0; i < MAX_PENDING; i++)
-        if (pending[i] != NULL) unlink(pending[i]); /* async-signal-safe */
+    for (int i = 0; i < MAX_PENDING; i++) {
+        const char *tmp = pending[i];
+        if (tmp != NULL) unlink(tmp); /* async-signal-safe */
+    }
     signal(sig, SIG_DFL);
     raise(sig);
 }
 
-/* Installs the handler for the signals a user sends to stop a tool, unless
- * the program handles them itself. */
-static void install_handlers(void) {
-    static bool installed;
+/* Installs the handler for the signals a user sends to stop a program,
+ * unless the program handles them itself; the default action still ends
+ * it, only after the temporary files are gone. */
+static void install_once(void) {
     const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
-    if (installed) return;
-    installed = true;
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
         struct sigaction old, sa = {.sa_handler = on_signal};
         sigemptyset(&sa.sa_mask);
@@ -47,12 +52,15 @@ static void install_handlers(void) {
     }
 }
 
+static void install_handlers(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, install_once);
+}
+
 static bool set_pending(const char *tmp, bool on) {
     for (int i = 0; i < MAX_PENDING; i++) {
-        if (on ? pending[i] == NULL : pending[i] == tmp) {
-            pending[i] = on ? tmp : NULL;
-            return true;
-        }
+        const char *expected = on ? NULL : tmp;
+        if (atomic_compare_exchange_strong(&pending[i], &expected, on ? tmp : NULL)) return true;
     }
     return false;
 }
