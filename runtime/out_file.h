@@ -19,7 +19,8 @@
  *     if (rt_out_file_commit(&of) != 0) return fail("%s", of.error);
  *
  * Thread-safe for different files (one rt_out_file_t belongs to one
- * thread); up to 8 files open at once in a process. */
+ * thread). An interrupt removes the temporary files of up to 8 files open
+ * at once; past that, a temporary file may stay (the targets are intact). */
 #ifndef RT_OUT_FILE_H
 #define RT_OUT_FILE_H
 
