@@ -37,7 +37,7 @@ typedef struct rt_out_file {
     char tmp[4096];    /* the temporary file's path; "" when writing in place */
     dev_t dev;         /* the temporary file as created, to notice a swap */
     ino_t ino;
-    mode_t mode;       /* the mode the target gets */
+    mode_t mode;       /* the replaced target's mode; (mode_t)-1 for a new file */
 } rt_out_file_t;
 
 /* Opens |path| for writing; |inputs| is a NULL-terminated list (or NULL)

@@ -15,10 +15,12 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_PENDING 8
@@ -113,21 +115,44 @@ static int open_in_place(rt_out_file_t *of) {
     return 0;
 }
 
+/* A fresh file "DIR/.NAME.tmp-<16 hex digits>", created exclusively with
+ * mode 0666 so that the kernel applies the umask (reading the umask would
+ * mean setting it, which races with other threads' files); -1 with errno. */
+static int create_exclusive(rt_out_file_t *of, const char *dir, const char *name) {
+    static _Atomic uint64_t counter;
+    for (int attempt = 0; attempt < 64; attempt++) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t z = (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32) ^ (++counter * 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z ^= z >> 31;
+        const int n = snprintf(of->tmp, sizeof of->tmp, "%s/.%s.tmp-%016llx", dir, name, (unsigned long long)z);
+        if (n < 0 || (size_t)n >= sizeof of->tmp) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        const int fd = open(of->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (fd >= 0 || errno != EEXIST) return fd;
+    }
+    return -1;
+}
+
 static int open_temp(rt_out_file_t *of) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", of->target);
     char *slash = strrchr(dir, '/');
     *slash = '\0';
-    const int n = snprintf(of->tmp, sizeof of->tmp, "%s/.%s.tmp-XXXXXX", dir, slash + 1);
-    if (n < 0 || (size_t)n >= sizeof of->tmp) return fail(of, "%s: path too long", of->target);
-    const int fd = mkostemp(of->tmp, O_CLOEXEC);
+    const int fd = create_exclusive(of, dir, slash + 1);
     struct stat st;
     if (fd < 0) {
         const int err = errno;
         of->tmp[0] = '\0';
         return fail(of, "%s: cannot create a file in %s: %s", of->target, dir, strerror(err));
     }
-    if (fchmod(fd, of->mode) != 0 || fstat(fd, &st) != 0 || (of->f = fdopen(fd, "w")) == NULL) {
+    /* A replaced file keeps its mode; a new one has the umask's. */
+    const bool keep_mode = of->mode != (mode_t)-1;
+    if ((keep_mode && fchmod(fd, of->mode) != 0) || fstat(fd, &st) != 0 ||
+        (of->f = fdopen(fd, "w")) == NULL) {
         const int err = errno;
         close(fd);
         unlink(of->tmp);
@@ -155,13 +180,7 @@ int rt_out_file_open(rt_out_file_t *of, const char *path, const char *const *inp
     const bool exists = stat(path, &st) == 0;
     if (resolve_target(of, path, exists) != 0) return -1;
     if (exists && !S_ISREG(st.st_mode)) return open_in_place(of);
-    if (exists) {
-        of->mode = st.st_mode & 07777;
-    } else {
-        const mode_t mask = umask(0);
-        umask(mask);
-        of->mode = 0666 & ~mask;
-    }
+    of->mode = exists ? st.st_mode & 07777 : (mode_t)-1;
     return open_temp(of);
 }
 
