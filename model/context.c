@@ -252,9 +252,12 @@ static rt_status_t check_logits(const rtm_context_t *c, const float *out, size_t
     const int32_t n_vocab = c->model->hp.n_vocab;
     char where[RT_MAX_NAME + 64] = "check numerics (rt-run --check-numerics) to find the node";
     if (c->check_numerics) {
-        const rt_tensor_t *node = rtm_numerics_first_bad_node(io->graph);
-        snprintf(where, sizeof where, "the first node not finite is %s (%s)",
-                 node ? rt_get_name(node) : "none", node ? rt_op_name(node->op) : "-");
+        const int32_t i = rtm_numerics_first_bad_node(io->graph);
+        const rt_tensor_t *node = i >= 0 ? rt_graph_node(io->graph, i) : NULL;
+        if (node == NULL) snprintf(where, sizeof where, "the first node not finite is none");
+        else snprintf(where, sizeof where, "the first node not finite is node %d of %d, %s %s", i,
+                      rt_graph_n_nodes(io->graph), rt_op_name(node->op),
+                      rt_get_name(node)[0] ? rt_get_name(node) : "(unnamed)");
     }
     return rtm_error(RT_ERR_FORMAT, "rtm_decode: step %llu (positions %d..%d): logit %lld of row "
                      "%lld is %g; %s", (unsigned long long)c->stats.n_graphs + 1, c->n_past,

@@ -33,10 +33,8 @@ static bool node_is_bad(const rt_tensor_t *t) {
     return bad;
 }
 
-const rt_tensor_t *rtm_numerics_first_bad_node(const rt_graph_t *g) {
-    for (int32_t i = 0; i < rt_graph_n_nodes(g); i++) {
-        const rt_tensor_t *t = rt_graph_node(g, i);
-        if (node_is_bad(t)) return t;
-    }
-    return NULL;
+int32_t rtm_numerics_first_bad_node(const rt_graph_t *g) {
+    for (int32_t i = 0; i < rt_graph_n_nodes(g); i++)
+        if (node_is_bad(rt_graph_node(g, i))) return i;
+    return -1;
 }

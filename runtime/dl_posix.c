@@ -160,17 +160,19 @@ bool rt_os_realpath(const char *path, char *buf, size_t size) {
  * host's user. Anyone else (a third user, even one who alone can write
  * the file) is refused: that user could swap the code for their own at
  * any time, and root would run it. */
+static uid_t lib_owner; /* set once, by find_lib_owner */
+
+static void find_lib_owner(void) {
+    Dl_info info;
+    struct stat st;
+    if (dladdr((void *)(uintptr_t)&find_lib_owner, &info) != 0 && info.dli_fname != NULL &&
+        stat(info.dli_fname, &st) == 0)
+        lib_owner = st.st_uid;
+}
+
 static bool trusted_owner(uid_t uid) {
-    static uid_t lib_owner = (uid_t)-1;
-    if (lib_owner == (uid_t)-1) {
-        Dl_info info;
-        struct stat st;
-        if (dladdr((void *)(uintptr_t)&trusted_owner, &info) != 0 && info.dli_fname != NULL &&
-            stat(info.dli_fname, &st) == 0)
-            lib_owner = st.st_uid;
-        else
-            lib_owner = 0;
-    }
+    static pthread_once_t once = PTHREAD_ONCE_INIT; /* registries may scan on several threads */
+    pthread_once(&once, find_lib_owner);
     return uid == 0 || uid == geteuid() || uid == lib_owner;
 }
 

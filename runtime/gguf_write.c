@@ -7,12 +7,12 @@
  * memory and the bytes on disk cannot disagree. Everything it accepts is
  * what the reader (gguf.c) accepts. */
 #include "gguf.h"
+#include "out_file.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 typedef struct wkv {
     char *key;               /* owned, NUL-terminated */
@@ -380,18 +380,18 @@ rt_status_t rt_gguf_writer_write_mem(const rt_gguf_writer_t *w, void *dst, size_
 
 rt_status_t rt_gguf_writer_write_file(const rt_gguf_writer_t *w, const char *path) {
     RT_ARMOR(w != NULL && path != NULL);
-    /* A failed write removes the file only when this call created it and
-     * it is still a regular file: never a previous file, never a device. */
-    struct stat st;
-    const bool existed = lstat(path, &st) == 0;
-    FILE *f = fopen(path, "wb");
-    if (f == NULL) return rt_error(RT_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
-    sink_t s = {.file = f};
+    /* Through out_file.h: the old file or the whole new one, and a failure
+     * removes only the temporary file (never a previous file or a device). */
+    rt_out_file_t of;
+    if (rt_out_file_open(&of, path, NULL) != 0) return rt_error(RT_ERR_IO, "%s", of.error);
+    sink_t s = {.file = of.f};
     put_file(w, &s);
-    int err = s.failed ? errno : 0;
-    if (fclose(f) != 0 && err == 0) err = errno;
-    if (!s.failed && err == 0) return RT_OK;
-    if (!existed && lstat(path, &st) == 0 && S_ISREG(st.st_mode)) remove(path);
-    return rt_error(RT_ERR_IO, "%s: cannot write %" PRIu64 " bytes: %s", path, s.pos,
-                    strerror(err != 0 ? err : EIO));
+    if (s.failed) {
+        const int err = errno;
+        rt_out_file_abort(&of);
+        return rt_error(RT_ERR_IO, "%s: cannot write %" PRIu64 " bytes: %s", path, s.pos,
+                        strerror(err != 0 ? err : EIO));
+    }
+    if (rt_out_file_commit(&of) != 0) return rt_error(RT_ERR_IO, "%s", of.error);
+    return RT_OK;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* model_corpus.h: the malformed models of rt's own making. Each variant is
  * stories260K with one thing changed (a key set to an impossible value, a
- * weight made NaN) and the message rt must give for it; a bug found in the
+ * weight made NaN, a token's text) and the message rt must give for it; a bug found in the
  * model library adds its variant here. test-model-faults loads every one
  * and checks the message; tools/../tests/fuzz/make-model-corpus writes
  * them (headers only) as the seeds of fuzz-model.
@@ -23,11 +23,13 @@ typedef enum mc_kind {
     MC_F32,    /* key set to f32 */
     MC_STR,    /* key set to str */
     MC_NAN,    /* element 0 of the f32 tensor named by key made NaN */
+    MC_TOKEN,  /* the text of token u32 of the string array key set to str */
 } mc_kind_t;
 
 typedef enum mc_stage {
     MC_LOAD,   /* rtm_model_load must fail */
     MC_DECODE, /* the load succeeds; the first decode must fail */
+    MC_RUNS,   /* a valid model that once broke a tool (expect: what it must print) */
 } mc_stage_t;
 
 typedef struct mc_variant {

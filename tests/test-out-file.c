@@ -11,10 +11,16 @@
  *   outfile-4  SIGINT while writing leaves the previous output and no temporary file
  *   outfile-5  rt-quantize: output = input (3 ways) refused, input intact;
  *              /dev/full refused with /dev/full still there
- *   outfile-6  rt-run --dump-logits /dev/full and stdout to /dev/full fail with exit 1 */
+ *   outfile-6  rt-run --dump-logits /dev/full and stdout to /dev/full fail with exit 1
+ *   outfile-7  rt_gguf_writer_write_file: replaces through a symlink, leaves
+ *              nothing behind, fails on /dev/full with /dev/full kept
+ *   outfile-8  rt-quantize killed (SIGINT, SIGTERM) after 0..30 ms: the output
+ *              is the previous file or the whole new one, the input intact,
+ *              no temporary file left */
 #include "testutil.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,6 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../abi/rt_gguf.h"
 #include "../tools/out_file.h"
 
 #define MODEL "stories260K.gguf"
@@ -234,6 +241,59 @@ static void test_run_write_errors(void **state) {
     assert_true(S_ISCHR(st.st_mode));
 }
 
+static void test_gguf_writer(void **state) {
+    (void)state;
+    char out[PATH_MAX], lnk[PATH_MAX];
+    put(at("old.gguf", out), "old");
+    assert_int_equal(symlink("old.gguf", at("link.gguf", lnk)), 0);
+    rt_gguf_writer_t *w = NULL;
+    assert_int_equal(rt_gguf_writer_create(NULL, &w), RT_OK);
+    assert_int_equal(rt_gguf_writer_set_str(w, "general.name", "outfile-7"), RT_OK);
+    assert_int_equal(rt_gguf_writer_write_file(w, lnk), RT_OK);
+    struct stat st;
+    assert_int_equal(lstat(lnk, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    assert_int_equal(stat(out, &st), 0);
+    assert_int_equal((uint64_t)st.st_size, rt_gguf_writer_size(w));
+    assert_int_equal(n_entries(), 2);
+    if (stat("/dev/full", &st) == 0) {
+        assert_int_equal(rt_gguf_writer_write_file(w, "/dev/full"), RT_ERR_IO);
+        assert_non_null(strstr(rt_last_error(), "/dev/full"));
+        assert_int_equal(stat("/dev/full", &st), 0);
+        assert_true(S_ISCHR(st.st_mode));
+    }
+    rt_gguf_writer_destroy(w);
+}
+
+static void test_quantize_killed(void **state) {
+    (void)state;
+    char in[PATH_MAX], out[PATH_MAX], whole[PATH_MAX], q[PATH_MAX];
+    copy_model(in);
+    at("whole.gguf", whole);
+    snprintf(q, sizeof q, "%s/bin/rt-quantize", tu_build_dir_abs());
+    assert_int_equal(sh("'%s' '%s' '%s' q8_0 >/dev/null", q, in, whole), 0);
+    for (int i = 0; i < 8; i++) {
+        put(at("out.gguf", out), "previous");
+        const pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            const int null = open("/dev/null", O_WRONLY);
+            dup2(null, 1);
+            execl(q, "rt-quantize", in, out, "q8_0", (char *)NULL);
+            _exit(127);
+        }
+        usleep((useconds_t)(i * 4000));
+        kill(pid, i % 2 ? SIGTERM : SIGINT);
+        int status;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        const bool previous = strcmp(get(out), "previous") == 0;
+        if (!previous && sh("cmp -s '%s' '%s'", out, whole) != 0)
+            fail_msg("outfile-8: killed after %d ms: the output is neither file", i * 4);
+        assert_int_equal(changed(in), 0);
+        assert_int_equal(n_entries(), 3); /* in, whole, out */
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_same_file, setup, teardown),
@@ -242,6 +302,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_sigint, setup, teardown),
         cmocka_unit_test_setup_teardown(test_quantize, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_write_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gguf_writer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_quantize_killed, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,7 +7,11 @@
  * Every key and value is copied as it is (general.file_type set to the
  * llama.cpp number of the new type); every 2-D tensor in a float type whose
  * rows hold whole blocks of the new type is converted (rt_quantize, the
- * GGUF block layouts); the others (norms, odd-sized matrices) are copied. */
+ * GGUF block layouts); the others (norms, odd-sized matrices) are copied.
+ * An output that is the input (the same file through any links) is
+ * refused; the writer replaces the output atomically, so a failure or an
+ * interrupt at any moment leaves the input and any previous output as they
+ * were. */
 #include "../abi/rt.h"
 #include "../abi/rt_gguf.h"
 #include "gguf_copy.h"
@@ -86,26 +90,6 @@ static rt_status_t add_tensors(const rt_gguf_t *g, rt_gguf_writer_t *w, rt_type_
 
 //===--- main ---===//
 
-/* The file through out_file.h: the writer writes the temporary file by
- * name, commit puts it in place. */
-static rt_status_t write_output(const rt_gguf_writer_t *w, const char *in, const char *out) {
-    const char *inputs[] = {in, NULL};
-    rt_out_file_t of;
-    if (rt_out_file_open(&of, out, inputs) != 0) {
-        fprintf(stderr, "rt-quantize: %s\n", of.error);
-        return RT_ERR_IO;
-    }
-    rt_status_t st = rt_gguf_writer_write_file(w, of.path);
-    if (st != RT_OK) {
-        fprintf(stderr, "rt-quantize: %s: %s\n", rt_status_name(st), rt_last_error());
-        rt_out_file_abort(&of);
-    } else if (rt_out_file_commit(&of) != 0) {
-        fprintf(stderr, "rt-quantize: %s\n", of.error);
-        st = RT_ERR_IO;
-    }
-    return st;
-}
-
 /* Refused before reading anything: the input mapped while the output
  * replaces it is how the input used to be destroyed. */
 static bool output_is_input(const char *in, const char *out) {
@@ -123,8 +107,9 @@ static rt_status_t quantize(const char *in, const char *out, rt_type_t type) {
     if (st == RT_OK && owned == NULL) st = RT_ERR_OUT_OF_MEMORY;
     if (st == RT_OK) st = copy_keys(g, w, type);
     if (st == RT_OK) st = add_tensors(g, w, type, owned);
+    /* The writer replaces out atomically (abi/rt_gguf.h). */
+    if (st == RT_OK) st = rt_gguf_writer_write_file(w, out);
     if (st != RT_OK) fprintf(stderr, "rt-quantize: %s: %s\n", rt_status_name(st), rt_last_error());
-    if (st == RT_OK) st = write_output(w, in, out);
     for (int64_t i = 0; owned != NULL && i < rt_gguf_n_tensors(g); i++) free(owned[i]);
     free(owned);
     rt_gguf_writer_destroy(w);

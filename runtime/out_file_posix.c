@@ -1,45 +1,51 @@
 /* SPDX-License-Identifier: MIT */
-/* out_file.c: the tools' atomic output file (out_file.h): the checks made
- * before anything is created (the output is not an input; where the
- * target really is), the temporary file beside it, the commit (flush,
- * fsync, rename, fsync of the directory) and the signal handler that
- * removes temporary files still open when the tool is interrupted. */
-#define _GNU_SOURCE
+/* out_file_posix.c: rt's atomic output file (out_file.h) on POSIX systems,
+ * compiled into librtcore (hidden) and into each tool that writes files:
+ * the checks made before anything is created (the output is not an input;
+ * where the target really is), the temporary file beside it, the commit
+ * (flush, fsync, rename, fsync of the directory) and the signal handler
+ * that removes temporary files still open when the process is
+ * interrupted. */
 #include "out_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_PENDING 8
 
 //===--- interrupted: remove the temporary files ---===//
 
-/* The temporary files open now; the handler reads them, so each slot is
- * set only once its path is complete. */
-static const char *volatile pending[MAX_PENDING];
+/* The temporary files open now, claimed by compare-and-swap (files may be
+ * written on several threads); the handler reads them, so a slot is set
+ * only once its path is complete. */
+static const char *_Atomic pending[MAX_PENDING];
 
 static void on_signal(int sig) {
-    for (int i = 0; i < MAX_PENDING; i++)
-        if (pending[i] != NULL) unlink(pending[i]); /* async-signal-safe */
+    for (int i = 0; i < MAX_PENDING; i++) {
+        const char *tmp = pending[i];
+        if (tmp != NULL) unlink(tmp); /* async-signal-safe */
+    }
     signal(sig, SIG_DFL);
     raise(sig);
 }
 
-/* Installs the handler for the signals a user sends to stop a tool, unless
- * the program handles them itself. */
-static void install_handlers(void) {
-    static bool installed;
+/* Installs the handler for the signals a user sends to stop a program,
+ * unless the program handles them itself; the default action still ends
+ * it, only after the temporary files are gone. */
+static void install_once(void) {
     const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
-    if (installed) return;
-    installed = true;
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
         struct sigaction old, sa = {.sa_handler = on_signal};
         sigemptyset(&sa.sa_mask);
@@ -48,12 +54,15 @@ static void install_handlers(void) {
     }
 }
 
+static void install_handlers(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, install_once);
+}
+
 static bool set_pending(const char *tmp, bool on) {
     for (int i = 0; i < MAX_PENDING; i++) {
-        if (on ? pending[i] == NULL : pending[i] == tmp) {
-            pending[i] = on ? tmp : NULL;
-            return true;
-        }
+        const char *expected = on ? NULL : tmp;
+        if (atomic_compare_exchange_strong(&pending[i], &expected, on ? tmp : NULL)) return true;
     }
     return false;
 }
@@ -106,21 +115,44 @@ static int open_in_place(rt_out_file_t *of) {
     return 0;
 }
 
+/* A fresh file "DIR/.NAME.tmp-<16 hex digits>", created exclusively with
+ * mode 0666 so that the kernel applies the umask (reading the umask would
+ * mean setting it, which races with other threads' files); -1 with errno. */
+static int create_exclusive(rt_out_file_t *of, const char *dir, const char *name) {
+    static _Atomic uint64_t counter;
+    for (int attempt = 0; attempt < 64; attempt++) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t z = (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32) ^ (++counter * 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z ^= z >> 31;
+        const int n = snprintf(of->tmp, sizeof of->tmp, "%s/.%s.tmp-%016llx", dir, name, (unsigned long long)z);
+        if (n < 0 || (size_t)n >= sizeof of->tmp) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        const int fd = open(of->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (fd >= 0 || errno != EEXIST) return fd;
+    }
+    return -1;
+}
+
 static int open_temp(rt_out_file_t *of) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", of->target);
     char *slash = strrchr(dir, '/');
     *slash = '\0';
-    const int n = snprintf(of->tmp, sizeof of->tmp, "%s/.%s.tmp-XXXXXX", dir, slash + 1);
-    if (n < 0 || (size_t)n >= sizeof of->tmp) return fail(of, "%s: path too long", of->target);
-    const int fd = mkostemp(of->tmp, O_CLOEXEC);
+    const int fd = create_exclusive(of, dir, slash + 1);
     struct stat st;
     if (fd < 0) {
         const int err = errno;
         of->tmp[0] = '\0';
         return fail(of, "%s: cannot create a file in %s: %s", of->target, dir, strerror(err));
     }
-    if (fchmod(fd, of->mode) != 0 || fstat(fd, &st) != 0 || (of->f = fdopen(fd, "w")) == NULL) {
+    /* A replaced file keeps its mode; a new one has the umask's. */
+    const bool keep_mode = of->mode != (mode_t)-1;
+    if ((keep_mode && fchmod(fd, of->mode) != 0) || fstat(fd, &st) != 0 ||
+        (of->f = fdopen(fd, "w")) == NULL) {
         const int err = errno;
         close(fd);
         unlink(of->tmp);
@@ -131,10 +163,9 @@ static int open_temp(rt_out_file_t *of) {
     of->ino = st.st_ino;
     of->path = of->tmp;
     install_handlers();
-    if (!set_pending(of->tmp, true)) {
-        rt_out_file_abort(of);
-        return fail(of, "%s: more than %d output files open at once", of->target, MAX_PENDING);
-    }
+    /* Past MAX_PENDING files at once, an interrupt would leave this
+     * temporary file behind; the target is safe either way. */
+    set_pending(of->tmp, true);
     return 0;
 }
 
@@ -149,13 +180,7 @@ int rt_out_file_open(rt_out_file_t *of, const char *path, const char *const *inp
     const bool exists = stat(path, &st) == 0;
     if (resolve_target(of, path, exists) != 0) return -1;
     if (exists && !S_ISREG(st.st_mode)) return open_in_place(of);
-    if (exists) {
-        of->mode = st.st_mode & 07777;
-    } else {
-        const mode_t mask = umask(0);
-        umask(mask);
-        of->mode = 0666 & ~mask;
-    }
+    of->mode = exists ? st.st_mode & 07777 : (mode_t)-1;
     return open_temp(of);
 }
 
@@ -205,9 +230,11 @@ int rt_out_file_commit(rt_out_file_t *of) {
     if (err == 0 && fsync(fileno(of->f)) != 0) err = errno;
     if (fclose(of->f) != 0 && err == 0) err = errno;
     of->f = NULL;
-    if (err == 0 && !temp_is_ours(of))
-        return rt_out_file_abort(of), fail(of, "%s: the temporary file %s was replaced while writing",
-                                           of->target, of->tmp);
+    if (err == 0 && !temp_is_ours(of)) {
+        fail(of, "%s: the temporary file %s was replaced while writing", of->target, of->tmp);
+        rt_out_file_abort(of); /* removes nothing: the file there is not ours */
+        return -1;
+    }
     if (err == 0 && rename(of->tmp, of->target) != 0) err = errno;
     if (err != 0) {
         rt_out_file_abort(of);
