@@ -6,6 +6,8 @@
  * rt_alloc_ctx_tensors is tallocr.c's) and the bounds-checked set/get/memset/copy of tensor bytes,
  * through the buffer's plugin or, for tensors in context memory, directly. */
 #include "abi_gate.h"
+#include "buffer_impl.h"
+#include "device_impl.h"
 #include "registry_impl.h"
 
 #include <stdalign.h>

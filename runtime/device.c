@@ -8,6 +8,7 @@
  * the device in the machine's topology (its NUMA node, from the PCI bus
  * id), and answers the public device and buffer-type queries. */
 #include "abi_gate.h"
+#include "device_impl.h"
 #include "registry_impl.h"
 #include "topo.h"
 

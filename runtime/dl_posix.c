@@ -4,7 +4,7 @@
  * the environment as a setuid process may read it, directory listing, path
  * canonicalisation, who may write a plugin file, glob matching and a mutex.
  * Nothing above this file includes an OS header for these. */
-#include "registry_impl.h"
+#include "os.h"
 
 #include <dirent.h>
 #include <dlfcn.h>

@@ -9,6 +9,7 @@
  * The rules themselves are documented in abi/rt_alloc.h. */
 #include "gallocr_impl.h"
 #include "graph_impl.h"
+#include "device_impl.h"
 #include "registry_impl.h"
 
 #include "../abi/rt_op_traits.h"

@@ -5,6 +5,7 @@
  * its lifetime coloured by op, named inside where the name fits, with the
  * details in a <title> that browsers show on hover. Reads only what gallocr.c recorded. */
 #include "gallocr_impl.h"
+#include "device_impl.h"
 #include "registry_impl.h"
 
 #include <stdarg.h>

@@ -6,6 +6,7 @@
  * N_GPU_LAYERS mode takes the suffix length from the caller; AUTO takes
  * the longest suffix that fits the GPUs' budgets when cut in proportion to
  * them. Replanning shrinks the suffix or the budget and plans again. */
+#include "device_impl.h"
 #include "registry_impl.h"
 
 #include <inttypes.h>

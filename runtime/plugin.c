@@ -8,6 +8,9 @@
  * the file; nothing here aborts. Also owns the host table handed to plugins
  * and the helpers device.c shares for normalising plugin structs and
  * walking extension chains. */
+#include "buffer_impl.h"
+#include "os.h"
+#include "plugin_impl.h"
 #include "registry_impl.h"
 
 #include <stdio.h>

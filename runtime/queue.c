@@ -10,6 +10,8 @@
  * whose default buffer type is host memory can read). View-family nodes
  * are passed on too; plugins treat them as no-ops. */
 #include "abi_gate.h"
+#include "device_impl.h"
+#include "queue_impl.h"
 #include "registry_impl.h"
 #include "topo.h"
 

@@ -7,6 +7,10 @@
  * records shadowed files, has plugin.c load the rest and wraps their
  * devices in a stable order. Also keeps the lists of live buffers and
  * queues so that destroying the registry releases them. */
+#include "buffer_impl.h"
+#include "device_impl.h"
+#include "os.h"
+#include "queue_impl.h"
 #include "registry_impl.h"
 
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* sched.c: rt_sched_t, the seed's ggml_backend_sched (abi/rt_sched.h).
+/* sched.c: rt_sched_t (abi/rt_sched.h; docs/memory.md, section 4).
  * This file owns the scheduler's lifetime (devices, queues, the gallocr
  * with one buffer per device, the per-tensor tables), the reserve / alloc /
  * compute / reset cycle, out-of-memory reporting and the statistics. The
@@ -11,17 +11,6 @@
 #include <string.h>
 
 #define SCHED_DEFAULT_GRAPH_SIZE 2048
-
-bool rt_sched_grow(rt_sched_t *s, void **at, int32_t *cap, int32_t n, size_t elem) {
-    if (n <= *cap) return true;
-    const int32_t want = n > 2 * *cap ? n : 2 * *cap;
-    void *p = s->allocator.realloc(s->allocator.user_data, *at, (size_t)*cap * elem,
-                                   (size_t)want * elem);
-    if (p == NULL) return false;
-    *at = p;
-    *cap = want;
-    return true;
-}
 
 static void array_free(rt_sched_t *s, void *at, int32_t cap, size_t elem) {
     rt_mem_free(&s->allocator, at, (size_t)cap * elem);

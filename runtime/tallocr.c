@@ -5,7 +5,7 @@
  * §3.2), splitting the tensors over several buffers when the buffer
  * type's max size asks for it. */
 #include "internal.h"
-#include "registry_impl.h"
+#include "buffer_impl.h"
 
 #include <string.h>
 

@@ -7,7 +7,7 @@
  * nearest this PCI device", the PUs of a node, where n threads would be
  * pinned under each placement policy, and a human description. */
 #include "topo.h"
-#include "registry_impl.h"
+#include "device_impl.h"
 
 #include <hwloc.h>
 #include <inttypes.h>

@@ -6,7 +6,7 @@
  * thread placement is decided (threads are not pinned). A recorded XML
  * topology cannot be read. */
 #include "topo.h"
-#include "registry_impl.h"
+#include "device_impl.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -27,7 +27,9 @@
 
 #include "plugins/metal_fake.h"
 
-#include "../runtime/registry_impl.h" /* the adopted async table and plugin handles */
+#include "../runtime/device_impl.h" /* the adopted async table and plugin handles */
+#include "../runtime/queue_impl.h"
+#include "../runtime/registry_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -12,7 +12,9 @@
  * devices. */
 #include "testutil.h"
 
-#include "../runtime/registry_impl.h" /* the adopted async table and plugin handles */
+#include "../runtime/device_impl.h" /* the adopted async table and plugin handles */
+#include "../runtime/queue_impl.h"
+#include "../runtime/registry_impl.h"
 
 #include <stdbool.h>
 #include <stdio.h>
