@@ -37,11 +37,6 @@ static rt_registry_t *empty_registry(void) {
     return reg;
 }
 
-static void expect_contains(const char *haystack, const char *needle, const char *check) {
-    if (haystack == NULL || strstr(haystack, needle) == NULL)
-        fail_msg("%s: \"%s\" lacks \"%s\"", check, haystack ? haystack : "(null)", needle);
-}
-
 /* Warnings the runtime logs, for refusals that are logged, not returned. */
 static char warnings[8192];
 
@@ -185,8 +180,8 @@ static void expect_refused(rt_registry_t *reg, const char *name, const char *nee
     if (st != RT_ERR_FORMAT || p->status != RT_ERR_FORMAT)
         fail_msg("%s: status %s, record %s (%s)", name, rt_status_name(st),
                  rt_status_name(p->status), p->message);
-    expect_contains(p->message, path, name);      /* names the file */
-    expect_contains(p->message, needle, name);    /* and what is wrong with it */
+    tu_expect_contains(p->message, path, name);      /* names the file */
+    tu_expect_contains(p->message, needle, name);    /* and what is wrong with it */
     assert_int_equal(p->n_devices, 0);
 }
 
@@ -215,7 +210,7 @@ static void expect_device_skipped(const char *name, const char *needle) {
     const rt_plugin_info_t *p = load_ok(reg, name);
     assert_int_equal(p->n_devices, 0);
     assert_int_equal(rt_registry_device_count(reg), 0);
-    expect_contains(warnings, needle, name);
+    tu_expect_contains(warnings, needle, name);
     rt_registry_destroy(reg);
 }
 

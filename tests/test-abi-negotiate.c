@@ -61,16 +61,6 @@ static void expect_negotiation(const char *rel) {
 
 //===--- a host table of an older core ---===//
 
-static void *host_realloc(void *ud, void *p, size_t old_size, size_t new_size) {
-    (void)ud;
-    (void)old_size;
-    if (new_size == 0) {
-        free(p);
-        return NULL;
-    }
-    return realloc(p, new_size);
-}
-
 static void host_log(rt_log_level_t level, const char *fmt, ...) {
     (void)level;
     (void)fmt;
@@ -101,7 +91,7 @@ static rt_host_t old_host(uint32_t abi) {
     rt_host_t h = {0};
     h.struct_size = sizeof h;
     h.abi_version = abi;
-    h.allocator.realloc = host_realloc;
+    h.allocator.realloc = tu_realloc;
     h.log = host_log;
     h.set_error = host_set_error;
     h.type_traits = rt_type_traits;
@@ -269,9 +259,9 @@ static void copy_file(const char *from, const char *to) {
 
 static void test_failed_plugin_shadows_nothing(void **state) {
     (void)state;
-    char tmpl[] = "/tmp/rt-negotiate-XXXXXX", a[PATH_SIZE], b[PATH_SIZE], from[PATH_SIZE];
+    char tmpl[64], a[PATH_SIZE], b[PATH_SIZE], from[PATH_SIZE];
     char dirs[2 * PATH_SIZE + 2];
-    assert_non_null(mkdtemp(tmpl));
+    assert_int_equal(tu_tmpdir_make(tmpl, sizeof tmpl, "rt-negotiate"), 0);
     snprintf(a, sizeof a, "%s/a", tmpl);
     snprintf(b, sizeof b, "%s/b", tmpl);
     assert_int_equal(mkdir(a, 0755), 0);
@@ -296,11 +286,7 @@ static void test_failed_plugin_shadows_nothing(void **state) {
     assert_int_equal(loaded, 1);                                            /* neg-5.2 */
     assert_non_null(rt_registry_device_by_name(reg, "fake0"));
     rt_registry_destroy(reg);
-    unlink(fa);
-    unlink(fb);
-    rmdir(a);
-    rmdir(b);
-    rmdir(tmpl);
+    assert_int_equal(tu_tmpdir_remove(tmpl), 0);
 }
 
 int main(void) {

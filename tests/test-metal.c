@@ -24,16 +24,6 @@
 
 //===--- a host table, for calling the plugin directly ---===//
 
-static void *host_realloc(void *ud, void *p, size_t old_size, size_t new_size) {
-    (void)ud;
-    (void)old_size;
-    if (new_size == 0) {
-        free(p);
-        return NULL;
-    }
-    return realloc(p, new_size);
-}
-
 static void host_log(rt_log_level_t level, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -56,7 +46,7 @@ static rt_status_t host_set_error(rt_status_t st, const char *fmt, ...) {
 static const rt_host_t test_host = {
     .struct_size = sizeof(rt_host_t),
     .abi_version = RT_ABI_VERSION,
-    .allocator = { .realloc = host_realloc, .user_data = NULL },
+    .allocator = { .realloc = tu_realloc, .user_data = NULL },
     .log = host_log,
     .set_error = host_set_error,
     .type_traits = rt_type_traits,

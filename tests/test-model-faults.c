@@ -37,17 +37,14 @@ static char src[PATH_MAX];
 
 static int setup(void **state) {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/rt-mfaults-XXXXXX");
     tu_model_path(MODEL, src, sizeof src);
     setenv("RT_PLUGINS", "cpu", 1);
-    return mkdtemp(dir) == NULL ? -1 : 0;
+    return tu_tmpdir_make(dir, sizeof dir, "rt-mfaults");
 }
 
 static int teardown(void **state) {
     (void)state;
-    char cmd[sizeof dir + 16];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return tu_tmpdir_remove(dir);
 }
 
 static void need_model(void) {

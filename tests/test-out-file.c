@@ -39,15 +39,12 @@ static char dir[64]; /* /tmp/rt-outfile-XXXXXX */
 
 static int setup(void **state) {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/rt-outfile-XXXXXX");
-    return mkdtemp(dir) == NULL ? -1 : 0;
+    return tu_tmpdir_make(dir, sizeof dir, "rt-outfile");
 }
 
 static int teardown(void **state) {
     (void)state;
-    char cmd[sizeof dir + 16];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return tu_tmpdir_remove(dir);
 }
 
 static const char *at(const char *name, char *buf) {

@@ -82,6 +82,27 @@ void tu_report(const char *fmt, ...) {
     tu_n_failed++;
 }
 
+void *tu_realloc(void *user_data, void *ptr, size_t old_size, size_t new_size) {
+    (void)user_data;
+    (void)old_size;
+    if (new_size == 0) {
+        free(ptr);
+        return NULL;
+    }
+    return realloc(ptr, new_size);
+}
+
+int tu_tmpdir_make(char *dir, size_t size, const char *prefix) {
+    const int n = snprintf(dir, size, "/tmp/%s-XXXXXX", prefix);
+    return n > 0 && (size_t)n < size && mkdtemp(dir) != NULL ? 0 : -1;
+}
+
+int tu_tmpdir_remove(const char *dir) {
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
 char *tu_run_capture(const char *cmd, int *out_status) {
     char line[1024];
     size_t len = 0, cap = 1 << 16;

@@ -52,6 +52,14 @@ void tu_report(const char *fmt, ...) RT_PRINTF(1, 2);
  * the command redirects it), malloc'd, and its pclose status. */
 char *tu_run_capture(const char *cmd, int *out_status);
 
+/* An rt_allocator_t realloc over malloc, for host tables a test builds. */
+void *tu_realloc(void *user_data, void *ptr, size_t old_size, size_t new_size);
+/* A fresh directory /tmp/<prefix>-XXXXXX into dir (size bytes); 0 on
+ * success, -1 otherwise (cmocka setup's convention). tu_tmpdir_remove
+ * removes it with what it holds. */
+int tu_tmpdir_make(char *dir, size_t size, const char *prefix);
+int tu_tmpdir_remove(const char *dir);
+
 /* The mockgpu plugin's counters, reached through the loaded object's own
  * rt_plugin_query (the registry must have loaded it). */
 const mockgpu_ext_counters_t *tu_mock_counters(void);
