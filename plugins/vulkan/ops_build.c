@@ -9,24 +9,52 @@
 
 #include <string.h>
 
+/* TEMP until the type ids land in abi/rt_tensor.h (branch quantcpu) */
+#ifndef RT_TYPE_Q4_1
+#define RT_TYPE_Q4_1 3
+#define RT_TYPE_Q5_0 6
+#define RT_TYPE_Q5_1 7
+#define RT_TYPE_Q2_K 10
+#define RT_TYPE_Q3_K 11
+#define RT_TYPE_Q4_K 12
+#define RT_TYPE_Q5_K 13
+#define RT_TYPE_Q6_K 14
+#define RT_TYPE_IQ4_NL 20
+#define RT_TYPE_IQ4_XS 23
+#endif
+
 #define VK_WG 128u          /* elementwise kernels */
 #define VK_ROW_WG_MAX 256u  /* row kernels: reduce.glsl's RT_REDUCE_MAX */
-#define VK_MM_TILE_MAX 8u   /* mul_mat.comp's NT_MAX */
+#define VK_MM_TILE_MAX 8u   /* mul_mat.comp's NT_MAX: more columns go to mul_mm.comp */
+#define VK_MM_BM 64u        /* mul_mm.comp's output tile */
+#define VK_MM_BN 64u
+#define VK_DQ_GROUP 16u     /* elements dequant.glsl decodes at a time */
 
 //===--- types and tensors ---===//
+
+/* The quantised types the shaders decode (dequant.glsl). Every block size
+ * is even, so all are addressed in 16-bit units. */
+static bool vk_is_quant(rt_type_t t) {
+    switch (t) {
+    case RT_TYPE_Q4_0: case RT_TYPE_Q4_1: case RT_TYPE_Q5_0: case RT_TYPE_Q5_1:
+    case RT_TYPE_Q8_0: case RT_TYPE_Q2_K: case RT_TYPE_Q3_K: case RT_TYPE_Q4_K:
+    case RT_TYPE_Q5_K: case RT_TYPE_Q6_K: case RT_TYPE_IQ4_NL: case RT_TYPE_IQ4_XS:
+        return true;
+    default: return false;
+    }
+}
 
 /* Bytes the shaders address the type in (its offsets and strides must be
  * multiples of it); 0 for a type they cannot read. */
 uint32_t rt_vk_type_unit(rt_type_t type) {
     switch (type) {
     case RT_TYPE_F32: case RT_TYPE_I32: return 4;
-    case RT_TYPE_F16: case RT_TYPE_BF16: case RT_TYPE_Q8_0: case RT_TYPE_Q4_0: return 2;
-    default: return 0;
+    case RT_TYPE_F16: case RT_TYPE_BF16: return 2;
+    default: return vk_is_quant(type) ? 2 : 0;
     }
 }
 
 static bool vk_is_float(rt_type_t t) { return t == RT_TYPE_F32 || t == RT_TYPE_F16 || t == RT_TYPE_BF16; }
-static bool vk_is_quant(rt_type_t t) { return t == RT_TYPE_Q8_0 || t == RT_TYPE_Q4_0; }
 static bool vk_is_f32_f16(rt_type_t t) { return t == RT_TYPE_F32 || t == RT_TYPE_F16; }
 
 static int64_t vk_nelements(const rt_tensor_t *t) { return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]; }
@@ -60,7 +88,9 @@ static bool vk_supports_copy(const rt_vk_device_t *dev, const rt_tensor_t *n, co
     if (vk_nelements(a) != vk_nelements(n) || !vk_is_float(a->type)) return false;
     if (n->op == RT_OP_CONT) return n->type == a->type;
     if (vk_is_float(n->type)) return true;
-    return a->type == RT_TYPE_F32 && vk_is_quant(n->type) && n->ne[0] % 32 == 0 &&
+    /* quantize.comp writes the two types the KV cache and tests use */
+    const bool q = n->type == RT_TYPE_Q8_0 || n->type == RT_TYPE_Q4_0;
+    return a->type == RT_TYPE_F32 && q && n->ne[0] % 32 == 0 &&
            dev->host->tensor_is_contiguous(n);
 }
 
@@ -253,8 +283,10 @@ static void vk_build_binary(const rt_vk_device_t *dev, const rt_tensor_t *n, uin
     d->n_groups = vk_ceil_div((uint64_t)vk_nelements(n), VK_WG);
 }
 
+/* One invocation per element, or per group of 16 of a quantised a. */
 static void vk_build_get_rows(const rt_tensor_t *n, rt_vk_dispatch_t *d) {
     const rt_tensor_t *a = n->src[0], *b = n->src[1];
+    const uint64_t units = (uint64_t)vk_nelements(n) / (vk_is_quant(a->type) ? VK_DQ_GROUP : 1);
     vk_dispatch_init(d, "get_rows", VK_WG, 0, n);
     d->bind[0] = a;
     d->bind[1] = b;
@@ -262,9 +294,9 @@ static void vk_build_get_rows(const rt_tensor_t *n, rt_vk_dispatch_t *d) {
     vk_push_nb(d, n);
     vk_push_nb(d, a);
     vk_push_nb(d, b);
-    vk_push(d, (uint32_t)vk_nelements(n));
+    vk_push(d, (uint32_t)units);
     vk_push(d, (uint32_t)a->ne[1]);
-    d->n_groups = vk_ceil_div((uint64_t)vk_nelements(n), VK_WG);
+    d->n_groups = vk_ceil_div(units, VK_WG);
 }
 
 /* One invocation per element of b, whatever the row length (set_rows.comp).
@@ -342,12 +374,17 @@ static void vk_build_rope(const rt_tensor_t *n, rt_vk_dispatch_t *d) {
     d->n_groups = vk_ceil_div(units, VK_WG);
 }
 
+/* Up to VK_MM_TILE_MAX columns: mul_mat.comp, one workgroup per row of a
+ * and tile of columns. More: mul_mm.comp, one per 64 x 64 tile of c. Both
+ * take the same push constants, mul_mm one more. */
 static void vk_build_mul_mat(const rt_tensor_t *n, rt_vk_dispatch_t *d) {
     const rt_tensor_t *a = n->src[0], *b = n->src[1];
-    const uint32_t tile = b->ne[1] == 1 ? 1 : b->ne[1] <= 4 ? 4 : VK_MM_TILE_MAX;
+    const bool mm = b->ne[1] > VK_MM_TILE_MAX;
+    const uint32_t tile = mm ? VK_MM_BN : b->ne[1] == 1 ? 1 : b->ne[1] <= 4 ? 4 : VK_MM_TILE_MAX;
     const uint64_t n_tiles = vk_ceil_div((uint64_t)b->ne[1], tile);
-    vk_dispatch_init(d, "mul_mat", 32, 0, n);
-    d->spec[RT_VK_SPEC_EXTRA] = tile;
+    const uint64_t m_tiles = mm ? vk_ceil_div((uint64_t)n->ne[0], VK_MM_BM) : (uint64_t)n->ne[0];
+    vk_dispatch_init(d, mm ? "mul_mm" : "mul_mat", mm ? 256 : 32, 0, n);
+    d->spec[RT_VK_SPEC_EXTRA] = mm ? 0 : tile;
     d->bind[0] = a;
     d->bind[1] = b;
     vk_push_nb(d, a);
@@ -358,7 +395,8 @@ static void vk_build_mul_mat(const rt_tensor_t *n, rt_vk_dispatch_t *d) {
     vk_push(d, (uint32_t)(b->ne[2] / a->ne[2]));
     vk_push(d, (uint32_t)(b->ne[3] / a->ne[3]));
     vk_push(d, (uint32_t)n_tiles);
-    d->n_groups = (uint64_t)n->ne[0] * n_tiles * (uint64_t)(n->ne[2] * n->ne[3]);
+    if (mm) vk_push(d, (uint32_t)m_tiles);
+    d->n_groups = m_tiles * n_tiles * (uint64_t)(n->ne[2] * n->ne[3]);
 }
 
 rt_status_t rt_vk_dispatch_build(const rt_vk_device_t *dev, const rt_tensor_t *node,
