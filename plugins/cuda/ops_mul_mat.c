@@ -16,10 +16,12 @@
  *   TILED  everything else (small products, no cuBLAS): the plugin's
  *          tiled kernel, F32 arithmetic.
  *
- * Quantised weights always meet b rounded through Q8_0 first (the CPU
- * plugin's rule, so that both agree to float rounding whatever the path):
- * VEC multiplies the Q8_0 blocks as integers, the other paths convert them
- * on to F32 or 16 bits. RT_CUDA_MATMUL=f32 keeps every product off the
+ * Q8_0 and Q4_0 weights always meet b rounded through Q8_0 first (the
+ * CPU plugin's rule, so that both agree to float rounding whatever the
+ * path): VEC multiplies the Q8_0 blocks as integers, the other paths
+ * convert them on to F32 or 16 bits. The other quantised types take b as
+ * it is (VEC and TILED decode a in F32; BLAS16 dequantises a to F16), which
+ * differs from the CPU's rounding of b by about Q8_0's step. RT_CUDA_MATMUL=f32 keeps every product off the
  * 16-bit path, =tiled uses the plugin's kernels only. Batches that are not
  * one stride apart (a broadcast over dims 2/3, permuted b) go to
  * cublasGemmBatchedEx with pointer arrays a kernel writes into scratch. */
@@ -50,14 +52,12 @@ static size_t cu_type_size(rt_type_t t) {
     switch (t) {
     case RT_TYPE_F32: return 4;
     case RT_TYPE_F16: case RT_TYPE_BF16: return 2;
-    case RT_TYPE_Q8_0: return sizeof(rt_block_q8_0_t);
-    case RT_TYPE_Q4_0: return sizeof(rt_block_q4_0_t);
-    default: return 0;
+    default: return (size_t)rt_cu_block_bytes(t);
     }
 }
 
 static int64_t cu_type_blck(rt_type_t t) {
-    return t == RT_TYPE_Q8_0 || t == RT_TYPE_Q4_0 ? 32 : 1;
+    return rt_cu_block_elems(t) ? rt_cu_block_elems(t) : 1;
 }
 
 bool rt_cu_mul_mat_supported(const rt_tensor_t *n) {
@@ -135,11 +135,13 @@ static void cu_mm_plan(const rt_cu_device_t *dev, const rt_tensor_t *n, cu_mm_pl
     const rt_tensor_t *a = n->src[0], *b = n->src[1];
     memset(p, 0, sizeof *p);
     p->path = cu_mm_path(dev, n);
+    const bool quant = rt_cu_block_elems(a->type) > 0;
+    /* Q8_0/Q4_0: b through Q8_0 (the integer mat-vec); the other types take b as it is */
     p->q8_b = a->type == RT_TYPE_Q8_0 || a->type == RT_TYPE_Q4_0;
     p->b_type = RT_TYPE_COUNT;
     if (p->path == CU_MM_BLAS16) p->b_type = a->type == RT_TYPE_BF16 ? RT_TYPE_BF16 : RT_TYPE_F16;
     else if (p->q8_b && p->path != CU_MM_VEC) p->b_type = RT_TYPE_F32;
-    p->convert_a = p->path == CU_MM_BLAS16 && p->q8_b;
+    p->convert_a = p->path == CU_MM_BLAS16 && quant;
     size_t at = 0;
     if (p->convert_a) p->off_a = cu_scratch_take(&at, cu_dense_bytes(a, RT_TYPE_F16));
     if (p->q8_b) p->off_b8 = cu_scratch_take(&at, cu_dense_bytes(b, RT_TYPE_Q8_0));

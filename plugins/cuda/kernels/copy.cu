@@ -142,12 +142,9 @@ static bool rt_cu_is_float(int32_t type) {
 
 /* Bytes per element or block, and elements per block, of a type moved raw. */
 static void rt_cu_raw_unit(int32_t type, int64_t *out_unit, int64_t *out_blck) {
-    *out_blck = 1;
-    switch (type) {
-    case RT_TYPE_Q8_0: *out_unit = sizeof(rt_block_q8_0_t), *out_blck = RT_QK8_0; return;
-    case RT_TYPE_Q4_0: *out_unit = sizeof(rt_block_q4_0_t), *out_blck = RT_QK4_0; return;
-    default: *out_unit = 4; return; /* I32 */
-    }
+    const int qk = rt_cu_block_elems(type);
+    *out_blck = qk ? qk : 1;
+    *out_unit = qk ? rt_cu_block_bytes(type) : 4; /* I32 */
 }
 
 cudaError_t rt_cu_launch_copy(const rt_cu_node_t *n, cudaStream_t stream) {

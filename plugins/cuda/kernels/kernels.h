@@ -8,8 +8,10 @@
  * so that the same calls work eagerly and under CUDA graph capture.
  *
  * Element types are those of abi/rt_tensor.h. Kernels read any F32, F16,
- * BF16, Q8_0 and Q4_0 row (quantised rows contiguous, nb[0] the block size)
- * and write F32, F16 or BF16 (Q8_0/Q4_0 only through rt_cu_launch_copy). */
+ * BF16 row and any row of a quantised type rt_cu_block_elems names
+ * (kernels/dequant.cuh decodes them; rows contiguous, nb[0] the block
+ * size) and write F32, F16 or BF16 (Q8_0/Q4_0 only through
+ * rt_cu_launch_copy). */
 #ifndef RT_CU_KERNELS_H
 #define RT_CU_KERNELS_H
 
@@ -22,6 +24,58 @@ extern "C" {
 #endif
 
 #define RT_CU_INTERNAL __attribute__((visibility("hidden")))
+
+/* Type facts both sides use: constant expressions in kernels. */
+#ifdef __CUDACC__
+#define RT_CU_TYPE_FN constexpr __host__ __device__
+#else
+#define RT_CU_TYPE_FN
+#endif
+
+/* TEMP until the type ids land in abi/rt_tensor.h (branch quantcpu) */
+#ifndef RT_TYPE_Q4_1
+#define RT_TYPE_Q4_1 3
+#define RT_TYPE_Q5_0 6
+#define RT_TYPE_Q5_1 7
+#define RT_TYPE_Q2_K 10
+#define RT_TYPE_Q3_K 11
+#define RT_TYPE_Q4_K 12
+#define RT_TYPE_Q5_K 13
+#define RT_TYPE_Q6_K 14
+#define RT_TYPE_IQ4_NL 20
+#define RT_TYPE_IQ4_XS 23
+#endif
+
+/* Elements per block of a quantised type the kernels decode, 0 for any
+ * other type; and bytes per block (GGUF's layouts, kernels/dequant.cuh). */
+static inline RT_CU_TYPE_FN int rt_cu_block_elems(int32_t type) {
+    switch (type) {
+    case RT_TYPE_Q4_0: case RT_TYPE_Q4_1: case RT_TYPE_Q5_0: case RT_TYPE_Q5_1:
+    case RT_TYPE_Q8_0: case RT_TYPE_IQ4_NL:
+        return 32;
+    case RT_TYPE_Q2_K: case RT_TYPE_Q3_K: case RT_TYPE_Q4_K: case RT_TYPE_Q5_K:
+    case RT_TYPE_Q6_K: case RT_TYPE_IQ4_XS:
+        return 256;
+    default: return 0;
+    }
+}
+
+static inline RT_CU_TYPE_FN int rt_cu_block_bytes(int32_t type) {
+    switch (type) {
+    case RT_TYPE_Q4_0: case RT_TYPE_IQ4_NL: return 18;
+    case RT_TYPE_Q4_1: return 20;
+    case RT_TYPE_Q5_0: return 22;
+    case RT_TYPE_Q5_1: return 24;
+    case RT_TYPE_Q8_0: return 34;
+    case RT_TYPE_Q2_K: return 84;
+    case RT_TYPE_Q3_K: return 110;
+    case RT_TYPE_Q4_K: return 144;
+    case RT_TYPE_Q5_K: return 176;
+    case RT_TYPE_Q6_K: return 210;
+    case RT_TYPE_IQ4_XS: return 136;
+    default: return 0;
+    }
+}
 
 /* A tensor as a kernel sees it: element (i0, i1, i2, i3) is at
  * data + i0*nb[0] + i1*nb[1] + i2*nb[2] + i3*nb[3] (i0 in blocks for a
