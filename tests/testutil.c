@@ -3,6 +3,8 @@
 #include "testutil.h"
 
 #include "../abi/rt_quant.h"
+#include "conform/nmse.h"
+#include "conform/rng.h"
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -11,20 +13,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint64_t rng_state = 0;
 
-void tu_seed(uint64_t seed) { rng_state = seed ? seed : 0x9e3779b97f4a7c15ull; }
+void tu_seed(uint64_t seed) { rng_state = cf_rng_init(seed); }
 
 uint64_t tu_next(void) {
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545f4914f6cdd1dull;
+    if (rng_state == 0) rng_state = cf_rng_init(0);
+    return cf_rng_next(&rng_state);
 }
 
 float tu_uniform(float lo, float hi) {
-    const double u = (double)(tu_next() >> 11) * (1.0 / 9007199254740992.0);
-    return (float)(lo + (hi - lo) * u);
+    if (rng_state == 0) rng_state = cf_rng_init(0);
+    return cf_rng_uniform(&rng_state, lo, hi);
 }
 
 void tu_fill(float *x, size_t n, float lo, float hi) {
@@ -41,16 +41,7 @@ void tu_q8_round(const float *x, int64_t K, double *out) {
     }
 }
 
-double tu_nmse_error(const double *ref, const float *got, size_t n) {
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        const double d = (double)got[i] - ref[i];
-        num += d * d;
-        den += ref[i] * ref[i];
-    }
-    if (isnan(num)) return INFINITY;
-    return den > 0 ? sqrt(num / den) : sqrt(num);
-}
+double tu_nmse_error(const double *ref, const float *got, size_t n) { return cf_nmse(ref, got, n); }
 
 double tu_max_abs_error(const double *ref, const float *got, size_t n) {
     double m = 0;
