@@ -20,7 +20,9 @@
  * Kernels that read a run of elements of one block call the function for
  * each with the block pointer fixed; the scale arithmetic is then common
  * to the unrolled calls and the compiler computes it once. Blocks are
- * 2-byte aligned (every size is even), so 16-bit loads are the widest. */
+ * 2-byte aligned (every size is even), so 16-bit loads are the widest.
+ * The decoders are host functions too, so that tests/test-cuda-dequant.cu
+ * checks them against abi/rt_quant.h on a machine without a GPU. */
 #ifndef RT_CU_DEQUANT_CUH
 #define RT_CU_DEQUANT_CUH
 
@@ -29,28 +31,35 @@
 
 #include "kernels.h"
 
-__device__ __forceinline__ float rt_cu_dq_half(const uint8_t *b, int off) {
+__host__ __device__ __forceinline__ float rt_cu_dq_half(const uint8_t *b, int off) {
     return __half2float(__ushort_as_half(*(const uint16_t *)(b + off)));
 }
 
-__device__ __forceinline__ uint32_t rt_cu_dq_u16(const uint8_t *b, int off) {
+__host__ __device__ __forceinline__ uint32_t rt_cu_dq_u16(const uint8_t *b, int off) {
     return *(const uint16_t *)(b + off);
 }
 
 /* Nibble j / 16 of byte j % 16 of 16 bytes at qs (the 32-element types). */
-__device__ __forceinline__ int rt_cu_dq_nib32(const uint8_t *qs, int j) {
+__host__ __device__ __forceinline__ int rt_cu_dq_nib32(const uint8_t *qs, int j) {
     return (qs[j % 16] >> (4 * (j / 16))) & 15;
 }
 
-static __constant__ const float rt_cu_kv_iq4[16] = {
-    -127.0f, -104.0f, -83.0f, -65.0f, -49.0f, -35.0f, -22.0f, -10.0f,
-    1.0f, 13.0f, 25.0f, 38.0f, 53.0f, 69.0f, 89.0f, 113.0f,
-};
+/* The non-linear 4-bit code book of IQ4_NL and IQ4_XS: in constant memory
+ * for kernels, an ordinary array for host code. */
+#define RT_CU_KV_IQ4 { -127.0f, -104.0f, -83.0f, -65.0f, -49.0f, -35.0f, -22.0f, -10.0f, \
+                       1.0f, 13.0f, 25.0f, 38.0f, 53.0f, 69.0f, 89.0f, 113.0f }
+static __constant__ const float rt_cu_kv_iq4_dev[16] = RT_CU_KV_IQ4;
+static const float rt_cu_kv_iq4_host[16] = RT_CU_KV_IQ4;
+#ifdef __CUDA_ARCH__
+#define rt_cu_kv_iq4 rt_cu_kv_iq4_dev
+#else
+#define rt_cu_kv_iq4 rt_cu_kv_iq4_host
+#endif
 
 /* 6-bit scale (x) and min (y) of sub-block j (0..7) of Q4_K/Q5_K, packed
  * in 12 bytes: j < 4 in the low 6 bits of bytes j and j+4, the others 4
  * bits from byte j+4 and 2 from the top of bytes j-4 and j. */
-__device__ __forceinline__ float2 rt_cu_dq_scale_min_k4(const uint8_t *sc, int j) {
+__host__ __device__ __forceinline__ float2 rt_cu_dq_scale_min_k4(const uint8_t *sc, int j) {
     if (j < 4) return make_float2((float)(sc[j] & 63), (float)(sc[j + 4] & 63));
     return make_float2((float)((sc[j + 4] & 15) | ((sc[j - 4] >> 6) << 4)),
                        (float)((sc[j + 4] >> 4) | ((sc[j] >> 6) << 4)));
@@ -58,14 +67,14 @@ __device__ __forceinline__ float2 rt_cu_dq_scale_min_k4(const uint8_t *sc, int j
 
 /* 6-bit scale of group g (0..15) of Q3_K, biased by 32: low 4 bits in the
  * nibbles of bytes 0-7, high 2 in the crumbs of bytes 8-11. */
-__device__ __forceinline__ float rt_cu_dq_scale_q3_k(const uint8_t *sc, int g) {
+__host__ __device__ __forceinline__ float rt_cu_dq_scale_q3_k(const uint8_t *sc, int g) {
     const int lo = g < 8 ? sc[g] & 15 : sc[g - 8] >> 4;
     const int hi = (sc[8 + (g & 3)] >> (2 * (g >> 2))) & 3;
     return (float)((lo | (hi << 4)) - 32);
 }
 
 template <int TYPE>
-__device__ __forceinline__ float rt_cu_dq(const uint8_t *b, int j) {
+__host__ __device__ __forceinline__ float rt_cu_dq(const uint8_t *b, int j) {
     if constexpr (TYPE == RT_TYPE_Q4_0) {
         return rt_cu_dq_half(b, 0) * (float)(rt_cu_dq_nib32(b + 2, j) - 8);
     } else if constexpr (TYPE == RT_TYPE_Q4_1) {
@@ -110,7 +119,7 @@ __device__ __forceinline__ float rt_cu_dq(const uint8_t *b, int j) {
 }
 
 /* Element i0 of a row of quantised type at row (blocks contiguous). */
-__device__ __forceinline__ float rt_cu_dq_row(int32_t type, const char *row, int64_t i0) {
+__host__ __device__ __forceinline__ float rt_cu_dq_row(int32_t type, const char *row, int64_t i0) {
     const int qk = rt_cu_block_elems(type);
     const uint8_t *b = (const uint8_t *)row + (i0 / qk) * rt_cu_block_bytes(type);
     const int j = (int)(i0 % qk);
