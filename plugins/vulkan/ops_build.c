@@ -85,6 +85,9 @@ static bool vk_tensor_ok(const rt_vk_device_t *dev, const rt_tensor_t *t) {
 //===--- supports_op, per op ---===//
 
 static bool vk_supports_copy(const rt_vk_device_t *dev, const rt_tensor_t *n, const rt_tensor_t *a) {
+    if (vk_is_quant(a->type)) /* copy_blocks.comp */
+        return n->type == a->type && vk_same_shape(a, n) && vk_rows_packed(dev, a) &&
+               vk_rows_packed(dev, n);
     if (vk_nelements(a) != vk_nelements(n) || !vk_is_float(a->type)) return false;
     if (n->op == RT_OP_CONT) return n->type == a->type;
     if (vk_is_float(n->type)) return true;
@@ -264,6 +267,20 @@ static void vk_build_quantize(const rt_tensor_t *n, rt_vk_dispatch_t *d) {
     d->n_groups = vk_ceil_div(n_blocks, 64);
 }
 
+/* One invocation per 16-bit word of the destination's rows of blocks. */
+static void vk_build_copy_blocks(const rt_vk_device_t *dev, const rt_tensor_t *n, rt_vk_dispatch_t *d) {
+    const rt_type_traits_t *tr = dev->host->type_traits(n->type);
+    const uint64_t words = (uint64_t)(n->ne[0] / tr->block_size) * tr->type_size / 2;
+    vk_dispatch_init(d, "copy_blocks", VK_WG, 0, n);
+    d->bind[0] = n->src[0];
+    vk_push(d, (uint32_t)words);
+    for (int i = 1; i < RT_MAX_DIMS; i++) vk_push(d, (uint32_t)n->ne[i]);
+    vk_push_nb(d, n->src[0]);
+    vk_push_nb(d, n);
+    vk_push(d, (uint32_t)(words * vk_nrows(n)));
+    d->n_groups = vk_ceil_div(words * vk_nrows(n), VK_WG);
+}
+
 static void vk_build_binary(const rt_vk_device_t *dev, const rt_tensor_t *n, uint32_t op,
                             rt_vk_dispatch_t *d) {
     const rt_tensor_t *a = n->src[0], *b = n->src[1];
@@ -403,7 +420,8 @@ rt_status_t rt_vk_dispatch_build(const rt_vk_device_t *dev, const rt_tensor_t *n
                                  rt_vk_dispatch_t *d) {
     switch (node->op) {
     case RT_OP_CONT: case RT_OP_CPY:
-        if (vk_is_quant(node->type)) vk_build_quantize(node, d);
+        if (vk_is_quant(node->src[0]->type)) vk_build_copy_blocks(dev, node, d);
+        else if (vk_is_quant(node->type)) vk_build_quantize(node, d);
         else vk_build_unary(dev, node, VK_UNARY_COPY, d);
         break;
     case RT_OP_SCALE: vk_build_unary(dev, node, VK_UNARY_SCALE, d); break;
