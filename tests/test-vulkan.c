@@ -153,7 +153,9 @@ static void test_supports_op(void **state) {
     rt_tensor_t *f = rt_new_tensor_2d(ctx, RT_TYPE_F32, 64, 4);
     assert_true(rt_device_supports_op(dev, rt_transpose(ctx, f)));            /* vulkan-4.1 */
     assert_true(rt_device_supports_op(dev, rt_mul_mat(ctx, q, f)));
-    assert_false(rt_device_supports_op(dev, rt_cont(ctx, q)));                /* vulkan-4.2 */
+    assert_true(rt_device_supports_op(dev, rt_cont(ctx, q)));                 /* vulkan-4.2 */
+    /* blocks are moved row for row: a reshaping copy of them is refused */
+    assert_false(rt_device_supports_op(dev, rt_cont_2d(ctx, q, 128, 2)));
     assert_false(rt_device_supports_op(dev, rt_get_rows(ctx, rt_transpose(ctx, f),
                                                         rt_new_tensor_1d(ctx, RT_TYPE_I32, 2))));
     rt_context_destroy(ctx);
