@@ -9,20 +9,6 @@
 
 #include <string.h>
 
-/* TEMP until the type ids land in abi/rt_tensor.h (branch quantcpu) */
-#ifndef RT_TYPE_Q4_1
-#define RT_TYPE_Q4_1 3
-#define RT_TYPE_Q5_0 6
-#define RT_TYPE_Q5_1 7
-#define RT_TYPE_Q2_K 10
-#define RT_TYPE_Q3_K 11
-#define RT_TYPE_Q4_K 12
-#define RT_TYPE_Q5_K 13
-#define RT_TYPE_Q6_K 14
-#define RT_TYPE_IQ4_NL 20
-#define RT_TYPE_IQ4_XS 23
-#endif
-
 #define VK_WG 128u          /* elementwise kernels */
 #define VK_ROW_WG_MAX 256u  /* row kernels: reduce.glsl's RT_REDUCE_MAX */
 #define VK_MM_TILE_MAX 8u   /* mul_mat.comp's NT_MAX: more columns go to mul_mm.comp */

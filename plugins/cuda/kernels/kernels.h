@@ -32,19 +32,6 @@ extern "C" {
 #define RT_CU_TYPE_FN
 #endif
 
-/* TEMP until the type ids land in abi/rt_tensor.h (branch quantcpu) */
-#ifndef RT_TYPE_Q4_1
-#define RT_TYPE_Q4_1 3
-#define RT_TYPE_Q5_0 6
-#define RT_TYPE_Q5_1 7
-#define RT_TYPE_Q2_K 10
-#define RT_TYPE_Q3_K 11
-#define RT_TYPE_Q4_K 12
-#define RT_TYPE_Q5_K 13
-#define RT_TYPE_Q6_K 14
-#define RT_TYPE_IQ4_NL 20
-#define RT_TYPE_IQ4_XS 23
-#endif
 
 /* Elements per block of a quantised type the kernels decode, 0 for any
  * other type; and bytes per block (GGUF's layouts, kernels/dequant.cuh). */
