@@ -210,7 +210,8 @@ enum {
 
     /* Compute. F32 throughout; "or F16" where the op says so (then a, b and
        the result share the type). */
-    RT_OP_GET_ROWS = 7,  /* a {n0, n1, n2, n3} F32/F16/BF16/Q8_0/Q4_0, b I32 {m, n2, n3'}
+    RT_OP_GET_ROWS = 7,  /* a {n0, n1, n2, n3} F32/F16/BF16/Q8_0/Q4_0 (abi >= 1.2: and
+                            every block type but Q8_K), b I32 {m, n2, n3'}
                             with b->ne[1] == a->ne[2] (b->ne[2] == a->ne[3]) ->
                             F32 {n0, m, n2, n3}: row b[i] of a, converted to F32 */
     RT_OP_ADD = 8,       /* a + b; b repeats into a: a->ne[i] % b->ne[i] == 0; shape of a; F32 or F16 */
@@ -224,7 +225,10 @@ enum {
                             c[m, n] = dot(row m of a, row n of b) (c = b . a^T);
                             b2 % a2 == 0 and b3 % a3 == 0 (a broadcasts: b's
                             (i2, i3) reads a's (i2 / (b2/a2), i3 / (b3/a3)));
-                            a: F32/F16/BF16/Q8_0/Q4_0, rows contiguous (nb[0] = block bytes),
+                            a: F32/F16/BF16/Q8_0/Q4_0 (abi >= 1.2: and every block
+                            type but Q8_K, whose b a plugin may round through Q8_K
+                            per 256-block, or per 32-block for the types of 32),
+                            rows contiguous (nb[0] = block bytes),
                             not transposed (nb[0] <= nb[1]); b: F32, nb[0] = 4;
                             with Q8_0/Q4_0 weights a plugin may round b through
                             Q8_0 per 32-block first (as ggml does: integer dots);
