@@ -51,6 +51,11 @@ void tu_report(const char *fmt, ...) RT_PRINTF(1, 2);
  * the command redirects it), malloc'd, and its pclose status. */
 char *tu_run_capture(const char *cmd, int *out_status);
 
+/* The real GGUF files .ci/deps installs through pip, by
+ * tests/pip_models.py: the paths of those present, each after a space,
+ * written into buf (empty when none is), which is returned. */
+char *tu_pip_models(char *buf, size_t size);
+
 /* The mockgpu plugin's counters, reached through the loaded object's own
  * rt_plugin_query (the registry must have loaded it). */
 const mockgpu_ext_counters_t *tu_mock_counters(void);

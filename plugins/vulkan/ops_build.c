@@ -56,16 +56,17 @@ static bool vk_rows_packed(const rt_vk_device_t *dev, const rt_tensor_t *t) {
     return tr && t->nb[0] == tr->type_size;
 }
 
-/* A tensor the shaders can address: 32-bit element counts and byte spans,
- * strides that are multiples of the element's unit. */
-static bool vk_tensor_ok(const rt_vk_device_t *dev, const rt_tensor_t *t) {
+/* A tensor the shaders can address: 32-bit element counts, strides that
+ * are multiples of the element's unit, and (unless split, ops_chunk.c) a
+ * span of bytes one binding holds. */
+static bool vk_tensor_ok(const rt_vk_device_t *dev, const rt_tensor_t *t, bool split) {
     const uint32_t unit = rt_vk_type_unit(t->type);
     if (!unit) return false;
     for (int i = 0; i < RT_MAX_DIMS; i++) {
         if (t->ne[i] < 0 || t->ne[i] > INT32_MAX) return false;
         if (t->ne[i] > 1 && t->nb[i] % unit != 0) return false;
     }
-    return vk_nelements(t) <= INT32_MAX && dev->host->tensor_nbytes(t) <= dev->max_binding;
+    return vk_nelements(t) <= INT32_MAX && (split || dev->host->tensor_nbytes(t) <= dev->max_binding);
 }
 
 //===--- supports_op, per op ---===//
@@ -97,7 +98,7 @@ static bool vk_supports_get_rows(const rt_vk_device_t *dev, const rt_tensor_t *n
 static bool vk_supports_set_rows(const rt_vk_device_t *dev, const rt_tensor_t *n,
                                  const rt_tensor_t *a, const rt_tensor_t *b, const rt_tensor_t *c) {
     return b && c && vk_is_float(a->type) && n->type == a->type && vk_same_shape(a, n) &&
-           vk_tensor_ok(dev, n) && b->type == RT_TYPE_F32 && c->type == RT_TYPE_I32 &&
+           vk_tensor_ok(dev, n, false) && b->type == RT_TYPE_F32 && c->type == RT_TYPE_I32 &&
            b->ne[0] == a->ne[0] && b->ne[2] == a->ne[2] && b->ne[3] == a->ne[3] &&
            c->ne[0] == b->ne[1] && c->ne[1] == b->ne[2] && c->ne[2] == b->ne[3] && c->ne[3] == 1;
 }
@@ -165,14 +166,11 @@ bool rt_vk_supports_op(void *device, const rt_tensor_t *node) {
         return true;
     default: break;
     }
-    if (!vk_tensor_ok(dev, node)) return false;
+    if (!vk_tensor_ok(dev, node, false)) return false;
+    const bool split = rt_vk_chunk_rows(dev, node) > 0; /* a in chunks of rows */
     for (int i = 0; i < RT_MAX_SRC; i++)
-        if (node->src[i] && !vk_tensor_ok(dev, node->src[i])) return false;
+        if (node->src[i] && !vk_tensor_ok(dev, node->src[i], i == 0 && split)) return false;
     return vk_supports_compute(dev, node);
-}
-
-bool rt_vk_node_dispatches(const rt_tensor_t *node) {
-    return node->op > RT_OP_TRANSPOSE && vk_nelements(node) > 0;
 }
 
 //===--- push constants ---===//
@@ -299,6 +297,8 @@ static void vk_build_get_rows(const rt_tensor_t *n, rt_vk_dispatch_t *d) {
     vk_push_nb(d, b);
     vk_push(d, (uint32_t)units);
     vk_push(d, (uint32_t)a->ne[1]);
+    vk_push(d, (uint32_t)n->op_params[0]); /* a chunk's first row (ops_chunk.c), else 0 */
+    vk_push(d, (uint32_t)(n->op_params[1] ? n->op_params[1] : a->ne[1]));
     d->n_groups = vk_ceil_div(units, VK_WG);
 }
 

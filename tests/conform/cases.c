@@ -116,6 +116,8 @@ const cf_case_t cf_cases[] = {
     {RT_OP_GET_ROWS, "f16 permuted 0,2,1,3", {INP(F16, 0, 2, 1, 3, 16, 10, 3), IDX(10, 4, 3)}, .tol = CF_TOL_EXACT},
     {RT_OP_GET_ROWS, "ne0 = 1", {IN(F32, 1, 10), IDX(10, 7)}, .tol = CF_TOL_EXACT},
     CF_WEIGHT_TYPES(CF_GET_ROWS_CASES)
+    /* 40 rows of 630 bytes: more than one binding when a device's is small (test-vulkan) */
+    {RT_OP_GET_ROWS, "q6_k 40 rows", {IN(Q6_K, 768, 40), IDX(40, 4)}, .tol = CF_TOL_EXACT},
 
     /* ADD, SUB, MUL, DIV: b repeats into a in every dim; F16 where allowed. */
     {CF_OP_BINARY, "contiguous", {IN(F32, 33, 7, 3, 2), POS(F32, CONT, 33, 7, 3, 2)}, .tol = CF_TOL_F32},

@@ -4,7 +4,8 @@
 // float type or any quantised type (rows contiguous). An invocation writes
 // one element of a float a, or one group of 16 of a quantised one (decoded
 // once, by dequant.glsl). A row index out of range reads as zeros rather
-// than outside the buffer.
+// than outside the buffer. An a larger than one binding comes in chunks of
+// rows (ops_chunk.c), one dispatch each, which write only their rows.
 #version 450
 #include "common.glsl"
 #include "dequant.glsl"
@@ -16,6 +17,8 @@ layout(push_constant) uniform Push {
     uvec4 nb_b;             // b's strides over {m, n2, n3}
     uint n;                 // invocations: elements (groups of 16 for quantised a) of the destination
     uint n_rows;            // a->ne[1]
+    uint row0;              // a chunk's first row (ops_chunk.c), else 0
+    uint total_rows;        // rows of the whole a
 } pc;
 
 const bool QUANT = TYPE_IS_QUANT(TYPE0);
@@ -26,8 +29,11 @@ void main() {
     if (i >= pc.n) return;
     const uvec4 id = unravel(i * G, pc.ne_d);
     const int r = loadi1(pc.offs.y + id.y * pc.nb_b.x + id.z * pc.nb_b.y + id.w * pc.nb_b.z);
-    const bool ok = r >= 0 && uint(r) < pc.n_rows;
-    const uint row = pc.offs.x + uint(ok ? r : 0) * pc.nb_a.y + id.z * pc.nb_a.z + id.w * pc.nb_a.w;
+    const int rc = r - int(pc.row0); // the row in this chunk of a
+    const bool ok = rc >= 0 && uint(rc) < pc.n_rows;
+    // another chunk's row; out of range rows are the first chunk's to zero
+    if (!ok && ((r >= 0 && uint(r) < pc.total_rows) || pc.row0 != 0u)) return;
+    const uint row = pc.offs.x + uint(ok ? rc : 0) * pc.nb_a.y + id.z * pc.nb_a.z + id.w * pc.nb_a.w;
     const uint d = pc.offs.w + offset4(id, pc.nb_d);
     if (QUANT) {
         float y[16];
