@@ -371,12 +371,18 @@ const cf_case_t cf_cases[] = {
 
 const size_t cf_n_cases = sizeof cf_cases / sizeof cf_cases[0];
 
+/* Decode's product for each weight type (K unused: 4096 is whole blocks of all). */
+#define CF_PERF_MAT_VEC(T, name, K) \
+    {RT_OP_MUL_MAT, name " mat-vec 4096x4096", {IN(T, 4096, 4096), IN(F32, 4096, 1)}, .tol = 0},
+
 /* Transformer-sized shapes for `rt-test-ops perf` (timed, not checked). */
 const cf_case_t cf_perf_cases[] = {
     {RT_OP_MUL_MAT, "f32 mat-vec 4096x4096", {IN(F32, 4096, 4096), IN(F32, 4096, 1)}, .tol = 0},
     {RT_OP_MUL_MAT, "f16 mat-vec 4096x4096", {IN(F16, 4096, 4096), IN(F32, 4096, 1)}, .tol = 0},
     {RT_OP_MUL_MAT, "q8_0 mat-vec 4096x4096", {IN(Q8_0, 4096, 4096), IN(F32, 4096, 1)}, .tol = 0},
     {RT_OP_MUL_MAT, "q4_0 mat-vec 4096x4096", {IN(Q4_0, 4096, 4096), IN(F32, 4096, 1)}, .tol = 0},
+    CF_WEIGHT_TYPES(CF_PERF_MAT_VEC)
+    {RT_OP_MUL_MAT, "q4_k 4096x1024, N = 64", {IN(Q4_K, 4096, 1024), IN(F32, 4096, 64)}, .tol = 0},
     {RT_OP_MUL_MAT, "f16 4096x1024, N = 64", {IN(F16, 4096, 1024), IN(F32, 4096, 64)}, .tol = 0},
     {RT_OP_MUL_MAT, "q8_0 4096x1024, N = 64", {IN(Q8_0, 4096, 1024), IN(F32, 4096, 64)}, .tol = 0},
     {RT_OP_ADD, "4096x1024 + a row", {IN(F32, 4096, 1024), IN(F32, 4096)}, .tol = 0},
