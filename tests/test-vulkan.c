@@ -505,6 +505,41 @@ static void test_split_weights(void **state) {
     free(gr);
 }
 
+//===--- vulkan-10: SmolLM2 Q4_1 tells the same story ---===//
+
+/* rt-run's greedy text of the real Q4_1 file (as shipped: Q4_1 matrices, a
+ * Q8_0 embedding tied to the output) on devs; malloc'd. */
+static char *smollm2_text(const char *path, const char *devs) {
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "%s/bin/rt-run -m %s -p 'Once upon a time' -n 12 --temp 0 %s 2>/dev/null",
+             tu_build_dir(), path, devs);
+    int status = 0;
+    char *out = tu_run_capture(cmd, &status);
+    if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) || strlen(out) < 20)
+        fail_msg("vulkan-10: %s: rt-run failed:\n%s", devs, out);
+    return out;
+}
+
+static void test_smollm2_story(void **state) {
+    (void)state;
+    if (!vulkan_device()) return;
+    char models[4096];
+    const char *path = strtok(tu_pip_models(models, sizeof models), " ");
+    if (path == NULL || strstr(path, "SmolLM2") == NULL) {
+        printf("vulkan-10: skipped: SmolLM2 Q4_1 is not installed (pip, as .ci/deps does)\n");
+        skip();
+    }
+    char *cpu = smollm2_text(path, "--devices cpu0");
+    char *vk = smollm2_text(path, "--devices vulkan0 --n-gpu-layers -1");
+    char *split = smollm2_text(path, "--devices vulkan0,cpu0 --n-gpu-layers 15");
+    printf("vulkan-10: %s", vk);
+    assert_string_equal(vk, cpu);                                                /* vulkan-10.1 */
+    assert_string_equal(split, cpu);                                             /* vulkan-10.2 */
+    free(cpu);
+    free(vk);
+    free(split);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_props),
@@ -517,6 +552,7 @@ int main(void) {
         cmocka_unit_test(test_async),
         cmocka_unit_test(test_real_weights),
         cmocka_unit_test(test_split_weights),
+        cmocka_unit_test(test_smollm2_story),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
  * set_rows (the whole destination base, so bytes outside the view must
  * stay as uploaded). */
 #include "case_run.h"
+#include "act_round.h"
 #include "types.h"
 
 #include <math.h>
@@ -110,14 +111,13 @@ static void ref_rows(rt_op_t op, const cf_case_t *c, const cf_input_t *in, doubl
     free(x);
 }
 
-/* n values rounded in blocks of blck to int8 levels of the f32 scale
- * max|x| / 127 (Q8_K's rounding, at any block size). */
+/* n values rounded in runs of blck (act_round.h). */
 static void ref_round_q8_f32(double *v, int64_t n, int64_t blck) {
+    float x[CF_MAX_BLCK];
     for (int64_t k = 0; k + blck <= n; k += blck) {
-        float amax = 0.0f;
-        for (int64_t j = 0; j < blck; j++) amax = fmaxf(amax, fabsf((float)v[k + j]));
-        const float d = amax / 127.0f;
-        for (int64_t j = 0; j < blck; j++) v[k + j] = d * (float)rt_quant_level((float)v[k + j], d, -127, 127);
+        for (int64_t j = 0; j < blck; j++) x[j] = (float)v[k + j];
+        cf_round_block_q8_f32(x, blck);
+        for (int64_t j = 0; j < blck; j++) v[k + j] = x[j];
     }
 }
 

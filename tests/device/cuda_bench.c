@@ -16,6 +16,7 @@
  *
  * Exit status 1 when a check fails or something cannot run. */
 #include "../../abi/rt.h"
+#include "../conform/act_round.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -115,13 +116,19 @@ static double mm_time(rt_queue_t *q, const mm_t *m, int runs) {
     return (now_s() - t0) / runs;
 }
 
-/* b's row as the product sees it: for quantised weights rounded through
- * Q8_0 (the rule of the CPU and CUDA plugins), else as it is. */
+/* b's row as the product sees it: for Q8_0/Q4_0 weights rounded through
+ * Q8_0, for the other block types per block at an f32 scale (the rule of
+ * the CPU and CUDA plugins), else as it is. */
 static const float *mm_b_row(const mm_t *m, const float *brow, float *tmp, void *blocks) {
-    const int64_t K = m->b->ne[0];
-    if (m->a->type != RT_TYPE_Q8_0 && m->a->type != RT_TYPE_Q4_0) return brow;
-    rt_quantize(RT_TYPE_Q8_0, brow, blocks, K);
-    rt_dequantize(RT_TYPE_Q8_0, blocks, tmp, K);
+    const int64_t K = m->b->ne[0], blck = rt_blck_size(m->a->type);
+    if (m->a->type == RT_TYPE_Q8_0 || m->a->type == RT_TYPE_Q4_0) {
+        rt_quantize(RT_TYPE_Q8_0, brow, blocks, K);
+        rt_dequantize(RT_TYPE_Q8_0, blocks, tmp, K);
+        return tmp;
+    }
+    if (blck <= 1) return brow;
+    memcpy(tmp, brow, (size_t)K * sizeof *tmp); /* the other block types: act_round.h */
+    for (int64_t k = 0; k < K; k += blck) cf_round_block_q8_f32(tmp + k, blck);
     return tmp;
 }
 

@@ -47,6 +47,20 @@ static inline RT_CU_TYPE_FN int rt_cu_block_elems(int32_t type) {
     }
 }
 
+/* The block over which MUL_MAT rounds b to int8 levels for weights of
+ * type (as the CPU plugin's integer dot products see it, so that results
+ * do not depend on the device): 32 for Q4_1, Q5_0, Q5_1 and IQ4_NL (f32
+ * scale, x * (1/d)), 256 for the super-block types (Q8_K's, x / d); 0 for
+ * the others (Q8_0/Q4_0 go through Q8_0 blocks, floats are not rounded). */
+static inline RT_CU_TYPE_FN int rt_cu_round_block(int32_t type) {
+    switch (type) {
+    case RT_TYPE_Q4_1: case RT_TYPE_Q5_0: case RT_TYPE_Q5_1: case RT_TYPE_IQ4_NL: return 32;
+    case RT_TYPE_Q2_K: case RT_TYPE_Q3_K: case RT_TYPE_Q4_K: case RT_TYPE_Q5_K:
+    case RT_TYPE_Q6_K: case RT_TYPE_IQ4_XS: return 256;
+    default: return 0;
+    }
+}
+
 static inline RT_CU_TYPE_FN int rt_cu_block_bytes(int32_t type) {
     switch (type) {
     case RT_TYPE_Q4_0: case RT_TYPE_IQ4_NL: return 18;
@@ -92,6 +106,10 @@ typedef struct rt_cu_node {
  * itself (I32 and quantised blocks are moved as bytes). Also the plugin's
  * own conversions (weights to F16, activations to F16/BF16 for cuBLAS). */
 RT_CU_INTERNAL cudaError_t rt_cu_launch_copy(const rt_cu_node_t *n, cudaStream_t stream);
+/* MUL_MAT's rounding of b (rt_cu_round_block): src[0] F32 (nb[0] = 4, any
+ * row strides) into dst, dense F32 of its shape, each run of params[0]
+ * (32 or 256) elements of a row at the int8 levels of max|x| / 127. */
+RT_CU_INTERNAL cudaError_t rt_cu_launch_round_b(const rt_cu_node_t *n, cudaStream_t stream);
 /* GET_ROWS: dst F32 row (i1, i2, i3) = row src[1][i1, i2, i3] of src[0]'s
  * matrix (i2, i3); an index out of range gives a row of zeros. */
 RT_CU_INTERNAL cudaError_t rt_cu_launch_get_rows(const rt_cu_node_t *n, cudaStream_t stream);

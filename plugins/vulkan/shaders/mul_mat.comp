@@ -6,8 +6,8 @@
 // of a, b and c take any strides. One workgroup computes one row m of a
 // against EXTRA (<= 8) rows of b: its invocations split K, each decoding
 // its share of the a row once (16 elements at a time for quantised rows)
-// and using it for every b row, then the partial sums are added across the
-// workgroup. Larger n goes to mul_mm.comp, which reuses a across columns.
+// and using it for every b row (rounded as dequant.glsl's DQ_RB says), then
+// the partial sums are added across the workgroup. Larger n goes to mul_mm.comp, which reuses a across columns.
 #version 450
 #include "common.glsl"
 #include "dequant.glsl"
@@ -30,14 +30,32 @@ const bool QUANT = TYPE_IS_QUANT(TYPE0);
 
 float acc[NT_MAX];
 
+float dsc[NT_MAX]; // b's rounding scales (dequant.glsl's DQ_RB) for the unit at hand
+
 // acc[j] += the 16 elements of a at k0.. times those of b row n0 + j.
 void add_group(float y[16], uint b_row0, uint k0, uint n0) {
     for (uint j = 0u; j < EXTRA; j++) {
         if (n0 + j >= pc.ne_d.y) break;
         const uint bi = (b_row0 + j * pc.nb_b.y) / 4u + k0;
         float s = 0.0;
-        for (uint e = 0u; e < 16u; e++) s += y[e] * b1_f32.v[bi + e];
+        for (uint e = 0u; e < 16u; e++) s += y[e] * dq_round_b(b1_f32.v[bi + e], dsc[j]);
         acc[j] += s;
+    }
+}
+
+// The units of a row an invocation takes in turn: DQ_RB elements when b is
+// rounded (its scale is then one per unit and b row), else one group of 16.
+void add_quant_row(uint a0, uint b0, uint n0) {
+    const uint t = gl_LocalInvocationID.x, wg = gl_WorkGroupSize.x;
+    const uint U = DQ_RB == 0u ? 16u : DQ_RB;
+    float y[16];
+    for (uint u = t; u < pc.k / U; u += wg) {
+        for (uint j = 0u; j < EXTRA; j++)
+            dsc[j] = DQ_RB != 0u && n0 + j < pc.ne_d.y ? dq_b_scale((b0 + j * pc.nb_b.y) / 4u + u * U) : 0.0;
+        for (uint G = u * (U / 16u); G < (u + 1u) * (U / 16u); G++) {
+            dq_row_group(a0, G, y);
+            add_group(y, b0, 16u * G, n0);
+        }
     }
 }
 
@@ -53,11 +71,7 @@ void main() {
     const uint b0 = pc.offs.y + i2 * pc.nb_b.z + i3 * pc.nb_b.w + n0 * pc.nb_b.y;
     for (uint j = 0u; j < NT_MAX; j++) acc[j] = 0.0;
     if (QUANT) {
-        float y[16];
-        for (uint G = t; G < pc.k / 16u; G += wg) {
-            dq_row_group(a0, G, y);
-            add_group(y, b0, 16u * G, n0);
-        }
+        add_quant_row(a0, b0, n0);
     } else {
         for (uint e = t; e < pc.k; e += wg) {
             const float av = load0(a0 + e * type_bytes(TYPE0));

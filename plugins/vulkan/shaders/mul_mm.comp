@@ -5,7 +5,8 @@
 // against 64 rows of b) in steps of 32 along K: each step decodes the 64 x
 // 32 piece of a once into shared memory (two groups of 16 per row, through
 // dequant.glsl, for quantised a) and loads the 32 x 64 piece of b, then
-// every invocation accumulates a 4 x 4 block of outputs from them. Each
+// every invocation accumulates a 4 x 4 block of outputs from them (b
+// rounded as dequant.glsl's DQ_RB says, as in mul_mat.comp). Each
 // element of a is thus decoded once per 64 columns instead of once per 8.
 #version 450
 #include "common.glsl"
@@ -49,11 +50,21 @@ void load_a(uint a0, uint m0, uint k0) {
     }
 }
 
+shared float bscale[BN]; // b's rounding scale per column, for the DQ_RB elements from k0
+
+// b's rows n0.., elements k0.. into bs (zeros past N and K), rounded as
+// dequant.glsl's DQ_RB says: a new scale per column at each DQ_RB boundary
+// (BK divides 32 and 256), from b itself.
 void load_b(uint b0, uint n0, uint k0) {
-    for (uint i = gl_LocalInvocationID.x; i < BN * BK; i += gl_WorkGroupSize.x) {
+    const uint t = gl_LocalInvocationID.x;
+    if (DQ_RB != 0u && k0 % DQ_RB == 0u && t < BN)
+        bscale[t] = n0 + t < pc.ne_d.y ? dq_b_scale((b0 + (n0 + t) * pc.nb_b.y) / 4u + k0) : 0.0;
+    if (DQ_RB != 0u) barrier();
+    for (uint i = t; i < BN * BK; i += gl_WorkGroupSize.x) {
         const uint kk = i % BK, c = i / BK;
         const bool ok = n0 + c < pc.ne_d.y && k0 + kk < pc.k;
-        bs[kk][c] = ok ? b1_f32.v[(b0 + (n0 + c) * pc.nb_b.y) / 4u + k0 + kk] : 0.0;
+        const float x = ok ? b1_f32.v[(b0 + (n0 + c) * pc.nb_b.y) / 4u + k0 + kk] : 0.0;
+        bs[kk][c] = DQ_RB != 0u ? dq_round_b(x, bscale[c]) : x;
     }
 }
 
