@@ -311,13 +311,6 @@ static inline __m256i cat128(__m128i lo, __m128i hi) {
     return _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
 }
 
-static inline int32_t hsum_i32(__m256i v) {
-    __m128i x = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0x4e));
-    x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0xb1));
-    return _mm_cvtsi128_si32(x);
-}
-
 static inline float hsum_ps(__m256 v) {
     __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     x = _mm_add_ps(x, _mm_movehl_ps(x, x));
@@ -354,91 +347,111 @@ static inline __m256i nibbles32(const uint8_t qs[16]) {
     return cat128(_mm_and_si128(q, m4), _mm_and_si128(_mm_srli_epi16(q, 4), m4));
 }
 
-/* sum over blocks of d_w*d_a*sum(u*q_a) + m_w*s_a, u unsigned levels. */
-#define DOT32_AVX2(T, LEVELS, M)                                                           \
-    static float dot_##T##_avx2(const char *wr, const rt_cpu_q8s_t *a, int64_t nb) {       \
-        const rt_block_##T##_t *w = (const rt_block_##T##_t *)wr;                          \
-        const __m256i ones = _mm256_set1_epi16(1);                                         \
-        __m256 acc = _mm256_setzero_ps();                                                  \
-        float accm = 0.0f;                                                                 \
-        for (int64_t i = 0; i < nb; i++) {                                                 \
-            const __m256i u = LEVELS;                                                      \
-            const __m256i p = dot_us(u, _mm256_loadu_si256((const __m256i *)a[i].qs), ones); \
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(h16(w[i].d) * a[i].d), _mm256_cvtepi32_ps(p), acc); \
-            accm += (M) * a[i].s;                                                          \
-        }                                                                                  \
-        return hsum_ps(acc) + accm;                                                        \
+#define MR 8 /* activation rows per pass over a weight row: its blocks unpacked once */
+
+/* For NB activation rows a[r]: out[r] = sum over blocks of
+ * d_w*d_a*sum(u*q_a) + m_w*s_a, u the unsigned levels. */
+#define ROWS32_AVX2(T, LEVELS, M)                                                           \
+    RT_INLINE void rows_##T##_n(const char *wr, const rt_cpu_q8s_t *const *a, int64_t nb,   \
+                                int NB, float *out) {                                       \
+        const rt_block_##T##_t *w = (const rt_block_##T##_t *)wr;                           \
+        const __m256i ones = _mm256_set1_epi16(1);                                          \
+        __m256 acc[MR];                                                                     \
+        float accm[MR] = {0};                                                               \
+        for (int r = 0; r < NB; r++) acc[r] = _mm256_setzero_ps();                          \
+        for (int64_t i = 0; i < nb; i++) {                                                  \
+            const __m256i u = LEVELS;                                                       \
+            const float d = h16(w[i].d), m = (M);                                           \
+            for (int r = 0; r < NB; r++) {                                                  \
+                const rt_cpu_q8s_t *ar = a[r] + i;                                          \
+                const __m256i p = dot_us(u, _mm256_loadu_si256((const __m256i *)ar->qs), ones); \
+                acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * ar->d), _mm256_cvtepi32_ps(p), acc[r]); \
+                accm[r] += m * ar->s;                                                       \
+            }                                                                               \
+        }                                                                                   \
+        for (int r = 0; r < NB; r++) out[r] = hsum_ps(acc[r]) + accm[r];                    \
     }
 /* Q5_0: x = d*(q - 16) = d*q + (-16 d) */
-DOT32_AVX2(q4_1, nibbles32(w[i].qs), h16(w[i].m))
-DOT32_AVX2(q5_0, _mm256_or_si256(nibbles32(w[i].qs), qh_bytes16(w[i].qh)), -16.0f * h16(w[i].d))
-DOT32_AVX2(q5_1, _mm256_or_si256(nibbles32(w[i].qs), qh_bytes16(w[i].qh)), h16(w[i].m))
-#undef DOT32_AVX2
+ROWS32_AVX2(q4_1, nibbles32(w[i].qs), h16(w[i].m))
+ROWS32_AVX2(q5_0, _mm256_or_si256(nibbles32(w[i].qs), qh_bytes16(w[i].qh)), -16.0f * d)
+ROWS32_AVX2(q5_1, _mm256_or_si256(nibbles32(w[i].qs), qh_bytes16(w[i].qh)), h16(w[i].m))
+#undef ROWS32_AVX2
 
-/* Q4_K/Q5_K's scales and the mins' term, sum(mn_j * bsums of j). */
-static inline int32_t k4_prepare(const uint8_t s[12], const int16_t bsums[16], int16_t sc[8]) {
-    int32_t msum = 0;
+/* Q4_K/Q5_K's 8 scales and mins of a super-block. */
+static inline void k4_scales8(const uint8_t s[12], int16_t sc[8], int16_t mn[8]) {
     for (int j = 0; j < 8; j++) {
         int scale, m;
         rt_quant_k4_scale_min(s, j, &scale, &m);
         sc[j] = (int16_t)scale;
-        msum += m * (bsums[2 * j] + bsums[2 * j + 1]);
+        mn[j] = (int16_t)m;
     }
-    return msum;
 }
 
-static float dot_q4_k_avx2(const char *wr, const rt_block_q8_k_t *a, int64_t nb) {
-    const rt_block_q4_k_t *w = (const rt_block_q4_k_t *)wr;
-    const __m256i m4 = _mm256_set1_epi8(15);
-    float acc = 0.0f;
-    for (int64_t i = 0; i < nb; i++) {
-        int16_t sc[8];
-        const int32_t msum = k4_prepare(w[i].scales, a[i].bsums, sc);
-        __m256i isum = _mm256_setzero_si256();
-        for (int c = 0; c < 4; c++) {
-            const __m256i q = _mm256_loadu_si256((const __m256i *)(w[i].qs + 32 * c));
-            const __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-            const __m256i *av = (const __m256i *)(a[i].qs + 64 * c);
-            isum = _mm256_add_epi32(isum, dot_us(lo, _mm256_loadu_si256(av), _mm256_set1_epi16(sc[2 * c])));
-            isum = _mm256_add_epi32(isum, dot_us(hi, _mm256_loadu_si256(av + 1), _mm256_set1_epi16(sc[2 * c + 1])));
-        }
-        acc += a[i].d * (h16(w[i].d) * (float)hsum_i32(isum) - h16(w[i].dmin) * (float)msum);
-    }
-    return acc;
+/* The mins' term of one activation row: sum(mn_j * its sums over j), the
+ * sums of 16 added in pairs (phaddw), the products by vpmaddwd. */
+static inline int32_t k4_msum(__m128i mn, const int16_t bsums[16]) {
+    const __m128i b0 = _mm_loadu_si128((const __m128i *)bsums);
+    const __m128i b1 = _mm_loadu_si128((const __m128i *)(bsums + 8));
+    __m128i x = _mm_madd_epi16(mn, _mm_hadd_epi16(b0, b1));
+    x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0x4e));
+    x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0xb1));
+    return _mm_cvtsi128_si32(x);
 }
 
-static float dot_q5_k_avx2(const char *wr, const rt_block_q8_k_t *a, int64_t nb) {
-    const rt_block_q5_k_t *w = (const rt_block_q5_k_t *)wr;
-    const __m256i m4 = _mm256_set1_epi8(15);
-    float acc = 0.0f;
-    for (int64_t i = 0; i < nb; i++) {
-        int16_t sc[8];
-        const int32_t msum = k4_prepare(w[i].scales, a[i].bsums, sc);
-        const __m256i qh = _mm256_loadu_si256((const __m256i *)w[i].qh);
-        __m256i isum = _mm256_setzero_si256();
-        for (int c = 0; c < 4; c++) {
-            const __m256i q = _mm256_loadu_si256((const __m256i *)(w[i].qs + 32 * c));
-            const __m256i lo = _mm256_or_si256(_mm256_and_si256(q, m4), bit_to(qh, 2 * c, 16));
-            const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4),
-                                               bit_to(qh, 2 * c + 1, 16));
-            const __m256i *av = (const __m256i *)(a[i].qs + 64 * c);
-            isum = _mm256_add_epi32(isum, dot_us(lo, _mm256_loadu_si256(av), _mm256_set1_epi16(sc[2 * c])));
-            isum = _mm256_add_epi32(isum, dot_us(hi, _mm256_loadu_si256(av + 1), _mm256_set1_epi16(sc[2 * c + 1])));
-        }
-        acc += a[i].d * (h16(w[i].d) * (float)hsum_i32(isum) - h16(w[i].dmin) * (float)msum);
+/* Q4_K and Q5_K: the 64 levels of chunk c (two sub-blocks of 32) into
+ * lo/hi, then each activation row's products scaled by the sub-blocks'. */
+#define ROWS_K4_AVX2(T, FIFTH)                                                               \
+    RT_INLINE void rows_##T##_n(const char *wr, const rt_block_q8_k_t *const *a, int64_t nb, \
+                                int NB, float *out) {                                        \
+        const rt_block_##T##_t *w = (const rt_block_##T##_t *)wr;                            \
+        const __m256i m4 = _mm256_set1_epi8(15);                                             \
+        __m256 acc[MR];                                                                      \
+        float accm[MR] = {0};                                                                \
+        for (int r = 0; r < NB; r++) acc[r] = _mm256_setzero_ps();                           \
+        for (int64_t i = 0; i < nb; i++) {                                                   \
+            int16_t sc[8], mn[8];                                                            \
+            k4_scales8(w[i].scales, sc, mn);                                                 \
+            const __m128i mnv = _mm_loadu_si128((const __m128i *)mn);                        \
+            __m256i isum[MR];                                                                \
+            for (int r = 0; r < NB; r++) isum[r] = _mm256_setzero_si256();                   \
+            for (int c = 0; c < 4; c++) {                                                    \
+                const __m256i q = _mm256_loadu_si256((const __m256i *)(w[i].qs + 32 * c));   \
+                __m256i lo = _mm256_and_si256(q, m4);                                        \
+                __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);                  \
+                FIFTH                                                                        \
+                const __m256i s0 = _mm256_set1_epi16(sc[2 * c]), s1 = _mm256_set1_epi16(sc[2 * c + 1]); \
+                for (int r = 0; r < NB; r++) {                                               \
+                    const __m256i *av = (const __m256i *)(a[r][i].qs + 64 * c);              \
+                    isum[r] = _mm256_add_epi32(isum[r], dot_us(lo, _mm256_loadu_si256(av), s0)); \
+                    isum[r] = _mm256_add_epi32(isum[r], dot_us(hi, _mm256_loadu_si256(av + 1), s1)); \
+                }                                                                            \
+            }                                                                                \
+            const float d = h16(w[i].d), dmin = h16(w[i].dmin);                              \
+            for (int r = 0; r < NB; r++) {                                                   \
+                acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(a[r][i].d * d),                      \
+                                         _mm256_cvtepi32_ps(isum[r]), acc[r]);               \
+                accm[r] += a[r][i].d * dmin * (float)k4_msum(mnv, a[r][i].bsums);            \
+            }                                                                                \
+        }                                                                                    \
+        for (int r = 0; r < NB; r++) out[r] = hsum_ps(acc[r]) - accm[r];                     \
     }
-    return acc;
-}
+ROWS_K4_AVX2(q4_k, )
+ROWS_K4_AVX2(q5_k, const __m256i qh = _mm256_loadu_si256((const __m256i *)w[i].qh);
+             lo = _mm256_or_si256(lo, bit_to(qh, 2 * c, 16));
+             hi = _mm256_or_si256(hi, bit_to(qh, 2 * c + 1, 16));)
+#undef ROWS_K4_AVX2
 
 /* Q6_K with its levels unsigned (q + 32): the -32 becomes 32*sum(sc*bsums). */
-static float dot_q6_k_avx2(const char *wr, const rt_block_q8_k_t *a, int64_t nb) {
+RT_INLINE void rows_q6_k_n(const char *wr, const rt_block_q8_k_t *const *a, int64_t nb, int NB,
+                           float *out) {
     const rt_block_q6_k_t *w = (const rt_block_q6_k_t *)wr;
     const __m256i m4 = _mm256_set1_epi8(15), m3 = _mm256_set1_epi8(3);
-    float acc = 0.0f;
+    __m256 acc[MR];
+    for (int r = 0; r < NB; r++) acc[r] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
-        int32_t bias = 0;
-        for (int j = 0; j < 16; j++) bias += w[i].scales[j] * a[i].bsums[j];
-        __m256i isum = _mm256_setzero_si256();
+        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w[i].scales));
+        __m256i isum[MR];
+        for (int r = 0; r < NB; r++) isum[r] = _mm256_setzero_si256();
         for (int n = 0; n < 2; n++) {
             const __m256i l0 = _mm256_loadu_si256((const __m256i *)(w[i].ql + 64 * n));
             const __m256i l1 = _mm256_loadu_si256((const __m256i *)(w[i].ql + 64 * n + 32));
@@ -455,29 +468,71 @@ static float dot_q6_k_avx2(const char *wr, const rt_block_q8_k_t *a, int64_t nb)
             for (int k = 0; k < 4; k++) {
                 const int8_t *s = w[i].scales + 8 * n + 2 * k;
                 const __m256i scv = cat128(_mm_set1_epi16(s[0]), _mm_set1_epi16(s[1]));
-                const __m256i av = _mm256_loadu_si256((const __m256i *)(a[i].qs + 128 * n + 32 * k));
-                isum = _mm256_add_epi32(isum, dot_us(q[k], av, scv));
+                for (int r = 0; r < NB; r++) {
+                    const __m256i av = _mm256_loadu_si256((const __m256i *)(a[r][i].qs + 128 * n + 32 * k));
+                    isum[r] = _mm256_add_epi32(isum[r], dot_us(q[k], av, scv));
+                }
             }
         }
-        acc += a[i].d * h16(w[i].d) * (float)(hsum_i32(isum) - 32 * bias);
+        const float d = h16(w[i].d);
+        for (int r = 0; r < NB; r++) {
+            /* 32 * sum(sc_j * bsums_j), in the lanes, subtracted before the conversion */
+            const __m256i bs = _mm256_loadu_si256((const __m256i *)a[r][i].bsums);
+            const __m256i bias = _mm256_slli_epi32(_mm256_madd_epi16(sc16, bs), 5);
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(a[r][i].d * d),
+                                     _mm256_cvtepi32_ps(_mm256_sub_epi32(isum[r], bias)), acc[r]);
+        }
     }
-    return acc;
+    for (int r = 0; r < NB; r++) out[r] = hsum_ps(acc[r]);
 }
+
+/* Specialised for 1..MR activation rows (the count a constant in each). */
+typedef void (*rows_fn)(const char *w, const void *const *a, int64_t nb, int n, float *out);
+#define ROWS_WRAP(T, A)                                                                      \
+    static void rows_##T(const char *w, const void *const *a, int64_t nb, int n, float *out) { \
+        const A *const *aa = (const A *const *)a;                                            \
+        switch (n) {                                                                         \
+        case 1: rows_##T##_n(w, aa, nb, 1, out); break;                                      \
+        case 2: rows_##T##_n(w, aa, nb, 2, out); break;                                      \
+        case 3: rows_##T##_n(w, aa, nb, 3, out); break;                                      \
+        case 4: rows_##T##_n(w, aa, nb, 4, out); break;                                      \
+        case 5: rows_##T##_n(w, aa, nb, 5, out); break;                                      \
+        case 6: rows_##T##_n(w, aa, nb, 6, out); break;                                      \
+        case 7: rows_##T##_n(w, aa, nb, 7, out); break;                                      \
+        default: rows_##T##_n(w, aa, nb, MR, out); break;                                    \
+        }                                                                                    \
+    }
+ROWS_WRAP(q4_1, rt_cpu_q8s_t)
+ROWS_WRAP(q5_0, rt_cpu_q8s_t)
+ROWS_WRAP(q5_1, rt_cpu_q8s_t)
+ROWS_WRAP(q4_k, rt_block_q8_k_t)
+ROWS_WRAP(q5_k, rt_block_q8_k_t)
+ROWS_WRAP(q6_k, rt_block_q8_k_t)
+#undef ROWS_WRAP
+
+static rows_fn rows_for(rt_type_t t) {
+    switch (t) {
+    case RT_TYPE_Q4_1: return rows_q4_1;
+    case RT_TYPE_Q5_0: return rows_q5_0;
+    case RT_TYPE_Q5_1: return rows_q5_1;
+    case RT_TYPE_Q4_K: return rows_q4_k;
+    case RT_TYPE_Q5_K: return rows_q5_k;
+    case RT_TYPE_Q6_K: return rows_q6_k;
+    default: return NULL;
+    }
+}
+#else
+typedef void (*rows_fn)(const char *w, const void *const *a, int64_t nb, int n, float *out);
+static rows_fn rows_for(rt_type_t t) { (void)t; return NULL; }
 #endif
 
 //===--- matvec ---===//
 
+#define MR_ROWS 8 /* activation rows per pass (MR of the AVX2 dots) */
+
 /* One weight row by one activation row, K elements. */
 static float row_dot(rt_type_t t, const char *w, const void *act, int64_t K) {
     switch (t) {
-#if defined(__AVX2__)
-    case RT_TYPE_Q4_1: return dot_q4_1_avx2(w, act, K / 32);
-    case RT_TYPE_Q5_0: return dot_q5_0_avx2(w, act, K / 32);
-    case RT_TYPE_Q5_1: return dot_q5_1_avx2(w, act, K / 32);
-    case RT_TYPE_Q4_K: return dot_q4_k_avx2(w, act, K / RT_QK_K);
-    case RT_TYPE_Q5_K: return dot_q5_k_avx2(w, act, K / RT_QK_K);
-    case RT_TYPE_Q6_K: return dot_q6_k_avx2(w, act, K / RT_QK_K);
-#endif
 #define D32(ID, T) \
     case RT_TYPE_##ID: return dot32(unpack_##T, sizeof(rt_block_##T##_t), w, act, K / 32);
 #define D256(ID, T) \
@@ -493,7 +548,28 @@ static float row_dot(rt_type_t t, const char *w, const void *act, int64_t K) {
     }
 }
 
+/* Passes of up to MR activation rows over the item's weight rows, which
+ * stay in L2 from one pass to the next. */
+static void matvec_rows(const rt_cpu_mm_t *g, rows_fn f, int64_t m0, int64_t m1) {
+    const int64_t nb = g->K / (rt_cpu_act_is_q8k(g->atype) ? RT_QK_K : 32);
+    for (int64_t n0 = 0; n0 < g->N; n0 += MR_ROWS) {
+        const int n = (int)(g->N - n0 < MR_ROWS ? g->N - n0 : MR_ROWS);
+        const void *a[MR_ROWS];
+        for (int r = 0; r < n; r++) a[r] = g->b + (size_t)(n0 + r) * g->ldb;
+        for (int64_t m = m0; m < m1; m++) {
+            float out[MR_ROWS];
+            f(g->a + (size_t)m * g->lda, a, nb, n, out);
+            for (int r = 0; r < n; r++) ((float *)(g->c + (size_t)(n0 + r) * g->ldc))[m] = out[r];
+        }
+    }
+}
+
 static void blocks_matvec(const rt_cpu_mm_t *g, int64_t m0, int64_t m1) {
+    const rows_fn f = rows_for(g->atype);
+    if (f != NULL) {
+        matvec_rows(g, f, m0, m1);
+        return;
+    }
     for (int64_t m = m0; m < m1; m++) {
         const char *w = g->a + (size_t)m * g->lda;
         for (int64_t n = 0; n < g->N; n++) {
