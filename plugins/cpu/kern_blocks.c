@@ -291,19 +291,20 @@ RT_INLINE float dot256(void (*unpack)(const void *, unpacked256_t *), size_t bsi
     return acc;
 }
 
-//===--- x86: the types of the common downloads, in AVX2 ---===//
+//===--- x86: the dots in AVX2 ---===//
 
 #if defined(__AVX2__)
 #  include <immintrin.h>
 
-/* The AVX2 dots of the types real files use most (Q4_1, Q5_0, Q5_1, Q4_K,
- * Q5_K, Q6_K): the levels are made unsigned (a type's signed offset moves
+/* The AVX2 dots of every type (the generic loops above serve the scalar
+ * and NEON variants): the levels are made unsigned (a type's signed offset moves
  * into the activations' sums: s for blocks of 32, bsums for Q8_K) so that
  * vpmaddubsw multiplies them by the int8 activations (a pair of products
  * stays below 2*63*127, no saturation), and vpmaddwd applies the 16-bit
  * sub-block scales while it widens, so a super-block's sums stay in int32
- * lanes until its one conversion to F32. The AVX-512 variants run these
- * too (their -m flags include AVX2). */
+ * lanes until its one conversion to F32; the grid types (IQ4_NL, IQ4_XS)
+ * stay signed and multiply |v| by a with v's sign. The AVX-512 variants run
+ * these too (their -m flags include AVX2). */
 
 static inline float h16(uint16_t h) { return _cvtsh_ss(h); }
 
@@ -351,7 +352,18 @@ static inline __m256i nibbles32(const uint8_t qs[16]) {
 
 /* For NB activation rows a[r]: out[r] = sum over blocks of
  * d_w*d_a*sum(u*q_a) + m_w*s_a, u the unsigned levels. */
-#define ROWS32_AVX2(T, LEVELS, M)                                                           \
+/* Signed levels v by int8 activations: |v| times a with v's sign. */
+static inline __m256i dot_ss(__m256i v, __m256i a, __m256i sc) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(a, v)), sc);
+}
+
+/* IQ4_NL's grid values of 32 nibbles (vpshufb: 16 entries fit a lane). */
+static inline __m256i iq4nl_values(__m256i nibbles) {
+    const __m128i t = _mm_loadu_si128((const __m128i *)rt_iq4nl_values);
+    return _mm256_shuffle_epi8(cat128(t, t), nibbles);
+}
+
+#define ROWS32_AVX2(T, LEVELS, M, DOT)                                                      \
     RT_INLINE void rows_##T##_n(const char *wr, const rt_cpu_q8s_t *const *a, int64_t nb,   \
                                 int NB, float *out) {                                       \
         const rt_block_##T##_t *w = (const rt_block_##T##_t *)wr;                           \
@@ -364,7 +376,7 @@ static inline __m256i nibbles32(const uint8_t qs[16]) {
             const float d = h16(w[i].d), m = (M);                                           \
             for (int r = 0; r < NB; r++) {                                                  \
                 const rt_cpu_q8s_t *ar = a[r] + i;                                          \
-                const __m256i p = dot_us(u, _mm256_loadu_si256((const __m256i *)ar->qs), ones); \
+                const __m256i p = DOT(u, _mm256_loadu_si256((const __m256i *)ar->qs), ones);  \
                 acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * ar->d), _mm256_cvtepi32_ps(p), acc[r]); \
                 accm[r] += m * ar->s;                                                       \
             }                                                                               \
@@ -372,9 +384,10 @@ static inline __m256i nibbles32(const uint8_t qs[16]) {
         for (int r = 0; r < NB; r++) out[r] = hsum_ps(acc[r]) + accm[r];                    \
     }
 /* Q5_0: x = d*(q - 16) = d*q + (-16 d) */
-ROWS32_AVX2(q4_1, nibbles32(w[i].qs), h16(w[i].m))
-ROWS32_AVX2(q5_0, _mm256_or_si256(nibbles32(w[i].qs), qh_bytes16(w[i].qh)), -16.0f * d)
-ROWS32_AVX2(q5_1, _mm256_or_si256(nibbles32(w[i].qs), qh_bytes16(w[i].qh)), h16(w[i].m))
+ROWS32_AVX2(q4_1, nibbles32(w[i].qs), h16(w[i].m), dot_us)
+ROWS32_AVX2(q5_0, _mm256_or_si256(nibbles32(w[i].qs), qh_bytes16(w[i].qh)), -16.0f * d, dot_us)
+ROWS32_AVX2(q5_1, _mm256_or_si256(nibbles32(w[i].qs), qh_bytes16(w[i].qh)), h16(w[i].m), dot_us)
+ROWS32_AVX2(iq4_nl, iq4nl_values(nibbles32(w[i].qs)), 0.0f, dot_ss)
 #undef ROWS32_AVX2
 
 /* Q4_K/Q5_K's 8 scales and mins of a super-block. */
@@ -486,6 +499,88 @@ RT_INLINE void rows_q6_k_n(const char *wr, const rt_block_q8_k_t *const *a, int6
     for (int r = 0; r < NB; r++) out[r] = hsum_ps(acc[r]);
 }
 
+/* Q2_K and Q3_K: chunk (n, j) of 32 levels is bits 2j of qs[32n .. 32n+31]
+ * (Q3_K adds 4 where bit 4n+j of hmask is set: levels 0..7 for q+4), its
+ * two halves scaled by scales 8n+2j and 8n+2j+1. The mins (Q2_K) and the
+ * -4 (Q3_K) come off through the activations' sums of 16. */
+#define ROWS_K2_AVX2(T, SCALES, HIGH, OFFSET)                                                \
+    RT_INLINE void rows_##T##_n(const char *wr, const rt_block_q8_k_t *const *a, int64_t nb, \
+                                int NB, float *out) {                                        \
+        const rt_block_##T##_t *w = (const rt_block_##T##_t *)wr;                            \
+        const __m256i m3 = _mm256_set1_epi8(3);                                              \
+        __m256 acc[MR];                                                                      \
+        for (int r = 0; r < NB; r++) acc[r] = _mm256_setzero_ps();                           \
+        for (int64_t i = 0; i < nb; i++) {                                                   \
+            int16_t sc[16], off[16];                                                         \
+            SCALES                                                                           \
+            const __m256i offv = _mm256_loadu_si256((const __m256i *)off);                   \
+            __m256i isum[MR];                                                                \
+            for (int r = 0; r < NB; r++) isum[r] = _mm256_setzero_si256();                   \
+            for (int n = 0; n < 2; n++) {                                                    \
+                const __m256i q = _mm256_loadu_si256((const __m256i *)(w[i].qs + 32 * n));   \
+                for (int j = 0; j < 4; j++) {                                                \
+                    __m256i u = _mm256_and_si256(_mm256_srli_epi16(q, 2 * j), m3);           \
+                    HIGH                                                                     \
+                    const __m256i scv = cat128(_mm_set1_epi16(sc[8 * n + 2 * j]),            \
+                                               _mm_set1_epi16(sc[8 * n + 2 * j + 1]));       \
+                    for (int r = 0; r < NB; r++) {                                           \
+                        const __m256i av = _mm256_loadu_si256((const __m256i *)(a[r][i].qs + 128 * n + 32 * j)); \
+                        isum[r] = _mm256_add_epi32(isum[r], dot_us(u, av, scv));             \
+                    }                                                                        \
+                }                                                                            \
+            }                                                                                \
+            const float d = h16(w[i].d), doff = OFFSET;                                      \
+            for (int r = 0; r < NB; r++) {                                                   \
+                const __m256i bs = _mm256_loadu_si256((const __m256i *)a[r][i].bsums);       \
+                const __m256 o = _mm256_cvtepi32_ps(_mm256_madd_epi16(offv, bs));            \
+                const __m256 v = _mm256_fmsub_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(isum[r]), \
+                                                 _mm256_mul_ps(_mm256_set1_ps(doff), o));    \
+                acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(a[r][i].d), v, acc[r]);              \
+            }                                                                                \
+        }                                                                                    \
+        for (int r = 0; r < NB; r++) out[r] = hsum_ps(acc[r]);                               \
+    }
+/* Q2_K: x = d*sc*q - dmin*mn: the offset term is dmin * sum(mn_j * bsums_j) */
+ROWS_K2_AVX2(q2_k,
+             for (int j = 0; j < 16; j++) {
+                 sc[j] = (int16_t)(w[i].scales[j] & 15);
+                 off[j] = (int16_t)(w[i].scales[j] >> 4);
+             },
+             , h16(w[i].dmin))
+/* Q3_K: x = d*sc*(u - 4): the offset term is d * sum(4*sc_j * bsums_j) */
+ROWS_K2_AVX2(q3_k,
+             const __m256i hm = _mm256_loadu_si256((const __m256i *)w[i].hmask);
+             for (int j = 0; j < 16; j++) {
+                 sc[j] = (int16_t)rt_quant_q3_k_scale(w[i].scales, j);
+                 off[j] = (int16_t)(4 * sc[j]);
+             },
+             u = _mm256_or_si256(u, bit_to(hm, 4 * n + j, 4));, d)
+#undef ROWS_K2_AVX2
+
+/* IQ4_XS: 8 sub-blocks of 32 grid values, a signed 6-bit scale each. */
+RT_INLINE void rows_iq4_xs_n(const char *wr, const rt_block_q8_k_t *const *a, int64_t nb, int NB,
+                             float *out) {
+    const rt_block_iq4_xs_t *w = (const rt_block_iq4_xs_t *)wr;
+    __m256 acc[MR];
+    for (int r = 0; r < NB; r++) acc[r] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        __m256i isum[MR];
+        for (int r = 0; r < NB; r++) isum[r] = _mm256_setzero_si256();
+        for (int j = 0; j < 8; j++) {
+            const __m256i v = iq4nl_values(nibbles32(w[i].qs + 16 * j));
+            const __m256i scv = _mm256_set1_epi16((int16_t)rt_quant_iq4_xs_scale(&w[i], j));
+            for (int r = 0; r < NB; r++) {
+                const __m256i av = _mm256_loadu_si256((const __m256i *)(a[r][i].qs + 32 * j));
+                isum[r] = _mm256_add_epi32(isum[r], dot_ss(v, av, scv));
+            }
+        }
+        const float d = h16(w[i].d);
+        for (int r = 0; r < NB; r++)
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(a[r][i].d * d), _mm256_cvtepi32_ps(isum[r]), acc[r]);
+    }
+    for (int r = 0; r < NB; r++) out[r] = hsum_ps(acc[r]);
+}
+
 /* Specialised for 1..MR activation rows (the count a constant in each). */
 typedef void (*rows_fn)(const char *w, const void *const *a, int64_t nb, int n, float *out);
 #define ROWS_WRAP(T, A)                                                                      \
@@ -508,6 +603,10 @@ ROWS_WRAP(q5_1, rt_cpu_q8s_t)
 ROWS_WRAP(q4_k, rt_block_q8_k_t)
 ROWS_WRAP(q5_k, rt_block_q8_k_t)
 ROWS_WRAP(q6_k, rt_block_q8_k_t)
+ROWS_WRAP(iq4_nl, rt_cpu_q8s_t)
+ROWS_WRAP(q2_k, rt_block_q8_k_t)
+ROWS_WRAP(q3_k, rt_block_q8_k_t)
+ROWS_WRAP(iq4_xs, rt_block_q8_k_t)
 #undef ROWS_WRAP
 
 static rows_fn rows_for(rt_type_t t) {
@@ -518,6 +617,10 @@ static rows_fn rows_for(rt_type_t t) {
     case RT_TYPE_Q4_K: return rows_q4_k;
     case RT_TYPE_Q5_K: return rows_q5_k;
     case RT_TYPE_Q6_K: return rows_q6_k;
+    case RT_TYPE_IQ4_NL: return rows_iq4_nl;
+    case RT_TYPE_Q2_K: return rows_q2_k;
+    case RT_TYPE_Q3_K: return rows_q3_k;
+    case RT_TYPE_IQ4_XS: return rows_iq4_xs;
     default: return NULL;
     }
 }
