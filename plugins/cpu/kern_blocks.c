@@ -14,9 +14,12 @@
  * Each weight block is unpacked into int8 levels and small integer scales
  * (unpack_*: loops over the layouts of abi/rt_quant.h in the order the
  * dequantisers produce), then multiplied as int8 by int8 in groups of 16
- * with int32 sums, and scaled in F32 once per block. The loops are plain
- * C, written so that the compiler vectorises them for each variant's flags
- * (these objects are built at -O3). A result differs from the F32 product
+ * with int32 sums, and scaled in F32 once per block: plain C loops that the
+ * compiler vectorises for the scalar and NEON variants (these objects are
+ * built at -O3); the x86 variants have AVX2 dots of their own for every
+ * type, which unpack a weight block once for up to 8 activation rows
+ * (measured on this loaded 2-core Zen 4, m = 4096, k = 4096, n = 1: Q4_K
+ * 5.6 ms -> 0.35 ms, Q4_1 24 -> 0.4 ms). A result differs from the F32 product
  * of the dequantised weights by the activations' rounding only
  * (roundtrip_act gives that rounding, for the F32 gemm of large N) and the
  * order of the F32 sums. */
