@@ -760,7 +760,7 @@ void rt_gguf_release_range(rt_gguf_t *g, uint64_t offset, uint64_t size) {
 int64_t rt_gguf_n_kv(const rt_gguf_t *g) { return g != NULL ? g->n_kv : 0; }
 
 int64_t rt_gguf_find_key(const rt_gguf_t *g, const char *key) {
-    return index_find(&g->keys, key);
+    return g != NULL ? index_find(&g->keys, key) : -1;
 }
 
 static const gguf_kv_t *kv_at(const rt_gguf_t *g, int64_t kv) {
@@ -890,7 +890,7 @@ rt_status_t rt_gguf_get_array_str(const rt_gguf_t *g, const char *key, uint64_t 
 int64_t rt_gguf_n_tensors(const rt_gguf_t *g) { return g != NULL ? g->n_tensors : 0; }
 
 int64_t rt_gguf_find_tensor(const rt_gguf_t *g, const char *name) {
-    return index_find(&g->names, name);
+    return g != NULL ? index_find(&g->names, name) : -1;
 }
 
 const void *rt_gguf_tensor_data(const rt_gguf_t *g, int64_t i) {
