@@ -167,9 +167,9 @@ RT_API void rt_sched_write_splits(const rt_sched_t *sched, rt_write_fn write, vo
  *     per token is least, within the same budgets, from each device's
  *     figures (rt_device_speed_t): a layer costs its bytes over the
  *     device's bandwidth plus a fixed time, and each crossing of the
- *     activations into a device (the logits' way back to the CPU included)
- *     that device's copy time. A device that would slow the job down gets
- *     nothing, whatever its kind. The CPU still takes a prefix and each GPU
+ *     activations into a device that device's copy time (the logits' way
+ *     back to the CPU the same again). A device that would slow the job
+ *     down gets nothing, whatever its kind. The CPU still takes a prefix and each GPU
  *     one run, in the order given.
  *
  *     uint64_t sizes[32] = ...;                     // weights + KV per layer
@@ -198,6 +198,13 @@ typedef struct rt_device_speed {
     double layer_s;       /* fixed seconds per layer (launches, barriers) */
     double copy_in_s;     /* seconds for a token's activations to cross into the device */
 } rt_device_speed_t;
+
+/* The speed figures of dev (abi >= 1.2): read from the cache under
+ * $XDG_CACHE_HOME/rt (else ~/.cache/rt), one file per device, driver and
+ * plugin version, or measured by short calibration kernels (well under a
+ * second) and cached then; refresh measures again whatever the cache
+ * holds. A cache that cannot be written is only logged. */
+RT_API rt_status_t rt_device_speed(rt_device_t *dev, bool refresh, rt_device_speed_t *out);
 
 typedef struct rt_placement_params {
     uint32_t struct_size;

@@ -45,7 +45,7 @@ static double run_cost(const rt_cost_ctx_t *c, int32_t d, int32_t j, int32_t i) 
     const double bw = s->bytes_per_s > 0 ? s->bytes_per_s : 1;
     double t = (double)bytes / bw + (double)(i - j) * s->layer_s;
     if (j > 0 || (d != cpu && !input_fits(c, d, i))) t += s->copy_in_s;
-    if (last && d != cpu) t += pr->speed[cpu].copy_in_s;
+    if (last && d != cpu) t += s->copy_in_s; /* the logits' read back costs about a write */
     return t;
 }
 
