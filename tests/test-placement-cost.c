@@ -14,13 +14,19 @@
  *   cost-4  a GPU 2x the CPU with room for one layer: its copies cost 2 ms,
  *           so no split; at 0.01 ms the split is made
  *   cost-5  predicted times: the shares add up to the whole, the text shows them
- *   cost-6  FASTEST without figures is refused; replan moves layers off */
+ *   cost-6  FASTEST without figures is refused; replan moves layers off
+ *   cost-7  measured figures (rt_device_speed) of mock GPUs with speed knobs:
+ *           the emulated bandwidth shows, the cache answers the second time;
+ *           with them a fast mock gets its fill before a slow one, and a mock
+ *           slower than the measured CPU gets nothing */
 #include "testutil.h"
 
 #include "../abi/rt_sched.h"
 
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define C_LAYERS 4
@@ -145,7 +151,89 @@ static void test_misuse_replan(void **state) {
     rt_placement_destroy(p);
 }
 
+//===--- cost-7: measured figures of mock GPUs ---===//
+
+#define MIB (1024.0 * 1024.0)
+#define SLOW_GBPS 0.2
+
+static int count_files(const char *dir) {
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) n += e->d_name[0] != '.';
+    if (d) closedir(d);
+    return n;
+}
+
+static void speed_of(rt_registry_t *reg, const char *name, rt_device_t **out_dev,
+                     rt_device_speed_t *out) {
+    *out_dev = rt_registry_device_by_name(reg, name);
+    assert_non_null(*out_dev);
+    assert_int_equal(rt_device_speed(*out_dev, false, out), RT_OK);
+    tu_report("%s: %.3g GB/s, %.3g us a layer, %.3g us a copy", name, out->bytes_per_s * 1e-9,
+              out->layer_s * 1e6, out->copy_in_s * 1e6);
+}
+
+static void test_measured(void **state) {
+    (void)state;
+    char cache[1024], rt_dir[1100], dir[1024], path[2200];
+    assert_int_equal(tu_tmpdir_make(cache, sizeof cache, "rt-speed"), 0);
+    setenv("XDG_CACHE_HOME", cache, 1);
+    setenv("RT_MOCKGPU_COUNT", "2", 1);
+    setenv("RT_MOCKGPU_GBPS", "0," "0.2", 1); /* mockgpu1 at SLOW_GBPS */
+    setenv("RT_MOCKGPU_COPY_US", "20", 1);
+    assert_non_null(realpath(tu_build_dir(), dir));
+    snprintf(path, sizeof path, "%s/tests/plugins/mockgpu:%s/lib/rt-plugins", dir, dir);
+    const rt_registry_options_t o = {.struct_size = sizeof o, .plugin_path = path};
+    rt_registry_t *reg = NULL;
+    assert_int_equal(rt_registry_create(&o, &reg), RT_OK);
+    rt_device_t *cpu, *fast, *slow;
+    rt_device_speed_t s_cpu, s_fast, s_slow, again;
+    speed_of(reg, "cpu0", &cpu, &s_cpu);
+    speed_of(reg, "mockgpu0", &fast, &s_fast);
+    speed_of(reg, "mockgpu1", &slow, &s_slow);
+    /* the knobs show in what was measured */
+    assert_true(s_slow.bytes_per_s <= SLOW_GBPS * 1e9 * 1.05);
+    assert_true(s_fast.bytes_per_s > 2 * s_slow.bytes_per_s);
+    assert_true(s_slow.copy_in_s >= 20e-6);
+    /* three files, and the second answer is the cache's */
+    snprintf(rt_dir, sizeof rt_dir, "%s/rt", cache);
+    assert_int_equal(count_files(rt_dir), 3);
+    assert_int_equal(rt_device_speed(slow, false, &again), RT_OK);
+    assert_true(fabs(again.bytes_per_s / s_slow.bytes_per_s - 1) < 1e-5);
+
+    /* cost-7.2: 8 MiB layers; the fast mock has room for two and the
+     * output, the slow one for everything, the CPU is made slower still:
+     * the fast mock takes the last two, the slow one the first two */
+    const uint64_t big[C_LAYERS] = {8 * (uint64_t)MIB, 8 * (uint64_t)MIB, 8 * (uint64_t)MIB,
+                                    8 * (uint64_t)MIB};
+    const uint64_t free_bytes[3] = {(uint64_t)(1024 * MIB), (uint64_t)(17 * MIB), 0};
+    rt_device_speed_t speed[3] = {s_slow, s_fast, s_cpu};
+    speed[2].bytes_per_s = s_slow.bytes_per_s / 10;
+    const rt_placement_params_t pp = {
+        .struct_size = sizeof pp, .mode = RT_PLACEMENT_FASTEST, .n_layers = C_LAYERS,
+        .layer_bytes = big, .input_bytes = (uint64_t)MIB, .output_bytes = (uint64_t)MIB,
+        .n_devices = 3, .memory_free = free_bytes, .speed = speed};
+    rt_placement_t *p = NULL;
+    assert_int_equal(rt_placement_create(&pp, &p), RT_OK);
+    expect_plan(p, "0011 0 1", "cost-7.2");
+    rt_placement_destroy(p);
+
+    /* cost-7.3: the slow mock against the CPU as measured: nothing there */
+    const rt_device_speed_t vs_cpu[2] = {s_slow, s_cpu};
+    const rt_placement_params_t pc = {
+        .struct_size = sizeof pc, .mode = RT_PLACEMENT_FASTEST, .n_layers = C_LAYERS,
+        .layer_bytes = big, .input_bytes = (uint64_t)MIB, .output_bytes = (uint64_t)MIB,
+        .n_devices = 2, .memory_free = free_bytes, .speed = vs_cpu};
+    assert_int_equal(rt_placement_create(&pc, &p), RT_OK);
+    expect_plan(p, "1111 1 1", "cost-7.3");
+    rt_placement_destroy(p);
+    rt_registry_destroy(reg);
+    unsetenv("XDG_CACHE_HOME");
+    assert_int_equal(tu_tmpdir_remove(cache), 0);
+}
+
 int main(void) {
+    setenv("RT_PLUGINS", "cpu,mockgpu", 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fast_gpu),
         cmocka_unit_test(test_slow_gpu),
@@ -153,6 +241,7 @@ int main(void) {
         cmocka_unit_test(test_copies_cost),
         cmocka_unit_test(test_predicted),
         cmocka_unit_test(test_misuse_replan),
+        cmocka_unit_test(test_measured),
     };
     return cmocka_run_group_tests_name("placement-cost", tests, NULL, NULL);
 }

@@ -18,8 +18,11 @@ static rt_status_t get_props(void *device, rt_device_props_t *props) {
     mockgpu_device_t *d = device;
     props->kind = RT_DEVICE_KIND_GPU;
     snprintf(props->name, sizeof props->name, "Mock GPU %u", d->index);
+    /* The knobs are part of the description, so cached speed figures of a
+     * differently configured mock do not apply (runtime/cost_cache.c). */
     snprintf(props->description, sizeof props->description,
-             "private memory, arithmetic delegated to the CPU plugin");
+             "private memory, arithmetic delegated to the CPU plugin, emulating %g GB/s, "
+             "%g us copies", d->gbps, d->copy_us);
     props->memory_total = d->memory;
     const uint64_t used = d->allocated;
     props->memory_free = used < d->memory ? d->memory - used : 0;
@@ -89,7 +92,10 @@ static rt_status_t graph_compute(void *queue, rt_tensor_t *const *nodes, int32_t
     mockgpu_queue_t *q = queue;
     q->device->counters.n_graphs++;
     q->device->counters.n_nodes += (uint64_t)n_nodes;
-    return q->device->owner->cpu_vt->graph_compute(q->cpu_queue, nodes, n_nodes);
+    const double t0 = mockgpu_now();
+    const rt_status_t st = q->device->owner->cpu_vt->graph_compute(q->cpu_queue, nodes, n_nodes);
+    if (st == RT_OK) mockgpu_pace_graph(q->device, nodes, n_nodes, t0);
+    return st;
 }
 
 static rt_status_t synchronize(void *queue) {
