@@ -9,7 +9,9 @@
  * file holds the figures on one line and that key on the next, which a
  * read compares, so a hash collision cannot hand over another device's
  * figures. Files are written through out_file.h (temporary file, rename);
- * a cache that cannot be read or written is only a debug message. */
+ * a cache that cannot be read or written is only a debug message. A
+ * plugin's own figures (rt_device_ext_speed_t) come before both, unless
+ * the caller asks for a measurement. */
 #include "cost_measure.h"
 #include "device_impl.h"
 #include "os.h"
@@ -86,8 +88,24 @@ static void cc_write(const char *path, const char *key, const rt_device_speed_t 
     if (rt_out_file_commit(&of) != 0) rt_log(RT_LOG_DEBUG, "speed cache: %s", of.error);
 }
 
+/* The plugin's figures; false when it has none for dev. */
+static bool cc_reported(const rt_device_t *dev, rt_device_speed_t *out) {
+    if (dev->speed.get_speed == NULL) return false;
+    rt_device_speed_t s = {0};
+    if (dev->speed.get_speed(dev->handle, &s.bytes_per_s, &s.layer_s, &s.copy_in_s) != RT_OK)
+        return false;
+    if (!(s.bytes_per_s > 0 && s.layer_s >= 0 && s.copy_in_s >= 0)) {
+        rt_log(RT_LOG_WARN, "%s: the plugin's speed figures are not usable; measuring",
+               rt_device_name(dev));
+        return false;
+    }
+    *out = s;
+    return true;
+}
+
 rt_status_t rt_device_speed(rt_device_t *dev, bool refresh, rt_device_speed_t *out) {
     RT_ARMOR(dev != NULL && out != NULL);
+    if (!refresh && cc_reported(dev, out)) return RT_OK;
     char key[768], path[CC_PATH];
     cc_key(dev, key, sizeof key);
     const bool cached = cc_path(dev, key, path, sizeof path);

@@ -18,7 +18,9 @@
  *   cost-7  measured figures (rt_device_speed) of mock GPUs with speed knobs:
  *           the emulated bandwidth shows, the cache answers the second time;
  *           with them a fast mock gets its fill before a slow one, and a mock
- *           slower than the measured CPU gets nothing */
+ *           slower than the measured CPU gets nothing
+ *   cost-8  a plugin's own figures (rt_device_ext_speed_t) are taken as they
+ *           are, nothing measured or cached; refresh measures anyway */
 #include "testutil.h"
 
 #include "../abi/rt_sched.h"
@@ -173,19 +175,29 @@ static void speed_of(rt_registry_t *reg, const char *name, rt_device_t **out_dev
               out->layer_s * 1e6, out->copy_in_s * 1e6);
 }
 
-static void test_measured(void **state) {
-    (void)state;
-    char cache[1024], rt_dir[1100], dir[1024], path[2200];
-    assert_int_equal(tu_tmpdir_make(cache, sizeof cache, "rt-speed"), 0);
+/* A registry of the CPU and two mock GPUs with these knobs, its speed
+ * cache in a fresh directory (cache, 1024 bytes). */
+static rt_registry_t *mock_registry(const char *gbps, const char *copy_us, const char *report,
+                                    char *cache) {
+    char dir[1024], path[2200];
+    assert_int_equal(tu_tmpdir_make(cache, 1024, "rt-speed"), 0);
     setenv("XDG_CACHE_HOME", cache, 1);
     setenv("RT_MOCKGPU_COUNT", "2", 1);
-    setenv("RT_MOCKGPU_GBPS", "0," "0.2", 1); /* mockgpu1 at SLOW_GBPS */
-    setenv("RT_MOCKGPU_COPY_US", "20", 1);
+    setenv("RT_MOCKGPU_GBPS", gbps, 1);
+    setenv("RT_MOCKGPU_COPY_US", copy_us, 1);
+    setenv("RT_MOCKGPU_REPORT_SPEED", report, 1);
     assert_non_null(realpath(tu_build_dir(), dir));
     snprintf(path, sizeof path, "%s/tests/plugins/mockgpu:%s/lib/rt-plugins", dir, dir);
     const rt_registry_options_t o = {.struct_size = sizeof o, .plugin_path = path};
     rt_registry_t *reg = NULL;
     assert_int_equal(rt_registry_create(&o, &reg), RT_OK);
+    return reg;
+}
+
+static void test_measured(void **state) {
+    (void)state;
+    char cache[1024], rt_dir[1100];
+    rt_registry_t *reg = mock_registry("0,0.2", "20", "0", cache); /* mockgpu1 at SLOW_GBPS */
     rt_device_t *cpu, *fast, *slow;
     rt_device_speed_t s_cpu, s_fast, s_slow, again;
     speed_of(reg, "cpu0", &cpu, &s_cpu);
@@ -232,6 +244,26 @@ static void test_measured(void **state) {
     assert_int_equal(tu_tmpdir_remove(cache), 0);
 }
 
+static void test_reported(void **state) {
+    (void)state;
+    char cache[1024], rt_dir[1100];
+    rt_registry_t *reg = mock_registry("3,0.2", "5", "1", cache);
+    rt_device_t *fast;
+    rt_device_speed_t s, m;
+    speed_of(reg, "mockgpu0", &fast, &s);
+    assert_true(s.bytes_per_s == 3e9 && s.layer_s == 0 && fabs(s.copy_in_s - 5e-6) < 1e-12);
+    snprintf(rt_dir, sizeof rt_dir, "%s/rt", cache);
+    assert_int_equal(count_files(rt_dir), 0);
+    /* cost-8.2: refresh measures the emulated speed and caches it */
+    assert_int_equal(rt_device_speed(fast, true, &m), RT_OK);
+    assert_true(m.bytes_per_s <= 3e9 * 1.05 && m.bytes_per_s != s.bytes_per_s);
+    assert_int_equal(count_files(rt_dir), 1);
+    rt_registry_destroy(reg);
+    unsetenv("XDG_CACHE_HOME");
+    unsetenv("RT_MOCKGPU_REPORT_SPEED");
+    assert_int_equal(tu_tmpdir_remove(cache), 0);
+}
+
 int main(void) {
     setenv("RT_PLUGINS", "cpu,mockgpu", 1);
     const struct CMUnitTest tests[] = {
@@ -242,6 +274,7 @@ int main(void) {
         cmocka_unit_test(test_predicted),
         cmocka_unit_test(test_misuse_replan),
         cmocka_unit_test(test_measured),
+        cmocka_unit_test(test_reported),
     };
     return cmocka_run_group_tests_name("placement-cost", tests, NULL, NULL);
 }

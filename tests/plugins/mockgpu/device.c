@@ -140,8 +140,25 @@ static rt_status_t event_record(void *event, void *queue) { (void)event; (void)q
 static rt_status_t event_wait(void *queue, void *event) { (void)event; (void)queue; return RT_OK; }
 static rt_status_t event_synchronize(void *event) { (void)event; return RT_OK; }
 
+/* Its knobs as the device's own figures, when RT_MOCKGPU_REPORT_SPEED asks
+ * for them and the bandwidth knob is set. */
+static rt_status_t get_speed(void *device, double *bytes_per_s, double *layer_s,
+                             double *copy_in_s) {
+    const mockgpu_device_t *d = device;
+    if (!d->report_speed || d->gbps <= 0) return RT_ERR_UNSUPPORTED;
+    *bytes_per_s = d->gbps * 1e9;
+    *layer_s = 0;
+    *copy_in_s = d->copy_us * 1e-6;
+    return RT_OK;
+}
+
+static const rt_device_ext_speed_t speed_ext = {
+    {sizeof speed_ext, RT_EXT_DEVICE_SPEED, NULL},
+    get_speed,
+};
+
 static const rt_device_ext_async_t async_ext = {
-    {sizeof async_ext, RT_EXT_DEVICE_ASYNC, NULL},
+    {sizeof async_ext, RT_EXT_DEVICE_ASYNC, &speed_ext.header},
     set_tensor_async, get_tensor_async, cpy_tensor_async,
     event_create, event_destroy, event_record, event_wait, event_synchronize,
 };

@@ -66,6 +66,8 @@ static void configure_devices(mockgpu_t *m) {
         if (n_copy) d->copy_us = atof(copy[(int)i < n_copy ? (int)i : n_copy - 1]);
         if (!(d->gbps > 0)) d->gbps = 0;
         if (!(d->copy_us > 0)) d->copy_us = 0;
+        const char *report = getenv("RT_MOCKGPU_REPORT_SPEED");
+        d->report_speed = report && strcmp(report, "1") == 0;
     }
 }
 

@@ -20,6 +20,8 @@
  *                          over it (speed.c), so the placement sees a slow GPU
  *   RT_MOCKGPU_COPY_US     emulated microseconds each copy in or out takes
  *                          (one per device or one for all; default 0)
+ *   RT_MOCKGPU_REPORT_SPEED  1: report the knobs as the device's own figures
+ *                          (rt_device_ext_speed_t) instead of being measured
  *   RT_MOCKGPU_CPU_PLUGIN  path of the CPU plugin (default: found through
  *                          RT_PLUGIN_PATH's first entry holding it, then the
  *                          build tree next to this file)
@@ -72,6 +74,7 @@ typedef struct mockgpu_device {
     char pci[32];
     double gbps;                /* emulated weight bandwidth; 0: none */
     double copy_us;             /* emulated seconds x 1e6 a copy takes */
+    bool report_speed;          /* RT_MOCKGPU_REPORT_SPEED */
     char buft_name[16];         /* "MockGPU<index>" */
     rt_buffer_type_desc_t buft;
     mockgpu_counters_t counters;
