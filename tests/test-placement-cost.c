@@ -128,8 +128,10 @@ static void test_predicted(void **state) {
     assert_true(fabs(rt_placement_predicted_s(p, -1) - 4.15 * MS) < 1e-9);
     char text[1024] = "";
     rt_placement_write_text(p, write_buf, text);
-    assert_string_equal(text, "device 0: layers 3, output, 130 bytes, predicted 1.150 ms\n"
-                              "device 1 (cpu): layers 0-2, input, 350 bytes, predicted 3.000 ms\n"
+    assert_string_equal(text, "device 0: layers 3, output, 130 bytes, predicted 1.150 ms (at "
+                              "0.00 GB/s, 100.0 us a layer, 200.0 us a copy in)\n"
+                              "device 1 (cpu): layers 0-2, input, 350 bytes, predicted 3.000 ms "
+                              "(at 0.00 GB/s, 0.0 us a layer, 200.0 us a copy in)\n"
                               "predicted decode: 4.150 ms per token\n");
     rt_placement_destroy(p);
 }
