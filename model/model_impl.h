@@ -60,6 +60,7 @@ struct rtm_model {
     rt_device_t *devices[RTM_MAX_DEVICES];  /* GPUs in order, then the CPU */
     bool holds_weights[RTM_MAX_DEVICES];    /* the caller allowed weights there */
     rtm_layout_t layout;
+    char plan_text[1024];                   /* RTM_SPLIT_FASTEST's plan with predictions */
     rt_context_t *ctx[RTM_MAX_DEVICES];     /* weight headers, per device */
     rt_buffer_t *buf[RTM_MAX_DEVICES];      /* weight bytes, per device */
     bool mapped[RTM_MAX_DEVICES];           /* buf wraps the mapping */

@@ -145,7 +145,9 @@ typedef struct rtm_model rtm_model_t;
 typedef int32_t rtm_split_t;
 enum {
     RTM_SPLIT_AUTO = 0,      /* as many of the last layers on GPUs as fit, by free memory */
-    RTM_SPLIT_N_GPU_LAYERS = 1 /* the last n_gpu_layers layers on the first GPU */
+    RTM_SPLIT_N_GPU_LAYERS = 1, /* the last n_gpu_layers layers on the first GPU */
+    RTM_SPLIT_FASTEST = 2       /* least predicted decode time within memory, from each
+                                   device's measured speed (rt_device_speed) */
 };
 
 /* A zeroed struct (registry aside) asks for the defaults. */
@@ -200,6 +202,9 @@ typedef struct rtm_load_stats {
 } rtm_load_stats_t;
 /* Fills the fields inside out->struct_size (set it first). */
 RTM_API rt_status_t rtm_model_get_load_stats(const rtm_model_t *model, rtm_load_stats_t *out);
+/* RTM_SPLIT_FASTEST's plan as the placement wrote it: each device's share
+ * with its predicted decode time, and the whole; nothing in other modes. */
+RTM_API void rtm_model_write_plan(const rtm_model_t *model, rt_write_fn write, void *user_data);
 /* One line per device: the layers it holds and the bytes of weights. */
 RTM_API void rtm_model_write_placement(const rtm_model_t *model, rt_write_fn write,
                                        void *user_data);

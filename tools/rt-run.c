@@ -4,12 +4,17 @@
  * stdout, then reports on stderr the load time, prompt and generation
  * speed and where each layer ran. Without -m it runs the bundled
  * stories260K (models/ of the build tree, or the installed share/rt: see
- * bundled_model.h) on every device found.
+ * bundled_model.h). With no device options the layers go where the
+ * predicted decode time is least (RTM_SPLIT_FASTEST: each device's speed
+ * is measured once and cached), so a device slower than the CPU, such as
+ * a software one, gets nothing; --split auto and --n-gpu-layers keep the
+ * memory-only splits. --explain prints that plan with its predicted times
+ * before the run, and the measured time per token after it.
  *
  *   rt-run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P]
- *          [--seed S] [--devices LIST] [--n-gpu-layers N | --split auto]
+ *          [--seed S] [--devices LIST] [--n-gpu-layers N | --split auto|fastest]
  *          [--threads N] [--n-batch N] [--ctx N] [--dump-logits FILE]
- *          [--check-numerics]
+ *          [--check-numerics] [--explain]
  *
  * --dump-logits writes one text line of n_vocab logits per position whose
  * logits were computed: every prompt token, then each generated one.
@@ -47,13 +52,15 @@ typedef struct run_options {
     int32_t n_threads, n_batch, n_ctx;
     const char *dump_logits; /* file, or NULL */
     bool check_numerics;
+    bool explain;
+    bool split_given;        /* --split or --n-gpu-layers */
 } run_options_t;
 
 static void usage(FILE *f) {
     fprintf(f, "usage: rt-run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P]\n"
-               "              [--seed S] [--devices LIST] [--n-gpu-layers N | --split auto]\n"
+               "              [--seed S] [--devices LIST] [--n-gpu-layers N | --split auto|fastest]\n"
                "              [--threads N] [--n-batch N] [--ctx N] [--dump-logits FILE]\n"
-               "              [--check-numerics]\n");
+               "              [--check-numerics] [--explain]\n");
 }
 
 //===--- options ---===//
@@ -105,11 +112,12 @@ static bool seed_option(const char *value, uint64_t *out) {
 }
 
 static bool split_option(const char *value, run_options_t *o) {
-    if (strcmp(value, "auto") == 0) {
-        o->split = RTM_SPLIT_AUTO;
+    o->split_given = true;
+    if (strcmp(value, "auto") == 0 || strcmp(value, "fastest") == 0) {
+        o->split = value[0] == 'a' ? RTM_SPLIT_AUTO : RTM_SPLIT_FASTEST;
         return true;
     }
-    fprintf(stderr, "rt-run: --split knows only 'auto', not '%s'\n", value);
+    fprintf(stderr, "rt-run: --split knows 'auto' and 'fastest', not '%s'\n", value);
     return false;
 }
 
@@ -125,6 +133,7 @@ static bool value_option(const char *name, const char *v, run_options_t *o) {
     else if (strcmp(name, "--devices") == 0) o->devices = v;
     else if (strcmp(name, "--n-gpu-layers") == 0) {
         o->split = RTM_SPLIT_N_GPU_LAYERS;
+        o->split_given = true;
         return int_option(name, v, -1, INT32_MAX, &o->n_gpu_layers);
     } else if (strcmp(name, "--split") == 0) return split_option(v, o);
     else if (strcmp(name, "--threads") == 0) return int_option(name, v, 1, 4096, &o->n_threads);
@@ -147,8 +156,8 @@ static int parse_args(int argc, char **argv, run_options_t *o) {
             usage(stdout);
             return 1;
         }
-        if (strcmp(argv[i], "--check-numerics") == 0) {
-            o->check_numerics = true;
+        if (strcmp(argv[i], "--check-numerics") == 0 || strcmp(argv[i], "--explain") == 0) {
+            *(argv[i][2] == 'c' ? &o->check_numerics : &o->explain) = true;
             continue;
         }
         if (i + 1 >= argc) {
@@ -162,6 +171,8 @@ static int parse_args(int argc, char **argv, run_options_t *o) {
         }
         i++;
     }
+    /* No device options: the fastest plan; named devices keep the memory split. */
+    if (!o->split_given && o->devices == NULL) o->split = RTM_SPLIT_FASTEST;
     return 0;
 }
 
@@ -246,6 +257,10 @@ static int load(run_t *r) {
                                      .logits_all = r->o->dump_logits != NULL,
                                      .check_numerics = r->o->check_numerics};
     if (rtm_context_create(r->model, &cp, &r->ctx) != RT_OK) return fail("%s", rtm_last_error());
+    if (r->o->explain) {
+        fprintf(stderr, "plan (least predicted decode time per token):\n");
+        rtm_model_write_plan(r->model, write_stderr, NULL);
+    }
     if (rtm_sampler_create(&r->o->sampling, &r->sampler) != RT_OK) return fail("%s", rtm_last_error());
     const char *inputs[] = {file, NULL};
     if (r->o->dump_logits && rt_out_file_open(&r->dump, r->o->dump_logits, inputs) != 0)
@@ -337,6 +352,9 @@ static void report(const run_t *r) {
             (double)cs.compute_bytes / 1048576.0, cs.tg_splits, cs.n_graphs, cs.n_reserves);
     fprintf(stderr, "layers (%s, %d):\n", rtm_model_arch(r->model), rtm_model_n_layer(r->model));
     rtm_model_write_placement(r->model, write_stderr, NULL);
+    if (r->o->explain && r->n_generated > 0)
+        fprintf(stderr, "measured decode: %.3f ms per token (the plan's prediction above)\n",
+                r->t_gen / r->n_generated * 1e3);
 }
 
 int main(int argc, char **argv) {
