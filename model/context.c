@@ -37,6 +37,7 @@ struct rtm_context {
     int32_t n_logits, logits_cap; /* rows held, rows allocated */
     int32_t *tok_buf, *pos_buf;   /* n_batch each: input staging */
     float *mask_buf;              /* n_ctx * n_batch */
+    float *mask_swa_buf;          /* the same for sliding-window layers, when the model has them */
     bool no_graph_reuse;
     struct {                      /* the allocated graph, while gctx is not NULL */
         rt_context_t *gctx;
@@ -68,7 +69,7 @@ static rt_status_t reserve(rtm_context_t *c, const rtm_ubatch_t *ub, bool keep_s
     rtm_graph_io_t io;
     rt_status_t st = graph_context(c, &gctx);
     if (st != RT_OK) return st;
-    rtm_llama_build(c->model, &c->kv, gctx, ub, &io);
+    rtm_graph_build(c->model, &c->kv, gctx, ub, &io);
     st = rt_sched_reserve(c->sched, io.graph);
     if (st != RT_OK) st = rtm_error_core(st, "rtm_context_create: reserving compute buffers");
     if (st == RT_OK && keep_stats) {
@@ -96,20 +97,24 @@ static rt_status_t make_sched(rtm_context_t *c, int32_t n_threads) {
     const rtm_model_t *m = c->model;
     const rt_sched_options_t o = {.struct_size = sizeof o, .devices = m->devices,
                                   .n_devices = m->n_devices,
-                                  .graph_size = rtm_llama_graph_size(&m->hp),
+                                  .graph_size = rtm_graph_size(&m->hp),
                                   .n_threads = n_threads};
     const rt_status_t st = rt_sched_create(&o, &c->sched);
     return st == RT_OK ? RT_OK : rtm_error_core(st, "rtm_context_create: scheduler");
 }
 
 static rt_status_t alloc_host(rtm_context_t *c) {
-    const size_t graph_size = (size_t)rtm_llama_graph_size(&c->model->hp);
+    const size_t graph_size = (size_t)rtm_graph_size(&c->model->hp);
     c->graph_mem_size = 2 * graph_size * rt_tensor_overhead() + rt_graph_overhead(graph_size);
     c->graph_mem = malloc(c->graph_mem_size);
     c->tok_buf = malloc((size_t)c->n_batch * sizeof c->tok_buf[0]);
     c->pos_buf = malloc((size_t)c->n_batch * sizeof c->pos_buf[0]);
-    c->mask_buf = malloc((size_t)c->n_batch * (size_t)c->n_ctx * sizeof c->mask_buf[0]);
-    if (c->graph_mem && c->tok_buf && c->pos_buf && c->mask_buf) return RT_OK;
+    const size_t mask_bytes = (size_t)c->n_batch * (size_t)c->n_ctx * sizeof c->mask_buf[0];
+    c->mask_buf = malloc(mask_bytes);
+    const bool swa = c->model->hp.n_swa > 0;
+    if (swa) c->mask_swa_buf = malloc(mask_bytes);
+    if (c->graph_mem && c->tok_buf && c->pos_buf && c->mask_buf && (!swa || c->mask_swa_buf))
+        return RT_OK;
     return rtm_error(RT_ERR_OUT_OF_MEMORY, "rtm_context_create: no host memory for n_ctx %d, "
                      "n_batch %d", c->n_ctx, c->n_batch);
 }
@@ -145,7 +150,7 @@ static rt_status_t prepare_graph(rtm_context_t *c, const rtm_ubatch_t *ub) {
     rt_status_t st = graph_context(c, &c->cur.gctx);
     if (st != RT_OK) return st;
     c->cur.ub = *ub;
-    rtm_llama_build(c->model, &c->kv, c->cur.gctx, ub, &c->cur.io);
+    rtm_graph_build(c->model, &c->kv, c->cur.gctx, ub, &c->cur.io);
     st = rt_sched_alloc_graph(c->sched, c->cur.io.graph);
     if (st != RT_OK) {
         rt_context_destroy(c->cur.gctx);
@@ -165,6 +170,7 @@ void rtm_context_destroy(rtm_context_t *c) {
     free(c->tok_buf);
     free(c->pos_buf);
     free(c->mask_buf);
+    free(c->mask_swa_buf);
     free(c->logits);
     free(c);
 }
@@ -202,14 +208,20 @@ rt_status_t rtm_context_create(rtm_model_t *m, const rtm_context_params_t *param
 //===--- decoding ---===//
 
 /* Token i goes to position (and cache row) n_past + i. Causal: it sees
- * positions 0..n_past + i of the n_kv rows read. */
+ * positions 0..n_past + i of the n_kv rows read; on a sliding-window
+ * layer only the last n_swa of them (p - j < n_swa, as llama.cpp's
+ * standard window). */
 static void fill_inputs(rtm_context_t *c, const rtm_token_t *tokens, int32_t n, int32_t n_kv) {
+    const int32_t n_swa = c->model->hp.n_swa;
     for (int32_t i = 0; i < n; i++) {
         const int32_t p = c->n_past + i;
         c->tok_buf[i] = tokens[i];
         c->pos_buf[i] = p;
-        for (int32_t j = 0; j < n_kv; j++)
-            c->mask_buf[(size_t)i * (size_t)n_kv + (size_t)j] = j <= p ? 0.0f : -INFINITY;
+        float *row = c->mask_buf + (size_t)i * (size_t)n_kv;
+        for (int32_t j = 0; j < n_kv; j++) row[j] = j <= p ? 0.0f : -INFINITY;
+        if (n_swa == 0) continue;
+        float *row_swa = c->mask_swa_buf + (size_t)i * (size_t)n_kv;
+        for (int32_t j = 0; j < n_kv; j++) row_swa[j] = j <= p && p - j < n_swa ? 0.0f : -INFINITY;
     }
 }
 
@@ -217,6 +229,8 @@ static rt_status_t set_inputs(rtm_context_t *c, const rtm_graph_io_t *io) {
     rt_status_t st = rt_tensor_set(io->tokens, c->tok_buf, 0, rt_nbytes(io->tokens));
     if (st == RT_OK) st = rt_tensor_set(io->pos, c->pos_buf, 0, rt_nbytes(io->pos));
     if (st == RT_OK) st = rt_tensor_set(io->mask, c->mask_buf, 0, rt_nbytes(io->mask));
+    if (st == RT_OK && io->mask_swa != NULL)
+        st = rt_tensor_set(io->mask_swa, c->mask_swa_buf, 0, rt_nbytes(io->mask_swa));
     return st;
 }
 

@@ -98,11 +98,11 @@ typedef struct place_sizes {
 } place_sizes_t;
 
 static void measure(const rtm_model_t *m, int32_t n_ctx, place_sizes_t *s) {
-    s->input = rtm_llama_input_bytes(m);
-    s->output = rtm_llama_output_bytes(m);
+    s->input = rtm_arch_input_bytes(m);
+    s->output = rtm_arch_output_bytes(m);
     s->total = s->input + s->output;
     for (int32_t il = 0; il < m->hp.n_layer; il++) {
-        s->layer[il] = rtm_llama_layer_bytes(m, il) + rtm_kv_layer_bytes(&m->hp, n_ctx);
+        s->layer[il] = rtm_arch_layer_bytes(m, il) + rtm_kv_layer_bytes(&m->hp, n_ctx);
         s->total += s->layer[il];
     }
     s->capacity = 0;

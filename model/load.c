@@ -6,7 +6,7 @@
  * shape, choose the devices, place the layers (checking that the model
  * fits), declare the weights per device, and only then bring their bytes
  * onto the devices (weights.c). */
-#include "model_impl.h"
+#include "arch.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,17 +39,19 @@ static rt_status_t read_arch(rtm_model_t *m, const char *path) {
     if (rt_gguf_get_str(m->gguf, "general.architecture", &arch) != RT_OK)
         return rtm_error(RT_ERR_FORMAT, "rtm_model_load: %s has no general.architecture key", path);
     snprintf(m->arch, sizeof m->arch, "%s", arch);
-    if (strcmp(arch, "llama") != 0)
-        return rtm_error(RT_ERR_UNSUPPORTED, "rtm_model_load: %s: unknown architecture '%s' "
-                         "(supported: llama)", path, arch);
-    return RT_OK;
+    m->desc = rtm_arch_find(arch);
+    if (m->desc != NULL) return RT_OK;
+    char names[256];
+    rtm_arch_names(names, sizeof names);
+    return rtm_error(RT_ERR_UNSUPPORTED, "rtm_model_load: %s: unknown architecture '%s' "
+                     "(supported: %s)", path, arch, names);
 }
 
 static rt_status_t read_model(rtm_model_t *m, const char *path) {
     rt_status_t st = read_arch(m, path);
     if (st == RT_OK && (st = rtm_vocab_create(m->gguf, &m->vocab)) != RT_OK)
         st = rtm_error(st, "rtm_model_load: %s: %s", path, rtm_last_error());
-    if (st == RT_OK) st = rtm_llama_read(m, path);
+    if (st == RT_OK) st = rtm_arch_read(m, path);
     if (st == RT_OK) {
         m->layers = calloc((size_t)m->hp.n_layer, sizeof m->layers[0]);
         if (m->layers == NULL) st = rtm_error(RT_ERR_OUT_OF_MEMORY, "rtm_model_load: no memory");
@@ -82,7 +84,7 @@ rt_status_t rtm_model_load(const char *path, const rtm_model_params_t *caller_pa
     if (st == RT_OK) st = read_model(m, path);
     if (st == RT_OK) st = rtm_devices_choose(m, params);
     if (st == RT_OK) st = rtm_devices_place(m, params);
-    if (st == RT_OK) st = rtm_llama_declare(m, !params->no_repack);
+    if (st == RT_OK) st = rtm_arch_declare(m, !params->no_repack);
     if (st == RT_OK) st = rtm_weights_load(m, params->no_mmap, !params->no_progress);
     if (st != RT_OK) {
         rtm_model_destroy(m);
