@@ -59,12 +59,12 @@ int rtm_cpt_class(uint32_t cpt) {
     int32_t lo = 0, hi = rtm_unicode_n_runs - 1;
     while (lo < hi) {
         const int32_t mid = lo + (hi - lo + 1) / 2;
-        if (rtm_unicode_runs[mid] >> 2 <= cpt)
+        if (rtm_unicode_runs[mid] >> 3 <= cpt)
             lo = mid;
         else
             hi = mid - 1;
     }
-    return (int)(rtm_unicode_runs[lo] & 3);
+    return (int)(rtm_unicode_runs[lo] & 7);
 }
 
 bool rtm_cpt_is_whitespace(uint32_t cpt) {

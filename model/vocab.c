@@ -165,6 +165,19 @@ static void find_byte_tokens(rtm_vocab_t *v) {
     }
 }
 
+/* BPE: the pre-tokenizer the file names; without the key, GPT-2's, as
+ * llama.cpp assumes ("default"). */
+static rt_status_t read_pretok(const rt_gguf_t *g, rtm_vocab_t *v) {
+    const char *pre = "default";
+    if (rt_gguf_find_key(g, "tokenizer.ggml.pre") >= 0 && rt_gguf_get_str(g, "tokenizer.ggml.pre", &pre) != RT_OK)
+        return rtm_error(RT_ERR_FORMAT, "vocabulary: tokenizer.ggml.pre is not a string");
+    v->pretok = rtm_pretok_find(pre);
+    if (v->pretok == NULL)
+        return rtm_error(RT_ERR_UNSUPPORTED, "vocabulary: pre-tokenizer '%s' (tokenizer.ggml.pre) "
+                         "is not supported", pre);
+    return RT_OK;
+}
+
 static bool is_special_type(int32_t type) {
     return type == RTM_TOKEN_TYPE_CONTROL || type == RTM_TOKEN_TYPE_USER_DEFINED ||
            type == RTM_TOKEN_TYPE_UNKNOWN;
@@ -201,6 +214,7 @@ rt_status_t rtm_vocab_create(const rt_gguf_t *g, rtm_vocab_t **out_vocab) {
     rt_status_t st = read_type(g, v);
     if (st == RT_OK) st = read_tokens(g, v);
     if (st == RT_OK && v->type == RTM_VOCAB_BPE) st = read_merges(g, v);
+    if (st == RT_OK && v->type == RTM_VOCAB_BPE) st = read_pretok(g, v);
     if (st == RT_OK) st = list_specials(v);
     if (st == RT_OK) {
         read_specials(g, v);
