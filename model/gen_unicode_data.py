@@ -12,13 +12,14 @@ import unicodedata
 
 
 CLASSES = {"L": 1, "N": 2, "P": 3, "M": 4, "S": 5}
+CONTROL = {"Cc", "Cf", "Co", "Cs"}  # Cn (unassigned) stays "other", as in llama.cpp
 
 
 def runs():
     prev, out = None, []
     for cp in range(0x110000):
         cat = unicodedata.category(chr(cp))
-        cls = CLASSES.get(cat[0], 0)
+        cls = 6 if cat in CONTROL else CLASSES.get(cat[0], 0)
         if cls != prev:
             out.append((cp, cls))
             prev = cls
@@ -33,13 +34,32 @@ def main():
     w(" * unicodedata (Unicode %s); do not edit. Runs of code points of one\n" % unicodedata.unidata_version)
     w(" * class, each entry (first code point << 3) | class, class 0 other,\n")
     w(" * 1 letter (L*), 2 number (N*), 3 punctuation (P*), 4 mark (M*),\n")
-    w(" * 5 symbol (S*), sorted by code point. */\n")
+    w(" * 5 symbol (S*), 6 control (Cc Cf Co Cs), sorted by code point; the\n")
+    w(" * lowercase of each code point that has a one-code-point lowercase, and\n")
+    w(" * the first code point of canonical decompositions (NFD), both sorted\n")
+    w(" * by code point. */\n")
     w('#include "unicode.h"\n\n')
     w("const uint32_t rtm_unicode_runs[] = {\n")
     for i in range(0, len(r), 6):
         w("    " + " ".join("0x%07x," % (cp << 3 | cls) for cp, cls in r[i:i + 6]) + "\n")
     w("};\n\n")
     w("const int32_t rtm_unicode_n_runs = (int32_t)(sizeof rtm_unicode_runs / sizeof rtm_unicode_runs[0]);\n")
+    lower = [(cp, ord(chr(cp).lower())) for cp in range(0x110000)
+             if len(chr(cp).lower()) == 1 and chr(cp).lower() != chr(cp)]
+    w("\nconst uint32_t rtm_unicode_lower[][2] = {\n")
+    for i in range(0, len(lower), 4):
+        w("    " + " ".join("{0x%05x, 0x%05x}," % pr for pr in lower[i:i + 4]) + "\n")
+    w("};\n\nconst int32_t rtm_unicode_n_lower = (int32_t)(sizeof rtm_unicode_lower / sizeof rtm_unicode_lower[0]);\n")
+    # The first code point of each canonical decomposition, as llama.cpp's
+    # WordPiece uses it (which drops the accents); not Hangul syllables,
+    # which its table (from UnicodeData.txt) does not decompose.
+    nfd = [(cp, ord(unicodedata.normalize("NFD", chr(cp))[0])) for cp in range(0x110000)
+           if unicodedata.normalize("NFD", chr(cp)) != chr(cp) and not 0xAC00 <= cp <= 0xD7A3]
+    w("\nconst uint32_t rtm_unicode_nfd[][2] = {\n")
+    for i in range(0, len(nfd), 4):
+        w("    " + " ".join("{0x%05x, 0x%05x}," % e for e in nfd[i:i + 4]) + "\n")
+    w("};\n\nconst int32_t rtm_unicode_n_nfd = (int32_t)(sizeof rtm_unicode_nfd / sizeof rtm_unicode_nfd[0]);\n")
+
 
 
 main()

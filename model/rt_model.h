@@ -75,7 +75,8 @@ typedef struct rtm_vocab rtm_vocab_t;
 typedef int32_t rtm_vocab_type_t;
 enum {
     RTM_VOCAB_SPM = 1,
-    RTM_VOCAB_BPE = 2
+    RTM_VOCAB_BPE = 2,
+    RTM_VOCAB_WPM = 3       /* BERT's WordPiece ("bert") */
 };
 
 /* tokenizer.ggml.token_type values (GGUF's). */

@@ -37,9 +37,10 @@ static rt_status_t read_type(const rt_gguf_t *g, rtm_vocab_t *v) {
         return rtm_error(RT_ERR_FORMAT, "vocabulary: the file has no string key %s", KEY_MODEL);
     if (strcmp(model, "llama") == 0) v->type = RTM_VOCAB_SPM;
     else if (strcmp(model, "gpt2") == 0) v->type = RTM_VOCAB_BPE;
+    else if (strcmp(model, "bert") == 0) v->type = RTM_VOCAB_WPM;
     else
         return rtm_error(RT_ERR_UNSUPPORTED, "vocabulary: tokenizer '%s' is not supported "
-                         "(supported: llama, gpt2)", model);
+                         "(supported: llama, gpt2, bert)", model);
     return RT_OK;
 }
 
@@ -135,7 +136,21 @@ static bool read_flag(const rt_gguf_t *g, const char *key, bool def) {
     return rt_gguf_get_bool(g, key, &b) == RT_OK ? b : def;
 }
 
+/* WordPiece: [CLS] text [SEP], as BERT was trained; the defaults are
+ * bert-base-uncased's ids, as llama.cpp's. */
+static void read_specials_wpm(const rt_gguf_t *g, rtm_vocab_t *v) {
+    v->bos = read_id(g, "tokenizer.ggml.cls_token_id", 101, v->n_tokens);
+    v->eos = read_id(g, "tokenizer.ggml.seperator_token_id", 102, v->n_tokens);
+    v->unk = read_id(g, "tokenizer.ggml.unknown_token_id", 100, v->n_tokens);
+    v->add_bos = read_flag(g, "tokenizer.ggml.add_bos_token", true) && v->bos != RTM_TOKEN_NULL;
+    v->add_eos = read_flag(g, "tokenizer.ggml.add_eos_token", true) && v->eos != RTM_TOKEN_NULL;
+}
+
 static void read_specials(const rt_gguf_t *g, rtm_vocab_t *v) {
+    if (v->type == RTM_VOCAB_WPM) {
+        read_specials_wpm(g, v);
+        return;
+    }
     const bool spm = v->type == RTM_VOCAB_SPM;
     v->bos = read_id(g, "tokenizer.ggml.bos_token_id", spm ? 1 : RTM_TOKEN_NULL, v->n_tokens);
     v->eos = read_id(g, "tokenizer.ggml.eos_token_id", spm ? 2 : RTM_TOKEN_NULL, v->n_tokens);

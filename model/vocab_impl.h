@@ -97,6 +97,8 @@ RTM_INTERNAL rt_status_t rtm_tokenize_spm(const rtm_vocab_t *v, const char *text
                                           bool space_prefix, rtm_tok_out_t *out);
 RTM_INTERNAL rt_status_t rtm_tokenize_bpe(const rtm_vocab_t *v, const char *text, size_t len,
                                           rtm_tok_out_t *out);
+RTM_INTERNAL rt_status_t rtm_tokenize_wpm(const rtm_vocab_t *v, const char *text, size_t len,
+                                          rtm_tok_out_t *out);
 /* BPE: fills byte_cpt (GPT-2's bytes_to_unicode). */
 RTM_INTERNAL void rtm_bpe_byte_map(uint32_t byte_cpt[256]);
 
