@@ -14,10 +14,11 @@
 #include <stdio.h>
 #include <string.h>
 
-extern const rtm_arch_t rtm_arch_llama, rtm_arch_qwen2, rtm_arch_qwen3, rtm_arch_gemma3, rtm_arch_gpt2;
+extern const rtm_arch_t rtm_arch_llama, rtm_arch_qwen2, rtm_arch_qwen3, rtm_arch_gemma3,
+    rtm_arch_gpt2, rtm_arch_bert;
 
 static const rtm_arch_t *const archs[] = {&rtm_arch_llama, &rtm_arch_qwen2, &rtm_arch_qwen3,
-                                          &rtm_arch_gemma3, &rtm_arch_gpt2};
+                                          &rtm_arch_gemma3, &rtm_arch_gpt2, &rtm_arch_bert};
 
 const rtm_arch_t *rtm_arch_find(const char *name) {
     for (size_t i = 0; i < RTM_COUNT(archs); i++)
@@ -132,7 +133,9 @@ static rt_status_t read_hparams(rtm_model_t *m, const char *path) {
     if (st != RT_OK) return st;
     hparams_derive(hp);
     hp->rope_mode = m->desc->rope_mode;
+    hp->rope = !m->desc->no_rope;
     hp->causal = !m->desc->bidirectional;
+    hp->embeddings = m->desc->embeddings;
     st = check_rope_scaling(m);
     if (st == RT_OK && hp->logit_softcap != 0)
         return rtm_error(RT_ERR_UNSUPPORTED, "%s: final_logit_softcapping %g is not supported "
@@ -154,6 +157,7 @@ static int64_t dim(const rtm_hparams_t *hp, uint8_t d) {
     case RTM_DIM_FF: return hp->n_ff;
     case RTM_DIM_VOCAB: return hp->n_vocab;
     case RTM_DIM_CTX: return hp->n_ctx_train;
+    case RTM_DIM_TYPES: return 2;
     case RTM_DIM_NONE: break;
     }
     return 1;

@@ -33,6 +33,7 @@ typedef enum rtm_dim {
     RTM_DIM_FF,         /* n_ff */
     RTM_DIM_VOCAB,      /* n_vocab */
     RTM_DIM_CTX,        /* n_ctx_train: learned positions */
+    RTM_DIM_TYPES,      /* BERT's token types (2) */
 } rtm_dim_t;
 
 enum {
@@ -95,7 +96,9 @@ struct rtm_arch {
     const rtm_hparam_key_t *keys;         /* beyond arch.c's common ones */
     size_t n_keys;
     int32_t rope_mode;                    /* RT_ROPE_MODE_* */
+    bool no_rope;                         /* positions are learned instead (rtm_rope passes x) */
     bool bidirectional;                   /* every token sees every token (encoders) */
+    bool embeddings;                      /* outputs a pooled embedding (rtm_get_embeddings) */
     const rtm_tensor_spec_t *tensors;
     size_t n_tensors;
     /* the forward graph of one ubatch: b holds the inputs; sets b->io->logits */

@@ -65,6 +65,6 @@ static void build(rtm_build_t *b) {
 }
 
 const rtm_arch_t rtm_arch_gpt2 = {
-    .name = "gpt2", .keys = keys, .n_keys = RTM_COUNT(keys),
+    .name = "gpt2", .keys = keys, .n_keys = RTM_COUNT(keys), .no_rope = true,
     .tensors = tensors, .n_tensors = RTM_COUNT(tensors), .build = build,
 };

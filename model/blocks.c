@@ -52,6 +52,7 @@ rt_tensor_t *rtm_split_heads(rtm_build_t *b, rt_tensor_t *x, int64_t first, int3
 rt_tensor_t *rtm_rope(rtm_build_t *b, int32_t il, rt_tensor_t *x) {
     const rtm_hparams_t *hp = b->hp;
     const bool swa = rtm_layer_is_swa(hp, il);
+    if (!hp->rope) return x;
     return rt_rope_ext(b->ctx, x, b->io->pos, hp->n_rot, hp->rope_mode,
                        swa ? hp->rope_freq_base_swa : hp->rope_freq_base,
                        swa ? 1.0f : hp->rope_freq_scale);
@@ -150,8 +151,10 @@ rt_tensor_t *rtm_head_rows(rtm_build_t *b, rt_tensor_t *x) {
     return rt_view_2d(b->ctx, x, x->ne[0], 1, x->nb[1], (size_t)(b->n_tokens - 1) * x->nb[1]);
 }
 
-void rtm_logits(rtm_build_t *b, rt_tensor_t *x) {
-    b->io->logits = rt_mul_mat(b->ctx, b->m->output, x);
-    rt_set_output(rt_set_name(b->io->logits, "logits"));
-    rt_graph_build_forward_expand(b->g, b->io->logits);
+void rtm_output(rtm_build_t *b, rt_tensor_t *t, const char *name) {
+    b->io->logits = rt_set_name(t, name);
+    rt_set_output(t);
+    rt_graph_build_forward_expand(b->g, t);
 }
+
+void rtm_logits(rtm_build_t *b, rt_tensor_t *x) { rtm_output(b, rt_mul_mat(b->ctx, b->m->output, x), "logits"); }

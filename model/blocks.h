@@ -42,7 +42,8 @@ RTM_INTERNAL rt_tensor_t *rtm_heads(rtm_build_t *b, rt_tensor_t *x, int32_t n_he
  * as contiguous {head_dim, n_head, N}. */
 RTM_INTERNAL rt_tensor_t *rtm_split_heads(rtm_build_t *b, rt_tensor_t *x, int64_t first, int32_t n_head);
 /* Rope of layer il on {head_dim, n_head, N}: the hyperparameters' mode,
- * and the base and scale of a sliding-window or a global layer. */
+ * and the base and scale of a sliding-window or a global layer; x itself
+ * for an architecture without rope. */
 RTM_INTERNAL rt_tensor_t *rtm_rope(rtm_build_t *b, int32_t il, rt_tensor_t *x);
 /* Writes k {head_dim, n_head_kv, N} and v {n_embd_kv, N} into layer il's
  * cache, then softmax(K^T q * scale + mask) V over its n_kv rows, the mask
@@ -61,7 +62,9 @@ RTM_INTERNAL rt_tensor_t *rtm_ffn_gelu(rtm_build_t *b, const rtm_layer_t *L, rt_
 /* x reduced to the rows whose logits are wanted: the last token's, or
  * every row with all_logits (the head's norm then runs on those alone). */
 RTM_INTERNAL rt_tensor_t *rtm_head_rows(rtm_build_t *b, rt_tensor_t *x);
-/* logits = output . x, the graph's output (b->io->logits). */
+/* t, named, as the graph's output (b->io->logits). */
+RTM_INTERNAL void rtm_output(rtm_build_t *b, rt_tensor_t *t, const char *name);
+/* logits = output . x, the graph's output. */
 RTM_INTERNAL void rtm_logits(rtm_build_t *b, rt_tensor_t *x);
 
 #endif /* RTM_BLOCKS_H */

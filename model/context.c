@@ -38,6 +38,7 @@ struct rtm_context {
     int32_t *tok_buf, *pos_buf;   /* n_batch each: input staging */
     float *mask_buf;              /* n_ctx * n_batch */
     float *mask_swa_buf;          /* the same for sliding-window layers, when the model has them */
+    float *pool_buf;              /* n_batch: 1/n each, for an embedding model's mean */
     bool no_graph_reuse;
     struct {                      /* the allocated graph, while gctx is not NULL */
         rt_context_t *gctx;
@@ -113,7 +114,9 @@ static rt_status_t alloc_host(rtm_context_t *c) {
     c->mask_buf = malloc(mask_bytes);
     const bool swa = c->model->hp.n_swa > 0;
     if (swa) c->mask_swa_buf = malloc(mask_bytes);
-    if (c->graph_mem && c->tok_buf && c->pos_buf && c->mask_buf && (!swa || c->mask_swa_buf))
+    c->pool_buf = malloc((size_t)c->n_batch * sizeof c->pool_buf[0]);
+    if (c->graph_mem && c->tok_buf && c->pos_buf && c->mask_buf && (!swa || c->mask_swa_buf) &&
+        c->pool_buf)
         return RT_OK;
     return rtm_error(RT_ERR_OUT_OF_MEMORY, "rtm_context_create: no host memory for n_ctx %d, "
                      "n_batch %d", c->n_ctx, c->n_batch);
@@ -171,6 +174,7 @@ void rtm_context_destroy(rtm_context_t *c) {
     free(c->pos_buf);
     free(c->mask_buf);
     free(c->mask_swa_buf);
+    free(c->pool_buf);
     free(c->logits);
     free(c);
 }
@@ -210,15 +214,17 @@ rt_status_t rtm_context_create(rtm_model_t *m, const rtm_context_params_t *param
 /* Token i goes to position (and cache row) n_past + i. Causal: it sees
  * positions 0..n_past + i of the n_kv rows read; on a sliding-window
  * layer only the last n_swa of them (p - j < n_swa, as llama.cpp's
- * standard window). */
+ * standard window). An encoder's tokens see every token of the input. */
 static void fill_inputs(rtm_context_t *c, const rtm_token_t *tokens, int32_t n, int32_t n_kv) {
     const int32_t n_swa = c->model->hp.n_swa;
+    const bool causal = c->model->hp.causal;
     for (int32_t i = 0; i < n; i++) {
-        const int32_t p = c->n_past + i;
+        const int32_t p = c->n_past + i, last = causal ? p : c->n_past + n - 1;
         c->tok_buf[i] = tokens[i];
         c->pos_buf[i] = p;
+        c->pool_buf[i] = 1.0f / (float)n;
         float *row = c->mask_buf + (size_t)i * (size_t)n_kv;
-        for (int32_t j = 0; j < n_kv; j++) row[j] = j <= p ? 0.0f : -INFINITY;
+        for (int32_t j = 0; j < n_kv; j++) row[j] = j <= last ? 0.0f : -INFINITY;
         if (n_swa == 0) continue;
         float *row_swa = c->mask_swa_buf + (size_t)i * (size_t)n_kv;
         for (int32_t j = 0; j < n_kv; j++) row_swa[j] = j <= p && p - j < n_swa ? 0.0f : -INFINITY;
@@ -231,6 +237,7 @@ static rt_status_t set_inputs(rtm_context_t *c, const rtm_graph_io_t *io) {
     if (st == RT_OK) st = rt_tensor_set(io->mask, c->mask_buf, 0, rt_nbytes(io->mask));
     if (st == RT_OK && io->mask_swa != NULL)
         st = rt_tensor_set(io->mask_swa, c->mask_swa_buf, 0, rt_nbytes(io->mask_swa));
+    if (st == RT_OK && io->pool != NULL) st = rt_tensor_set(io->pool, c->pool_buf, 0, rt_nbytes(io->pool));
     return st;
 }
 
@@ -276,6 +283,10 @@ static rt_status_t check_decode(const rtm_context_t *c, const rtm_token_t *token
     if (n > c->n_ctx - c->n_past)
         return rtm_error(RT_ERR_DOES_NOT_FIT, "rtm_decode: %d tokens after %d do not fit a "
                          "context of %d", n, c->n_past, c->n_ctx);
+    if (c->model->hp.embeddings && (c->n_past > 0 || n > c->n_batch))
+        return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_decode: an embedding model takes its whole "
+                         "input in one decode of at most n_batch (%d) tokens, after "
+                         "rtm_context_clear (%d tokens, %d before)", c->n_batch, n, c->n_past);
     return RT_OK;
 }
 
@@ -307,8 +318,13 @@ rt_status_t rtm_decode(rtm_context_t *c, const rtm_token_t *tokens, int32_t n) {
 
 //===--- getters ---===//
 
+const float *rtm_get_embeddings(const rtm_context_t *c) {
+    if (c == NULL || c->n_logits == 0 || !c->model->hp.embeddings) return NULL;
+    return c->logits;
+}
+
 const float *rtm_get_logits(const rtm_context_t *c) {
-    if (c == NULL || c->n_logits == 0) return NULL;
+    if (c == NULL || c->n_logits == 0 || c->model->hp.embeddings) return NULL;
     return c->logits + (size_t)(c->n_logits - 1) * (size_t)c->model->hp.n_vocab;
 }
 

@@ -26,6 +26,8 @@ void rtm_graph_build(const rtm_model_t *m, const rtm_kv_cache_t *kv, rt_context_
     io->tokens = input(rt_new_tensor_1d(ctx, RT_TYPE_I32, b.n_tokens), "tokens");
     io->pos = input(rt_new_tensor_1d(ctx, RT_TYPE_I32, b.n_tokens), "positions");
     io->mask = input(rt_new_tensor_2d(ctx, RT_TYPE_F32, b.n_kv, b.n_tokens), "kq_mask");
+    if (m->hp.embeddings)
+        io->pool = input(rt_new_tensor_2d(ctx, RT_TYPE_F32, b.n_tokens, 1), "pool");
     if (m->hp.n_swa > 0)
         io->mask_swa = input(rt_new_tensor_2d(ctx, RT_TYPE_F32, b.n_kv, b.n_tokens), "kq_mask_swa");
     m->desc->build(&b);

@@ -103,6 +103,7 @@ const char *rtm_model_arch(const rtm_model_t *m) { return m->arch; }
 int32_t rtm_model_n_vocab(const rtm_model_t *m) { return m->hp.n_vocab; }
 int32_t rtm_model_n_layer(const rtm_model_t *m) { return m->hp.n_layer; }
 int32_t rtm_model_n_embd(const rtm_model_t *m) { return m->hp.n_embd; }
+bool rtm_model_is_embedding(const rtm_model_t *m) { return m->hp.embeddings; }
 int32_t rtm_model_n_ctx_train(const rtm_model_t *m) { return m->hp.n_ctx_train; }
 
 rt_device_t *rtm_model_layer_device(const rtm_model_t *m, int32_t il) {

@@ -38,6 +38,7 @@ typedef struct rtm_hparams {
     int32_t head_dim;       /* attention.key_length (default n_embd / n_head) */
     int32_t n_rot;          /* rope.dimension_count (default head_dim) */
     int32_t rope_mode;      /* RT_ROPE_MODE_*; the architecture's */
+    bool rope;              /* false: learned positions, no rope (the architecture's) */
     float rope_freq_base;   /* rope.freq_base (default 10000) */
     float rope_freq_scale;  /* 1 / rope.scaling.factor (linear scaling; default 1) */
     float rope_freq_base_swa; /* rope.freq_base_swa: sliding-window layers (default 10000) */
@@ -47,6 +48,7 @@ typedef struct rtm_hparams {
     float logit_softcap;    /* final_logit_softcapping: refused when set (no tanh op yet) */
     int32_t n_vocab_key;    /* vocab_size when the file has it, else 0 */
     bool causal;            /* false: every token sees every token (encoders) */
+    bool embeddings;        /* the output is one pooled embedding of n_embd, not logits */
 } rtm_hparams_t;
 
 static inline int32_t rtm_n_embd_kv(const rtm_hparams_t *hp) { return hp->head_dim * hp->n_head_kv; }
@@ -62,11 +64,11 @@ typedef struct rtm_layer {
     rt_tensor_t *wq, *wk, *wv, *wqkv, *wo;  /* wqkv: Q, K, V rows fused (GPT-2) */
     rt_tensor_t *bq, *bk, *bv, *bqkv, *bo;  /* their biases */
     rt_tensor_t *q_norm, *k_norm;           /* per head, before rope */
-    rt_tensor_t *attn_post_norm;            /* on the attention's output */
+    rt_tensor_t *attn_post_norm, *attn_post_norm_b; /* on the attention's output (+ x: BERT) */
     rt_tensor_t *ffn_norm, *ffn_norm_b;
     rt_tensor_t *ffn_gate, *ffn_up, *ffn_down;
     rt_tensor_t *ffn_up_b, *ffn_down_b;
-    rt_tensor_t *ffn_post_norm;             /* on the feed-forward's output */
+    rt_tensor_t *ffn_post_norm, *ffn_post_norm_b; /* on the feed-forward's output (+ h: BERT) */
 } rtm_layer_t;
 
 /* Where each part of the model goes: indices into rtm_model_t.devices. */
@@ -94,7 +96,9 @@ struct rtm_model {
     rt_buffer_type_t *weights_buft[RTM_MAX_DEVICES]; /* NULL: none, or no_repack */
     rt_context_t *ctx_w[RTM_MAX_DEVICES];   /* headers of weights kept in weights_buft */
     rt_buffer_t *buf_w[RTM_MAX_DEVICES];
-    rt_tensor_t *tok_embd, *pos_embd;       /* pos_embd: learned positions (GPT-2) */
+    rt_tensor_t *tok_embd, *pos_embd;       /* pos_embd: learned positions (GPT-2, BERT) */
+    rt_tensor_t *type_embd;                 /* BERT's token types (all type 0) */
+    rt_tensor_t *embd_norm, *embd_norm_b;   /* BERT's norm of the summed embeddings */
     rt_tensor_t *output_norm, *output_norm_b, *output;
     rtm_layer_t *layers;                    /* n_layer */
     rtm_load_stats_t stats;
@@ -178,7 +182,8 @@ typedef struct rtm_graph_io {
     rt_tensor_t *pos;       /* I32 {n_tokens}: positions, also the cache rows written */
     rt_tensor_t *mask;      /* F32 {n_kv, n_tokens}: 0 or -inf */
     rt_tensor_t *mask_swa;  /* the same for sliding-window layers; NULL without them */
-    rt_tensor_t *logits;    /* F32 {n_vocab, 1 or n_tokens} */
+    rt_tensor_t *pool;      /* F32 {n_tokens, 1}, each 1/n_tokens: mean pooling (embeddings) */
+    rt_tensor_t *logits;    /* F32 {n_vocab, 1 or n_tokens}; embeddings: {n_embd, 1} */
 } rtm_graph_io_t;
 
 /* Most nodes of any graph of the model (also the graph's size). */

