@@ -166,8 +166,8 @@ static int64_t dim(const rtm_hparams_t *hp, uint8_t d) {
 /* The types mul_mat and get_rows read (abi/rt_tensor.h): anything else
  * would be refused by the graph builder, which aborts. */
 static bool is_weight_type(rt_type_t t) {
-    return t == RT_TYPE_F32 || t == RT_TYPE_F16 || t == RT_TYPE_BF16 || t == RT_TYPE_Q8_0 ||
-           t == RT_TYPE_Q4_0;
+    const rt_type_traits_t *tr = rt_type_traits(t);
+    return tr != NULL && t != RT_TYPE_I32 && t != RT_TYPE_Q8_K; /* Q8_K: activations only */
 }
 
 static const char *spec_name(const rtm_tensor_spec_t *s, int32_t il, char *buf, size_t size) {
@@ -179,7 +179,9 @@ static const char *spec_name(const rtm_tensor_spec_t *s, int32_t il, char *buf, 
 /* Tensor `name` has the spec's shape and a type the graph can use. */
 static rt_status_t check_tensor(const rtm_model_t *m, const rtm_tensor_spec_t *s, const char *name) {
     rt_gguf_tensor_info_t ti = {.struct_size = sizeof ti};
-    rt_gguf_get_tensor_info(m->gguf, find(m, name), &ti);
+    const rt_status_t st = rt_gguf_get_tensor_info(m->gguf, find(m, name), &ti);
+    if (st != RT_OK) /* a type rt does not implement: the message names it */
+        return rtm_error_core(st, m->arch);
     const int64_t ne0 = dim(&m->hp, s->ne0), ne1 = dim(&m->hp, s->ne1);
     const bool f32 = (s->flags & RTM_T_F32) != 0;
     if (ti.ne[0] != ne0 || ti.ne[1] != ne1 || ti.ne[2] != 1 || ti.ne[3] != 1)
@@ -188,7 +190,7 @@ static rt_status_t check_tensor(const rtm_model_t *m, const rtm_tensor_spec_t *s
                          ti.ne[0], ti.ne[1], ti.ne[2], ti.ne[3], ne0, ne1);
     if (f32 ? ti.type != RT_TYPE_F32 : !is_weight_type(ti.type))
         return rtm_error(RT_ERR_FORMAT, "%s: tensor %s is %s, expected %s", m->arch, name,
-                         rt_type_name(ti.type), f32 ? "f32" : "f32/f16/bf16/q8_0/q4_0");
+                         rt_type_name(ti.type), f32 ? "f32" : "a weight type rt implements");
     return RT_OK;
 }
 

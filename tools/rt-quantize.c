@@ -1,37 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /* rt-quantize: a GGUF model with its matrices in another type, as
- * llama.cpp's quantize tool makes them (one type for all):
+ * llama.cpp's quantize tool makes them:
  *
- *     rt-quantize IN.gguf OUT.gguf q8_0|q4_0|f16|bf16
+ *     rt-quantize IN.gguf OUT.gguf TYPE
  *
- * Every key and value is copied as it is (general.file_type set to the
- * llama.cpp number of the new type); every 2-D tensor in a float type whose
- * rows hold whole blocks of the new type is converted (rt_quantize, the
- * GGUF block layouts); the others (norms, odd-sized matrices) are copied. */
+ * TYPE is one of quant_recipe.c's recipes: one type for every matrix
+ * (q4_0 .. q6_K, f16, bf16; f32 converts every tensor) or a mix (q4_K_M,
+ * q5_K_M). Every key and value is copied as it is (general.file_type set to
+ * the llama.cpp number of the recipe); every tensor the recipe gives a new
+ * type is read in whatever type it has (rt_dequantize) and converted
+ * (rt_quantize, the GGUF block layouts); the others are copied. */
 #include "../abi/rt.h"
 #include "../abi/rt_gguf.h"
+#include "quant_recipe.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* llama.cpp's LLAMA_FTYPE_MOSTLY_* for the types rt-quantize makes. */
-static int file_type(rt_type_t t) {
-    switch (t) {
-    case RT_TYPE_F16: return 1;
-    case RT_TYPE_Q4_0: return 2;
-    case RT_TYPE_Q8_0: return 7;
-    case RT_TYPE_BF16: return 32;
-    default: return -1;
-    }
-}
-
-static rt_type_t parse_type(const char *s) {
-    const rt_type_t types[] = {RT_TYPE_Q8_0, RT_TYPE_Q4_0, RT_TYPE_F16, RT_TYPE_BF16};
-    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
-        if (strcmp(s, rt_type_name(types[i])) == 0) return types[i];
-    return RT_TYPE_COUNT;
-}
 
 //===--- keys ---===//
 
@@ -64,7 +49,7 @@ static rt_status_t copy_scalar(const rt_gguf_t *g, rt_gguf_writer_t *w, const ch
     return st;
 }
 
-static rt_status_t copy_keys(const rt_gguf_t *g, rt_gguf_writer_t *w, rt_type_t type) {
+static rt_status_t copy_keys(const rt_gguf_t *g, rt_gguf_writer_t *w, const rt_quant_recipe_t *r) {
     rt_status_t st = RT_OK;
     for (int64_t i = 0; i < rt_gguf_n_kv(g) && st == RT_OK; i++) {
         const char *k = rt_gguf_kv_key(g, i);
@@ -79,23 +64,19 @@ static rt_status_t copy_keys(const rt_gguf_t *g, rt_gguf_writer_t *w, rt_type_t 
         st = rt_gguf_get_array(g, k, et, &data, &n);
         if (st == RT_OK) st = rt_gguf_writer_set_array(w, k, et, data, n);
     }
-    if (st == RT_OK) st = rt_gguf_writer_set_u32(w, "general.file_type", (uint32_t)file_type(type));
+    if (st == RT_OK) st = rt_gguf_writer_set_u32(w, "general.file_type", (uint32_t)r->file_type);
     return st;
 }
 
 //===--- tensors ---===//
 
-static bool converts(const rt_gguf_tensor_info_t *ti, rt_type_t type) {
-    const bool is_float = ti->type == RT_TYPE_F32 || ti->type == RT_TYPE_F16 || ti->type == RT_TYPE_BF16;
-    return is_float && ti->type != type && ti->n_dims == 2 && ti->ne[0] % rt_blck_size(type) == 0;
-}
-
 /* The tensor's bytes in type, in *owned (freed by the caller), or its file
- * bytes when it stays as it is. */
+ * bytes when it keeps its type. */
 static const void *tensor_bytes(const rt_gguf_tensor_info_t *ti, rt_type_t type, void **owned) {
     *owned = NULL;
-    if (!converts(ti, type)) return ti->data;
-    const int64_t n = ti->ne[0] * ti->ne[1];
+    if (type == ti->type) return ti->data;
+    int64_t n = 1;
+    for (int d = 0; d < RT_MAX_DIMS; d++) n *= ti->ne[d];
     float *f = malloc((size_t)n * sizeof *f);
     void *q = malloc((size_t)(n / rt_blck_size(type)) * rt_type_size(type));
     if (f == NULL || q == NULL) {
@@ -109,23 +90,25 @@ static const void *tensor_bytes(const rt_gguf_tensor_info_t *ti, rt_type_t type,
     return *owned = q;
 }
 
-static rt_status_t add_tensors(const rt_gguf_t *g, rt_gguf_writer_t *w, rt_type_t type, void **owned) {
+static rt_status_t add_tensors(const rt_gguf_t *g, rt_gguf_writer_t *w, const rt_quant_recipe_t *r,
+                               void **owned) {
     for (int64_t i = 0; i < rt_gguf_n_tensors(g); i++) {
         rt_gguf_tensor_info_t ti = {.struct_size = sizeof ti};
         rt_status_t st = rt_gguf_get_tensor_info(g, i, &ti);
         if (st != RT_OK) return st;
+        const rt_type_t type = rt_quant_recipe_type(r, g, &ti);
         const void *data = tensor_bytes(&ti, type, &owned[i]);
         if (data == NULL) return RT_ERR_OUT_OF_MEMORY;
-        st = rt_gguf_writer_add_tensor(w, ti.name, owned[i] ? type : ti.type, ti.n_dims, ti.ne, data);
+        st = rt_gguf_writer_add_tensor(w, ti.name, type, ti.n_dims, ti.ne, data);
         if (st != RT_OK) return st;
-        printf("  %-32s %-5s -> %s\n", ti.name, rt_type_name(ti.type), rt_type_name(owned[i] ? type : ti.type));
+        printf("  %-32s %-6s -> %s\n", ti.name, rt_type_name(ti.type), rt_type_name(type));
     }
     return RT_OK;
 }
 
 //===--- main ---===//
 
-static rt_status_t quantize(const char *in, const char *out, rt_type_t type) {
+static rt_status_t quantize(const char *in, const char *out, const rt_quant_recipe_t *type) {
     rt_gguf_t *g = NULL;
     rt_gguf_writer_t *w = NULL;
     rt_status_t st = rt_gguf_open(in, NULL, &g);
@@ -143,11 +126,11 @@ static rt_status_t quantize(const char *in, const char *out, rt_type_t type) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4 || parse_type(argv[3]) == RT_TYPE_COUNT) {
-        fprintf(stderr, "usage: rt-quantize IN.gguf OUT.gguf q8_0|q4_0|f16|bf16\n");
+    if (argc != 4 || rt_quant_recipe_find(argv[3]) == NULL) {
+        fprintf(stderr, "usage: rt-quantize IN.gguf OUT.gguf %s\n", rt_quant_recipe_names());
         return 2;
     }
-    const rt_status_t st = quantize(argv[1], argv[2], parse_type(argv[3]));
+    const rt_status_t st = quantize(argv[1], argv[2], rt_quant_recipe_find(argv[3]));
     if (st != RT_OK) {
         fprintf(stderr, "rt-quantize: %s: %s\n", rt_status_name(st), rt_last_error());
         return 1;
