@@ -12,6 +12,16 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cc -O2 -o "$tmp/peer_logits" "$here/peer_logits.c" -I"$LLAMA_SRC/include" -I"$LLAMA_SRC/ggml/include" \
     -L"$LLAMA_BUILD/bin" -lllama -lggml -lggml-base -Wl,-rpath,"$LLAMA_BUILD/bin"
+# The real models, where their pip packages are installed (tests/pip_models.py).
+prompt="Once upon a time"
+i=0
+python3 "$here/../pip_models.py" 2>/dev/null | while read -r real; do
+    i=$((i + 1))
+    name=$(if [ $i = 1 ]; then echo smollm2; else echo gemma3-270m; fi)
+    [ -n "$real" ] || { echo "$name: not installed, not recorded"; continue; }
+    "$tmp/peer_logits" "$real" "$here/$name.ref" "$prompt" 2>"$tmp/$name.log" || { tail -5 "$tmp/$name.log"; exit 1; }
+    echo "$here/$name.ref"
+done
 for m in "$here"/models/*.gguf; do
     name=$(basename "$m" .gguf)
     "$tmp/peer_logits" "$m" "$here/$name.ref" 2>"$tmp/$name.log" || { tail -5 "$tmp/$name.log"; exit 1; }

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* peer_logits.c: records llama.cpp's outputs for a model as a fixture of
  * tests/test-model-arch.c: the logits of the last of a fixed token
- * sequence (the first decode step) and 32 greedy tokens after it. Built
+ * sequence (the first decode step) and 32 greedy tokens after it; or, with
+ * a prompt, the prompt's tokens as llama.cpp tokenizes it (special tokens
+ * added as the file says) and the 32 greedy tokens after it, without the
+ * logits (a real model's vocabulary is too large for a fixture). Built
  * against a llama.cpp build outside this repository by tests/arch/peer.sh
  * (never part of rt's build); the fixture format is in tests/arch/README.md. */
 #include "llama.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,15 +26,16 @@ static int argmax(const float *x, int n) {
     return best;
 }
 
-static int record(struct llama_context *ctx, int n_vocab, FILE *f) {
-    llama_token toks[N_PROMPT];
-    memcpy(toks, prompt, sizeof toks);
-    if (llama_decode(ctx, llama_batch_get_one(toks, N_PROMPT)) != 0) return 1;
+static int record(struct llama_context *ctx, const llama_token *in, int n_in, int n_vocab, bool logits_too,
+                  FILE *f) {
+    llama_token toks[256];
+    memcpy(toks, in, (size_t)n_in * sizeof toks[0]);
+    if (llama_decode(ctx, llama_batch_get_one(toks, n_in)) != 0) return 1;
     const float *logits = llama_get_logits_ith(ctx, -1);
-    fprintf(f, "tokens %d:", N_PROMPT);
-    for (int i = 0; i < N_PROMPT; i++) fprintf(f, " %d", prompt[i]);
-    fprintf(f, "\nlogits %d:", n_vocab);
-    for (int i = 0; i < n_vocab; i++) fprintf(f, " %.9g", logits[i]);
+    fprintf(f, "tokens %d:", n_in);
+    for (int i = 0; i < n_in; i++) fprintf(f, " %d", in[i]);
+    fprintf(f, "\nlogits %d:", logits_too ? n_vocab : 0);
+    for (int i = 0; logits_too && i < n_vocab; i++) fprintf(f, " %.9g", logits[i]);
     fprintf(f, "\ngreedy %d:", N_GREEDY);
     for (int i = 0; i < N_GREEDY; i++) {
         llama_token t = argmax(llama_get_logits_ith(ctx, -1), n_vocab);
@@ -42,8 +47,8 @@ static int record(struct llama_context *ctx, int n_vocab, FILE *f) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s MODEL.gguf OUT.ref\n", argv[0]);
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: %s MODEL.gguf OUT.ref [PROMPT]\n", argv[0]);
         return 2;
     }
     llama_backend_init();
@@ -62,7 +67,12 @@ int main(int argc, char **argv) {
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp", argv[2]);
     FILE *f = fopen(tmp, "w");
-    int rc = f == NULL || record(ctx, llama_vocab_n_tokens(llama_model_get_vocab(model)), f);
+    const struct llama_vocab *vocab = llama_model_get_vocab(model);
+    llama_token in[256];
+    int n_in = N_PROMPT;
+    memcpy(in, prompt, sizeof prompt);
+    if (argc == 4) n_in = llama_tokenize(vocab, argv[3], (int32_t)strlen(argv[3]), in, 256, true, false);
+    int rc = f == NULL || n_in <= 0 || record(ctx, in, n_in, llama_vocab_n_tokens(vocab), argc == 3, f);
     if (f != NULL && fclose(f) != 0) rc = 1;
     if (rc == 0 && rename(tmp, argv[2]) != 0) rc = 1;
     llama_free(ctx);
