@@ -8,8 +8,10 @@
  *
  *   rt-run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P]
  *          [--seed S] [--devices LIST] [--n-gpu-layers N | --split auto]
- *          [--threads N] [--n-batch N] [--ctx N] [--dump-logits FILE]
+ *          [--threads N] [--n-batch N] [--ctx N] [--dump-logits FILE] [--special]
  *
+ * --special parses special tokens' texts in the prompt ("<|im_start|>")
+ * as those tokens; without it they are plain text.
  * --dump-logits writes one text line of n_vocab logits per position whose
  * logits were computed: every prompt token, then each generated one.
  * Every error is one line on stderr and exit status 1 (2 for usage). */
@@ -39,12 +41,13 @@ typedef struct run_options {
     int32_t n_gpu_layers;
     int32_t n_threads, n_batch, n_ctx;
     const char *dump_logits; /* file, or NULL */
+    bool special;            /* special tokens' texts in the prompt are those tokens */
 } run_options_t;
 
 static void usage(FILE *f) {
     fprintf(f, "usage: rt-run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P]\n"
                "              [--seed S] [--devices LIST] [--n-gpu-layers N | --split auto]\n"
-               "              [--threads N] [--n-batch N] [--ctx N] [--dump-logits FILE]\n");
+               "              [--threads N] [--n-batch N] [--ctx N] [--dump-logits FILE] [--special]\n");
 }
 
 //===--- options ---===//
@@ -137,6 +140,10 @@ static int parse_args(int argc, char **argv, run_options_t *o) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             usage(stdout);
             return 1;
+        }
+        if (strcmp(argv[i], "--special") == 0) {
+            o->special = true;
+            continue;
         }
         if (i + 1 >= argc) {
             fprintf(stderr, "rt-run: option '%s' needs a value\n", argv[i]);
@@ -238,10 +245,10 @@ static int tokenize_prompt(run_t *r) {
     const rtm_vocab_t *v = rtm_model_vocab(r->model);
     const size_t len = strlen(r->o->prompt);
     int32_t n = 0;
-    rtm_vocab_tokenize(v, r->o->prompt, len, true, false, NULL, 0, &n);
+    rtm_vocab_tokenize(v, r->o->prompt, len, true, r->o->special, NULL, 0, &n);
     r->prompt = malloc(((size_t)n + 1) * sizeof r->prompt[0]);
     if (r->prompt == NULL) return fail("no memory for the prompt");
-    if (rtm_vocab_tokenize(v, r->o->prompt, len, true, false, r->prompt, n, &r->n_prompt) != RT_OK)
+    if (rtm_vocab_tokenize(v, r->o->prompt, len, true, r->o->special, r->prompt, n, &r->n_prompt) != RT_OK)
         return fail("%s", rtm_last_error());
     if (r->n_prompt == 0) return fail("the prompt gives no tokens");
     if (r->n_prompt > rtm_context_n_ctx(r->ctx))
