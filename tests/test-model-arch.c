@@ -11,7 +11,8 @@
  * the package's sentence embeddings (tests/arch/minilm_ref.py) to 1e-4 in
  * cosine, through the library and through rt-embed. SmolLM2-135M and
  * Gemma 3 270M (pip packages; skipped without them) tokenize the prompt and
- * decode greedily exactly as llama.cpp does. Runs from the
+ * decode greedily as llama.cpp does (near-ties aside). The four GPT-2
+ * examples of tools/examples print the same logits, llama.cpp's. Runs from the
  * repository root. */
 #include "testutil.h"
 
@@ -400,6 +401,75 @@ static void test_minilm(void **state) {
     rmdir(dir);
 }
 
+//===--- arch-5: the four GPT-2 examples ---===//
+
+/* One example's output: "logits V: ...", then "greedy: ...". */
+typedef struct example_out {
+    float logits[MAX_VOCAB];
+    int32_t n_vocab;
+    rtm_token_t greedy[8];
+} example_out_t;
+
+/* plugins: the RT_PLUGINS it runs with (mockgpu found in the build). */
+static void run_example(const char *plugins, const char *cmdline, example_out_t *o) {
+    char cmd[2048];
+    int status = 0;
+    const char *b = tu_build_dir_abs();
+    snprintf(cmd, sizeof cmd, "RT_PLUGINS=%s RT_MOCKGPU_COUNT=1 RT_PLUGIN_PATH=%s/tests/plugins/mockgpu:%s/lib/rt-plugins "
+             "%s/bin/%s", plugins, b, b, b, cmdline);
+    char *out = tu_run_capture(cmd, &status);
+    if (status != 0) fail_msg("arch-5: %s failed (%d): %s", cmdline, status, out);
+    char *p = strstr(out, "logits ");
+    if (p == NULL || sscanf(p, "logits %d:", &o->n_vocab) != 1 || o->n_vocab > MAX_VOCAB)
+        fail_msg("arch-5: %s: no logits line", cmdline);
+    p = strchr(p, ':') + 1;
+    for (int32_t i = 0; i < o->n_vocab; i++) o->logits[i] = strtof(p, &p);
+    p = strstr(p, "greedy:");
+    if (p == NULL) fail_msg("arch-5: %s: no greedy line", cmdline);
+    p += strlen("greedy:");
+    for (int i = 0; i < 8; i++) o->greedy[i] = (rtm_token_t)strtol(p, &p, 10);
+    free(out);
+}
+
+/* gpt2-ctx, -alloc, -backend on the CPU and -sched with no GPU layer and
+ * with its last layer on a mock GPU (which computes with the CPU plugin)
+ * print the same numbers; -sched split with Vulkan differs by rounding
+ * only (when the plugin is built); all are llama.cpp's (TOL_PEER_GELU, the
+ * first 8 greedy tokens). */
+static void test_gpt2_examples(void **state) {
+    (void)state;
+    static const char *const cmds[][2] = {
+        {"cpu", "gpt2-ctx"}, {"cpu", "gpt2-alloc"},
+        {"cpu", "gpt2-backend tests/arch/models/random-gpt2.gguf cpu0"},
+        {"cpu", "gpt2-sched tests/arch/models/random-gpt2.gguf 0"},
+        {"cpu,mockgpu", "gpt2-sched tests/arch/models/random-gpt2.gguf 1"},
+        {"cpu,vulkan", "gpt2-sched tests/arch/models/random-gpt2.gguf 1"}};
+    char vk[PATH_MAX + 64];
+    snprintf(vk, sizeof vk, "%s/lib/rt-plugins/rt-plugin-vulkan.so", tu_build_dir_abs());
+    const size_t n_cmds = sizeof cmds / sizeof cmds[0] - (access(vk, F_OK) == 0 ? 0 : 1);
+    ref_t r;
+    read_ref("gpt2", &r);
+    example_out_t first, o;
+    for (size_t i = 0; i < n_cmds; i++) {
+        example_out_t *e = i == 0 ? &first : &o;
+        run_example(cmds[i][0], cmds[i][1], e);
+        assert_int_equal(e->n_vocab, r.n_vocab);
+        const double err = logits_error(&r, e->logits);
+        const char *what = cmds[i][1];
+        if (!(err <= TOL_PEER_GELU)) fail_msg("arch-5 %s: logits %.3g from llama.cpp's", what, err);
+        for (int k = 0; k < 8; k++)
+            if (e->greedy[k] != r.greedy[k]) fail_msg("arch-5 %s: greedy token %d is %d, not %d", what, k, e->greedy[k], r.greedy[k]);
+        double max_diff = 0;
+        for (int32_t k = 0; k < r.n_vocab; k++) {
+            const double d = fabs((double)e->logits[k] - first.logits[k]);
+            max_diff = d > max_diff ? d : max_diff;
+        }
+        if (i < 5 && max_diff != 0) fail_msg("arch-5 %s: logits differ from gpt2-ctx's by %.3g", what, max_diff);
+        if (!(max_diff <= 1e-4)) fail_msg("arch-5 %s: logits differ from gpt2-ctx's by %.3g", what, max_diff);
+        print_message("arch-5 %s (%s): within %.3g of llama.cpp, %.3g of gpt2-ctx\n", what, cmds[i][0], err, max_diff);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_peer),
@@ -407,6 +477,7 @@ int main(void) {
         cmocka_unit_test(test_vulkan),
         cmocka_unit_test(test_minilm),
         cmocka_unit_test(test_real_models),
+        cmocka_unit_test(test_gpt2_examples),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
