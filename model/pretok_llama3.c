@@ -43,21 +43,11 @@ static void emit(l3_t *p, size_t end) {
     p->pos = end;
 }
 
-static uint32_t lower(uint32_t c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
-
 /* (?i:'s|'t|'re|'ve|'m|'ll|'d) */
 static bool match_contraction(l3_t *p) {
-    if (cpt_at(p, p->pos) != '\'') return false;
-    const uint32_t a = lower(cpt_at(p, p->pos + 1)), b = lower(cpt_at(p, p->pos + 2));
-    if (a == 's' || a == 't' || a == 'm' || a == 'd') {
-        emit(p, p->pos + 2);
-        return true;
-    }
-    if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) {
-        emit(p, p->pos + 3);
-        return true;
-    }
-    return false;
+    const size_t k = rtm_pretok_contraction(p->cpts, p->n, p->pos, true);
+    if (k > 0) emit(p, p->pos + k);
+    return k > 0;
 }
 
 /* [^\r\n\p{L}\p{N}]?\p{L}+: one character of anything else may lead. */

@@ -140,6 +140,9 @@ RTM_INTERNAL const rtm_pretok_t *rtm_pretok_find(const char *name);
  * (room for n), scratch the same size; returns the count. */
 RTM_INTERNAL size_t rtm_pretokenize(const rtm_pretok_t *p, const uint32_t *cpts, size_t n,
                                     uint32_t *word_len, uint32_t *scratch);
+/* The length of the contraction ('s 't 're 've 'm 'll 'd) at pos, 0 if
+ * none; any_case: the letters in either case (Llama 3's (?i:...)). */
+RTM_INTERNAL size_t rtm_pretok_contraction(const uint32_t *cpts, size_t n, size_t pos, bool any_case);
 /* The splits, each over one piece of n code points, writing its words'
  * lengths and returning their count. */
 RTM_INTERNAL size_t rtm_pretokenize_llama3(const uint32_t *cpts, size_t n, uint32_t *word_len);
