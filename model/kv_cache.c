@@ -6,7 +6,7 @@
  * are ever read (rows past the sequence are read, masked, so they must
  * hold finite numbers). The graph writes new rows with SET_ROWS where every
  * device runs it, else with rt_cpy into views, and reads the first n_kv
- * rows through views (llama.c). */
+ * rows through views (blocks.c). */
 #include "model_impl.h"
 
 #include <stdlib.h>
@@ -57,7 +57,7 @@ static rt_status_t allocate(rtm_kv_cache_t *kv, const rtm_model_t *m) {
     return RT_OK;
 }
 
-/* Whether d runs the two SET_ROWS of llama.c's store_kv on its cache: a
+/* Whether d runs the two SET_ROWS of blocks.c's store_kv on its cache: a
  * plugin of ABI 1.0 does not know the op. */
 static bool device_sets_rows(const rtm_kv_cache_t *kv, const rtm_model_t *m, int32_t il,
                              rt_device_t *dev) {
