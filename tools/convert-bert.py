@@ -99,6 +99,7 @@ def convert(model_dir, out):
     w.add_layer_norm_eps(cfg["layer_norm_eps"])
     w.add_causal_attention(False)
     w.add_pooling_type(gguf.PoolingType.MEAN)
+    w.add_token_type_count(cfg["type_vocab_size"])  # llama.cpp reads it
     write_vocab(w, model_dir)
     for name, t in sorted(read_safetensors(os.path.join(model_dir, "model.safetensors")).items()):
         g = gguf_name(name)
