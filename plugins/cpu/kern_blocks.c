@@ -89,6 +89,14 @@ static void blocks_roundtrip_act(const float *x, int64_t K, rt_type_t atype, flo
     }
 }
 
+/* The unpackers of the types AVX2 has its own dots for (below) serve the
+ * other variants only. */
+#if defined(__AVX2__)
+#  define GENERIC_ONLY __attribute__((unused))
+#else
+#  define GENERIC_ONLY
+#endif
+
 //===--- unpacking: blocks of 32 ---===//
 
 /* Levels q of one block, its scale and offset: x = d*q + m. */
@@ -97,7 +105,7 @@ typedef struct unpacked32 {
     float d, m;
 } unpacked32_t;
 
-static void unpack_q4_1(const void *p, unpacked32_t *u) {
+GENERIC_ONLY static void unpack_q4_1(const void *p, unpacked32_t *u) {
     const rt_block_q4_1_t *b = p;
     for (int j = 0; j < 16; j++) {
         u->q[j] = (int8_t)(b->qs[j] & 15);
@@ -117,14 +125,14 @@ static void unpack5(const uint8_t qs[16], const uint8_t qh4[4], int bias, int8_t
     }
 }
 
-static void unpack_q5_0(const void *p, unpacked32_t *u) {
+GENERIC_ONLY static void unpack_q5_0(const void *p, unpacked32_t *u) {
     const rt_block_q5_0_t *b = p;
     unpack5(b->qs, b->qh, 16, u->q);
     u->d = rt_fp16_to_fp32(b->d);
     u->m = 0.0f;
 }
 
-static void unpack_q5_1(const void *p, unpacked32_t *u) {
+GENERIC_ONLY static void unpack_q5_1(const void *p, unpacked32_t *u) {
     const rt_block_q5_1_t *b = p;
     unpack5(b->qs, b->qh, 0, u->q);
     u->d = rt_fp16_to_fp32(b->d);
@@ -209,7 +217,7 @@ static void k4_scales(const uint8_t s[12], unpacked256_t *u) {
     }
 }
 
-static void unpack_q4_k(const void *p, unpacked256_t *u) {
+GENERIC_ONLY static void unpack_q4_k(const void *p, unpacked256_t *u) {
     const rt_block_q4_k_t *b = p;
     for (int c = 0; c < 4; c++)
         for (int i = 0; i < 32; i++) {
@@ -221,7 +229,7 @@ static void unpack_q4_k(const void *p, unpacked256_t *u) {
     u->dmin = rt_fp16_to_fp32(b->dmin);
 }
 
-static void unpack_q5_k(const void *p, unpacked256_t *u) {
+GENERIC_ONLY static void unpack_q5_k(const void *p, unpacked256_t *u) {
     const rt_block_q5_k_t *b = p;
     for (int c = 0; c < 4; c++)
         for (int i = 0; i < 32; i++) {
@@ -234,7 +242,7 @@ static void unpack_q5_k(const void *p, unpacked256_t *u) {
     u->dmin = rt_fp16_to_fp32(b->dmin);
 }
 
-static void unpack_q6_k(const void *p, unpacked256_t *u) {
+GENERIC_ONLY static void unpack_q6_k(const void *p, unpacked256_t *u) {
     const rt_block_q6_k_t *b = p;
     for (int n = 0; n < 2; n++)
         for (int l = 0; l < 32; l++) {
@@ -283,18 +291,202 @@ RT_INLINE float dot256(void (*unpack)(const void *, unpacked256_t *), size_t bsi
     return acc;
 }
 
+//===--- x86: the types of the common downloads, in AVX2 ---===//
+
+#if defined(__AVX2__)
+#  include <immintrin.h>
+
+/* The AVX2 dots of the types real files use most (Q4_1, Q5_0, Q5_1, Q4_K,
+ * Q5_K, Q6_K): the levels are made unsigned (a type's signed offset moves
+ * into the activations' sums: s for blocks of 32, bsums for Q8_K) so that
+ * vpmaddubsw multiplies them by the int8 activations (a pair of products
+ * stays below 2*63*127, no saturation), and vpmaddwd applies the 16-bit
+ * sub-block scales while it widens, so a super-block's sums stay in int32
+ * lanes until its one conversion to F32. The AVX-512 variants run these
+ * too (their -m flags include AVX2). */
+
+static inline float h16(uint16_t h) { return _cvtsh_ss(h); }
+
+static inline __m256i cat128(__m128i lo, __m128i hi) {
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+}
+
+static inline int32_t hsum_i32(__m256i v) {
+    __m128i x = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0x4e));
+    x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0xb1));
+    return _mm_cvtsi128_si32(x);
+}
+
+static inline float hsum_ps(__m256 v) {
+    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+    x = _mm_add_ss(x, _mm_movehdup_ps(x));
+    return _mm_cvtss_f32(x);
+}
+
+/* unsigned levels u by int8 activations a, times 16-bit scales sc per
+ * pair of products: 8 int32 sums. */
+static inline __m256i dot_us(__m256i u, __m256i a, __m256i sc) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, a), sc);
+}
+
+/* Byte j set to `value` where bit `bit` of byte j of x is set. */
+static inline __m256i bit_to(__m256i x, int bit, int value) {
+    const __m256i m = _mm256_set1_epi8((char)(1 << bit));
+    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(x, m), m), _mm256_set1_epi8((char)value));
+}
+
+/* 32 bits of qh as 32 bytes, 16 where the bit is set (Q5_0/Q5_1). */
+static inline __m256i qh_bytes16(const uint8_t qh[4]) {
+    uint32_t x;
+    memcpy(&x, qh, sizeof x);
+    const __m256i idx = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                         2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bits = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    const __m256i v = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)x), idx), bits);
+    return _mm256_and_si256(_mm256_cmpeq_epi8(v, bits), _mm256_set1_epi8(16));
+}
+
+/* The 32 nibbles of a block of 32 in element order. */
+static inline __m256i nibbles32(const uint8_t qs[16]) {
+    const __m128i q = _mm_loadu_si128((const __m128i *)qs), m4 = _mm_set1_epi8(15);
+    return cat128(_mm_and_si128(q, m4), _mm_and_si128(_mm_srli_epi16(q, 4), m4));
+}
+
+/* sum over blocks of d_w*d_a*sum(u*q_a) + m_w*s_a, u unsigned levels. */
+#define DOT32_AVX2(T, LEVELS, M)                                                           \
+    static float dot_##T##_avx2(const char *wr, const rt_cpu_q8s_t *a, int64_t nb) {       \
+        const rt_block_##T##_t *w = (const rt_block_##T##_t *)wr;                          \
+        const __m256i ones = _mm256_set1_epi16(1);                                         \
+        __m256 acc = _mm256_setzero_ps();                                                  \
+        float accm = 0.0f;                                                                 \
+        for (int64_t i = 0; i < nb; i++) {                                                 \
+            const __m256i u = LEVELS;                                                      \
+            const __m256i p = dot_us(u, _mm256_loadu_si256((const __m256i *)a[i].qs), ones); \
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(h16(w[i].d) * a[i].d), _mm256_cvtepi32_ps(p), acc); \
+            accm += (M) * a[i].s;                                                          \
+        }                                                                                  \
+        return hsum_ps(acc) + accm;                                                        \
+    }
+/* Q5_0: x = d*(q - 16) = d*q + (-16 d) */
+DOT32_AVX2(q4_1, nibbles32(w[i].qs), h16(w[i].m))
+DOT32_AVX2(q5_0, _mm256_or_si256(nibbles32(w[i].qs), qh_bytes16(w[i].qh)), -16.0f * h16(w[i].d))
+DOT32_AVX2(q5_1, _mm256_or_si256(nibbles32(w[i].qs), qh_bytes16(w[i].qh)), h16(w[i].m))
+#undef DOT32_AVX2
+
+/* Q4_K/Q5_K's scales and the mins' term, sum(mn_j * bsums of j). */
+static inline int32_t k4_prepare(const uint8_t s[12], const int16_t bsums[16], int16_t sc[8]) {
+    int32_t msum = 0;
+    for (int j = 0; j < 8; j++) {
+        int scale, m;
+        rt_quant_k4_scale_min(s, j, &scale, &m);
+        sc[j] = (int16_t)scale;
+        msum += m * (bsums[2 * j] + bsums[2 * j + 1]);
+    }
+    return msum;
+}
+
+static float dot_q4_k_avx2(const char *wr, const rt_block_q8_k_t *a, int64_t nb) {
+    const rt_block_q4_k_t *w = (const rt_block_q4_k_t *)wr;
+    const __m256i m4 = _mm256_set1_epi8(15);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < nb; i++) {
+        int16_t sc[8];
+        const int32_t msum = k4_prepare(w[i].scales, a[i].bsums, sc);
+        __m256i isum = _mm256_setzero_si256();
+        for (int c = 0; c < 4; c++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(w[i].qs + 32 * c));
+            const __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+            const __m256i *av = (const __m256i *)(a[i].qs + 64 * c);
+            isum = _mm256_add_epi32(isum, dot_us(lo, _mm256_loadu_si256(av), _mm256_set1_epi16(sc[2 * c])));
+            isum = _mm256_add_epi32(isum, dot_us(hi, _mm256_loadu_si256(av + 1), _mm256_set1_epi16(sc[2 * c + 1])));
+        }
+        acc += a[i].d * (h16(w[i].d) * (float)hsum_i32(isum) - h16(w[i].dmin) * (float)msum);
+    }
+    return acc;
+}
+
+static float dot_q5_k_avx2(const char *wr, const rt_block_q8_k_t *a, int64_t nb) {
+    const rt_block_q5_k_t *w = (const rt_block_q5_k_t *)wr;
+    const __m256i m4 = _mm256_set1_epi8(15);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < nb; i++) {
+        int16_t sc[8];
+        const int32_t msum = k4_prepare(w[i].scales, a[i].bsums, sc);
+        const __m256i qh = _mm256_loadu_si256((const __m256i *)w[i].qh);
+        __m256i isum = _mm256_setzero_si256();
+        for (int c = 0; c < 4; c++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(w[i].qs + 32 * c));
+            const __m256i lo = _mm256_or_si256(_mm256_and_si256(q, m4), bit_to(qh, 2 * c, 16));
+            const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4),
+                                               bit_to(qh, 2 * c + 1, 16));
+            const __m256i *av = (const __m256i *)(a[i].qs + 64 * c);
+            isum = _mm256_add_epi32(isum, dot_us(lo, _mm256_loadu_si256(av), _mm256_set1_epi16(sc[2 * c])));
+            isum = _mm256_add_epi32(isum, dot_us(hi, _mm256_loadu_si256(av + 1), _mm256_set1_epi16(sc[2 * c + 1])));
+        }
+        acc += a[i].d * (h16(w[i].d) * (float)hsum_i32(isum) - h16(w[i].dmin) * (float)msum);
+    }
+    return acc;
+}
+
+/* Q6_K with its levels unsigned (q + 32): the -32 becomes 32*sum(sc*bsums). */
+static float dot_q6_k_avx2(const char *wr, const rt_block_q8_k_t *a, int64_t nb) {
+    const rt_block_q6_k_t *w = (const rt_block_q6_k_t *)wr;
+    const __m256i m4 = _mm256_set1_epi8(15), m3 = _mm256_set1_epi8(3);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < nb; i++) {
+        int32_t bias = 0;
+        for (int j = 0; j < 16; j++) bias += w[i].scales[j] * a[i].bsums[j];
+        __m256i isum = _mm256_setzero_si256();
+        for (int n = 0; n < 2; n++) {
+            const __m256i l0 = _mm256_loadu_si256((const __m256i *)(w[i].ql + 64 * n));
+            const __m256i l1 = _mm256_loadu_si256((const __m256i *)(w[i].ql + 64 * n + 32));
+            const __m256i h = _mm256_loadu_si256((const __m256i *)(w[i].qh + 32 * n));
+            const __m256i q[4] = {
+                _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(h, m3), 4)),
+                _mm256_or_si256(_mm256_and_si256(l1, m4),
+                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m3), 4)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m3), 4)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m3), 4)),
+            };
+            for (int k = 0; k < 4; k++) {
+                const int8_t *s = w[i].scales + 8 * n + 2 * k;
+                const __m256i scv = cat128(_mm_set1_epi16(s[0]), _mm_set1_epi16(s[1]));
+                const __m256i av = _mm256_loadu_si256((const __m256i *)(a[i].qs + 128 * n + 32 * k));
+                isum = _mm256_add_epi32(isum, dot_us(q[k], av, scv));
+            }
+        }
+        acc += a[i].d * h16(w[i].d) * (float)(hsum_i32(isum) - 32 * bias);
+    }
+    return acc;
+}
+#endif
+
 //===--- matvec ---===//
 
 /* One weight row by one activation row, K elements. */
 static float row_dot(rt_type_t t, const char *w, const void *act, int64_t K) {
     switch (t) {
+#if defined(__AVX2__)
+    case RT_TYPE_Q4_1: return dot_q4_1_avx2(w, act, K / 32);
+    case RT_TYPE_Q5_0: return dot_q5_0_avx2(w, act, K / 32);
+    case RT_TYPE_Q5_1: return dot_q5_1_avx2(w, act, K / 32);
+    case RT_TYPE_Q4_K: return dot_q4_k_avx2(w, act, K / RT_QK_K);
+    case RT_TYPE_Q5_K: return dot_q5_k_avx2(w, act, K / RT_QK_K);
+    case RT_TYPE_Q6_K: return dot_q6_k_avx2(w, act, K / RT_QK_K);
+#endif
 #define D32(ID, T) \
     case RT_TYPE_##ID: return dot32(unpack_##T, sizeof(rt_block_##T##_t), w, act, K / 32);
 #define D256(ID, T) \
     case RT_TYPE_##ID: return dot256(unpack_##T, sizeof(rt_block_##T##_t), w, act, K / RT_QK_K);
-        D32(Q4_1, q4_1) D32(Q5_0, q5_0) D32(Q5_1, q5_1) D32(IQ4_NL, iq4_nl)
-        D256(Q2_K, q2_k) D256(Q3_K, q3_k) D256(Q4_K, q4_k) D256(Q5_K, q5_k) D256(Q6_K, q6_k)
-        D256(IQ4_XS, iq4_xs)
+#if !defined(__AVX2__)
+        D32(Q4_1, q4_1) D32(Q5_0, q5_0) D32(Q5_1, q5_1)
+        D256(Q4_K, q4_k) D256(Q5_K, q5_k) D256(Q6_K, q6_k)
+#endif
+        D32(IQ4_NL, iq4_nl) D256(Q2_K, q2_k) D256(Q3_K, q3_k) D256(IQ4_XS, iq4_xs)
 #undef D32
 #undef D256
     default: return 0.0f;
