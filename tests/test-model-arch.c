@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test-model-arch.c: every architecture against llama.cpp. For each
  * random-weight model of tests/arch/models (llama, qwen2, qwen3, gemma3,
- * gpt2: tests/arch/make_models.py), the logits after a fixed 12-token
+ * gpt2, and bert's embedding: tests/arch/make_models.py), the logits after a fixed 12-token
  * prompt agree with llama.cpp's (tests/arch/<model>.ref, recorded by
  * tests/arch/peer.sh) and the 32 greedy tokens after it are llama.cpp's;
  * then the same model split over the CPU and a mock GPU, and on Vulkan
@@ -156,6 +156,36 @@ static double logits_error(const ref_t *r, const float *got) {
 
 //===--- arch-1: against llama.cpp, on the CPU ---===//
 
+/* arch-1.2: the random BERT's pooled unit embedding is llama.cpp's (its
+ * GELU table again: TOL_PEER_GELU). */
+static void bert_peer(rt_registry_t *reg) {
+    ref_t r;
+    float want[MAX_VOCAB];
+    FILE *f = fopen("tests/arch/random-bert.ref", "r");
+    if (f == NULL) fail_msg("tests/arch/random-bert.ref: missing");
+    r.n_prompt = read_label(f, "tokens");
+    assert_true(r.n_prompt > 0 && r.n_prompt <= MAX_PROMPT);
+    for (int32_t i = 0; i < r.n_prompt; i++) assert_int_equal(fscanf(f, "%d", &r.prompt[i]), 1);
+    r.n_vocab = read_label(f, "embedding"); /* n_embd values here */
+    assert_true(r.n_vocab > 0 && r.n_vocab <= MAX_VOCAB);
+    for (int32_t i = 0; i < r.n_vocab; i++) assert_int_equal(fscanf(f, "%f", &want[i]), 1);
+    fclose(f);
+    memcpy(r.logits, want, sizeof want);
+    const rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = reg, .no_progress = true};
+    rtm_model_t *m = load("tests/arch/models/random-bert.gguf", &mp);
+    assert_int_equal(rtm_model_n_embd(m), r.n_vocab);
+    const rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = 64, .n_batch = 16};
+    rtm_context_t *c = NULL;
+    if (rtm_context_create(m, &cp, &c) != RT_OK) fail_msg("bert: %s", rtm_last_error());
+    if (rtm_decode(c, r.prompt, r.n_prompt) != RT_OK) fail_msg("bert: %s", rtm_last_error());
+    const double e = logits_error(&r, rtm_get_embeddings(c));
+    if (!(e <= TOL_PEER_GELU)) fail_msg("arch-1.2 bert: embedding differs from llama.cpp's by %.3g", e);
+    print_message("arch-1.2 bert: embedding within %.3g of llama.cpp's\n", e);
+    rtm_context_destroy(c);
+    rtm_model_destroy(m);
+}
+
+
 static void test_peer(void **state) {
     (void)state;
     rt_registry_t *reg = registry_open("cpu", 0);
@@ -172,6 +202,7 @@ static void test_peer(void **state) {
         print_message("arch-1 %s: logits within %.3g of llama.cpp's, the same %d greedy tokens\n",
                       models[i], e, N_GREEDY);
     }
+    bert_peer(reg);
     rt_registry_destroy(reg);
 }
 

@@ -159,19 +159,65 @@ def gpt2(w, r):
         w.add_tensor(p + "ffn_down.bias", r.bias(EMBD))
 
 
-ARCHS = {"llama": llama, "qwen2": qwen2, "qwen3": qwen3, "gemma3": gemma3, "gpt2": gpt2}
+def bert_vocab(w):
+    """A WordPiece vocabulary: the five specials, then word pieces."""
+    special = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    tokens = special + ["\u2581w%d" % i for i in range(N_VOCAB - len(special))]
+    w.add_tokenizer_model("bert")
+    w.add_tokenizer_pre("default")
+    w.add_token_list(tokens)
+    w.add_token_types([gguf.TokenType.CONTROL] * len(special) + [gguf.TokenType.NORMAL] * (N_VOCAB - len(special)))
+    w.add_unk_token_id(1)
+    w.add_uint32("tokenizer.ggml.cls_token_id", 2)
+    w.add_sep_token_id(3)
+    w.add_pad_token_id(0)
+    w.add_mask_token_id(4)
+
+
+def bert(w, r):
+    w.add_context_length(N_CTX)
+    w.add_embedding_length(EMBD)
+    w.add_block_count(2)
+    w.add_feed_forward_length(FF)
+    w.add_head_count(N_HEAD)
+    w.add_layer_norm_eps(1e-12)
+    w.add_causal_attention(False)
+    w.add_pooling_type(gguf.PoolingType.MEAN)
+    w.add_token_type_count(2)
+    w.add_tensor("token_embd.weight", r.matrix(N_VOCAB, EMBD) * float(np.sqrt(EMBD) * 0.5))
+    w.add_tensor("token_types.weight", r.matrix(2, EMBD) * float(np.sqrt(EMBD) * 0.2))
+    w.add_tensor("position_embd.weight", r.matrix(N_CTX, EMBD) * float(np.sqrt(EMBD) * 0.2))
+    w.add_tensor("token_embd_norm.weight", r.norm(EMBD))
+    w.add_tensor("token_embd_norm.bias", r.bias(EMBD))
+    for il in range(2):
+        p = "blk.%d." % il
+        for name in ("attn_q", "attn_k", "attn_v", "attn_output"):
+            w.add_tensor(p + name + ".weight", r.matrix(EMBD, EMBD))
+            w.add_tensor(p + name + ".bias", r.bias(EMBD))
+        w.add_tensor(p + "attn_output_norm.weight", r.norm(EMBD))
+        w.add_tensor(p + "attn_output_norm.bias", r.bias(EMBD))
+        w.add_tensor(p + "ffn_up.weight", r.matrix(FF, EMBD))
+        w.add_tensor(p + "ffn_up.bias", r.bias(FF))
+        w.add_tensor(p + "ffn_down.weight", r.matrix(EMBD, FF))
+        w.add_tensor(p + "ffn_down.bias", r.bias(EMBD))
+        w.add_tensor(p + "layer_output_norm.weight", r.norm(EMBD))
+        w.add_tensor(p + "layer_output_norm.bias", r.bias(EMBD))
+
+
+SEEDS = {"gemma3": 1000, "gpt2": 1001, "llama": 1002, "qwen2": 1003, "qwen3": 1004, "bert": 1005}
+ARCHS = {"llama": llama, "qwen2": qwen2, "qwen3": qwen3, "gemma3": gemma3, "gpt2": gpt2, "bert": bert}
 
 
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "models")
     os.makedirs(out, exist_ok=True)
-    for seed, (arch, make) in enumerate(sorted(ARCHS.items())):
+    for arch, make in sorted(ARCHS.items()):
         path = os.path.join(out, "random-%s.gguf" % arch)
         tmp = path + ".tmp"
         w = gguf.GGUFWriter(tmp, arch)
         w.add_name("random-" + arch)
-        write_vocab(w)
-        make(w, Rand(1000 + seed))
+        bert_vocab(w) if arch == "bert" else write_vocab(w)
+        make(w, Rand(SEEDS[arch]))
         w.write_header_to_file()
         w.write_kv_data_to_file()
         w.write_tensors_to_file()
