@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 extern const rtm_arch_t rtm_arch_llama, rtm_arch_qwen2, rtm_arch_qwen3, rtm_arch_gemma3,
@@ -106,9 +107,24 @@ static rt_status_t check_rope_scaling(const rtm_model_t *m) {
         strcmp(type, "none") != 0)
         return rtm_error(RT_ERR_UNSUPPORTED, "%s: rope scaling '%s' is not supported (linear is)",
                          m->arch, type);
-    if (rt_gguf_find_tensor(m->gguf, "rope_freqs.weight") >= 0)
-        return rtm_error(RT_ERR_UNSUPPORTED, "%s: rope_freqs.weight (per-dimension rope "
-                         "frequency factors) is not supported", m->arch);
+    return RT_OK;
+}
+
+/* rope_freqs.weight: F32 {n_rot / 2}, one divisor per rotated pair, kept
+ * on the host: the context turns it into the cos/sin inputs (blocks.c). */
+static rt_status_t read_rope_freqs(rtm_model_t *m) {
+    rt_gguf_tensor_info_t ti = {.struct_size = sizeof ti};
+    const int64_t i = rt_gguf_find_tensor(m->gguf, "rope_freqs.weight");
+    if (i < 0) return RT_OK;
+    const int32_t n = m->hp.n_rot / 2;
+    if (rt_gguf_get_tensor_info(m->gguf, i, &ti) != RT_OK || ti.type != RT_TYPE_F32 || ti.ne[0] != n ||
+        ti.ne[1] != 1 || !m->hp.rope || m->hp.n_rot != m->hp.head_dim)
+        return rtm_error(RT_ERR_UNSUPPORTED, "%s: rope_freqs.weight is not F32 {%d} over whole "
+                         "heads of rope", m->arch, n);
+    m->rope_freqs = malloc((size_t)n * sizeof m->rope_freqs[0]);
+    if (m->rope_freqs == NULL) return rtm_error(RT_ERR_OUT_OF_MEMORY, "rtm_model_load: no memory");
+    memcpy(m->rope_freqs, ti.data, (size_t)n * sizeof m->rope_freqs[0]);
+    m->hp.rope_factors = true;
     return RT_OK;
 }
 
@@ -231,6 +247,7 @@ static rt_status_t check_tensors(rtm_model_t *m) {
 
 rt_status_t rtm_arch_read(rtm_model_t *m, const char *path) {
     rt_status_t st = read_hparams(m, path);
+    if (st == RT_OK) st = read_rope_freqs(m);
     if (st == RT_OK) st = check_tensors(m);
     return st;
 }

@@ -14,7 +14,8 @@
  * Qwen 2 and Qwen 3 change (arch_qwen2.c, arch_qwen3.c share it). Without output.weight the
  * output projection is token_embd (tied embeddings). llama.vocab_size,
  * when present, must be token_embd's rows; linear rope scaling is read,
- * Llama 3.1's rope_freqs factors are refused by name (arch.c). */
+ * and Llama 3.1's rope_freqs factors divide each pair's frequency (arch.c
+ * reads them, blocks.c applies them). */
 #include "blocks.h"
 
 static const rtm_hparam_key_t keys[] = {

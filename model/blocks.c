@@ -49,10 +49,20 @@ rt_tensor_t *rtm_split_heads(rtm_build_t *b, rt_tensor_t *x, int64_t first, int3
     return rt_cont(b->ctx, v);
 }
 
+/* Rope with per-pair frequency factors, which the op has no input for:
+ * x cos(theta) + rot(x) sin(theta), the angles computed by the context
+ * (its cos/sin inputs, broadcast over the heads) and rot(x) the pairs
+ * turned a quarter, (x0, x1) -> (-x1, x0), a product with a constant. */
+static rt_tensor_t *rope_factored(rtm_build_t *b, rt_tensor_t *x) {
+    rt_tensor_t *turned = rt_mul_mat(b->ctx, b->io->rope_rot, x);
+    return rt_add(b->ctx, rt_mul(b->ctx, x, b->io->rope_cos), rt_mul(b->ctx, turned, b->io->rope_sin));
+}
+
 rt_tensor_t *rtm_rope(rtm_build_t *b, int32_t il, rt_tensor_t *x) {
     const rtm_hparams_t *hp = b->hp;
     const bool swa = rtm_layer_is_swa(hp, il);
     if (!hp->rope) return x;
+    if (hp->rope_factors) return rope_factored(b, x);
     return rt_rope_ext(b->ctx, x, b->io->pos, hp->n_rot, hp->rope_mode,
                        swa ? hp->rope_freq_base_swa : hp->rope_freq_base,
                        swa ? 1.0f : hp->rope_freq_scale);

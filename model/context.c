@@ -39,6 +39,8 @@ struct rtm_context {
     float *mask_buf;              /* n_ctx * n_batch */
     float *mask_swa_buf;          /* the same for sliding-window layers, when the model has them */
     float *pool_buf;              /* n_batch: 1/n each, for an embedding model's mean */
+    float *rope_buf;              /* rope with factors: cos, sin (n_batch * n_rot each), the
+                                     rotation (n_rot * n_rot) */
     bool no_graph_reuse;
     struct {                      /* the allocated graph, while gctx is not NULL */
         rt_context_t *gctx;
@@ -115,8 +117,11 @@ static rt_status_t alloc_host(rtm_context_t *c) {
     const bool swa = c->model->hp.n_swa > 0;
     if (swa) c->mask_swa_buf = malloc(mask_bytes);
     c->pool_buf = malloc((size_t)c->n_batch * sizeof c->pool_buf[0]);
+    const size_t n_rot = (size_t)c->model->hp.n_rot;
+    if (c->model->hp.rope_factors)
+        c->rope_buf = calloc(2 * (size_t)c->n_batch * n_rot + n_rot * n_rot, sizeof c->rope_buf[0]);
     if (c->graph_mem && c->tok_buf && c->pos_buf && c->mask_buf && (!swa || c->mask_swa_buf) &&
-        c->pool_buf)
+        c->pool_buf && (!c->model->hp.rope_factors || c->rope_buf))
         return RT_OK;
     return rtm_error(RT_ERR_OUT_OF_MEMORY, "rtm_context_create: no host memory for n_ctx %d, "
                      "n_batch %d", c->n_ctx, c->n_batch);
@@ -175,6 +180,7 @@ void rtm_context_destroy(rtm_context_t *c) {
     free(c->mask_buf);
     free(c->mask_swa_buf);
     free(c->pool_buf);
+    free(c->rope_buf);
     free(c->logits);
     free(c);
 }
@@ -231,6 +237,39 @@ static void fill_inputs(rtm_context_t *c, const rtm_token_t *tokens, int32_t n, 
     }
 }
 
+/* Rope with factors (blocks.c): per token the cos and sin of each pair's
+ * angle p * freq_scale * base^(-2i/n_rot) / factor_i, on both elements of
+ * the pair (adjacent in NORMAL mode, n_rot/2 apart in NEOX), and the
+ * rotation that turns each pair a quarter. */
+static void fill_rope(rtm_context_t *c, int32_t n) {
+    const rtm_hparams_t *hp = &c->model->hp;
+    const int32_t nr = hp->n_rot, half = nr / 2;
+    const bool neox = hp->rope_mode == RT_ROPE_MODE_NEOX;
+    float *cs = c->rope_buf, *sn = cs + (size_t)c->n_batch * nr, *rot = sn + (size_t)c->n_batch * nr;
+    for (int32_t t = 0; t < n; t++)
+        for (int32_t i = 0; i < half; i++) {
+            const double theta = (double)c->pos_buf[t] * hp->rope_freq_scale *
+                                 pow(hp->rope_freq_base, -2.0 * i / nr) / c->model->rope_freqs[i];
+            const int32_t d0 = neox ? i : 2 * i, d1 = neox ? i + half : 2 * i + 1;
+            cs[t * nr + d0] = cs[t * nr + d1] = (float)cos(theta);
+            sn[t * nr + d0] = sn[t * nr + d1] = (float)sin(theta);
+        }
+    for (int32_t i = 0; i < half; i++) { /* row m of rot: turned[m] = sum_k rot[m][k] x[k] */
+        const int32_t d0 = neox ? i : 2 * i, d1 = neox ? i + half : 2 * i + 1;
+        rot[(size_t)d0 * nr + d1] = -1.0f;
+        rot[(size_t)d1 * nr + d0] = 1.0f;
+    }
+}
+
+static rt_status_t set_rope_inputs(rtm_context_t *c, const rtm_graph_io_t *io) {
+    const size_t nr = (size_t)c->model->hp.n_rot;
+    const float *sn = c->rope_buf + (size_t)c->n_batch * nr;
+    rt_status_t st = rt_tensor_set(io->rope_cos, c->rope_buf, 0, rt_nbytes(io->rope_cos));
+    if (st == RT_OK) st = rt_tensor_set(io->rope_sin, sn, 0, rt_nbytes(io->rope_sin));
+    if (st == RT_OK) st = rt_tensor_set(io->rope_rot, sn + (size_t)c->n_batch * nr, 0, rt_nbytes(io->rope_rot));
+    return st;
+}
+
 static rt_status_t set_inputs(rtm_context_t *c, const rtm_graph_io_t *io) {
     rt_status_t st = rt_tensor_set(io->tokens, c->tok_buf, 0, rt_nbytes(io->tokens));
     if (st == RT_OK) st = rt_tensor_set(io->pos, c->pos_buf, 0, rt_nbytes(io->pos));
@@ -238,6 +277,7 @@ static rt_status_t set_inputs(rtm_context_t *c, const rtm_graph_io_t *io) {
     if (st == RT_OK && io->mask_swa != NULL)
         st = rt_tensor_set(io->mask_swa, c->mask_swa_buf, 0, rt_nbytes(io->mask_swa));
     if (st == RT_OK && io->pool != NULL) st = rt_tensor_set(io->pool, c->pool_buf, 0, rt_nbytes(io->pool));
+    if (st == RT_OK && io->rope_cos != NULL) st = set_rope_inputs(c, io);
     return st;
 }
 
@@ -262,6 +302,7 @@ static rt_status_t run_ubatch(rtm_context_t *c, const rtm_token_t *tokens, int32
     rt_status_t st = prepare_graph(c, &ub);
     const rtm_graph_io_t *io = &c->cur.io;
     fill_inputs(c, tokens, n, ub.n_kv);
+    if (c->model->hp.rope_factors) fill_rope(c, n);
     if (st == RT_OK) st = set_inputs(c, io);
     if (st == RT_OK) st = rt_sched_graph_compute(c->sched, io->graph);
     if (st == RT_OK && out != NULL) st = rt_tensor_get(io->logits, out, 0, rt_nbytes(io->logits));

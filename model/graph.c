@@ -28,6 +28,11 @@ void rtm_graph_build(const rtm_model_t *m, const rtm_kv_cache_t *kv, rt_context_
     io->mask = input(rt_new_tensor_2d(ctx, RT_TYPE_F32, b.n_kv, b.n_tokens), "kq_mask");
     if (m->hp.embeddings)
         io->pool = input(rt_new_tensor_2d(ctx, RT_TYPE_F32, b.n_tokens, 1), "pool");
+    if (m->hp.rope_factors) {
+        io->rope_cos = input(rt_new_tensor_3d(ctx, RT_TYPE_F32, m->hp.n_rot, 1, b.n_tokens), "rope_cos");
+        io->rope_sin = input(rt_new_tensor_3d(ctx, RT_TYPE_F32, m->hp.n_rot, 1, b.n_tokens), "rope_sin");
+        io->rope_rot = input(rt_new_tensor_2d(ctx, RT_TYPE_F32, m->hp.n_rot, m->hp.n_rot), "rope_rot");
+    }
     if (m->hp.n_swa > 0)
         io->mask_swa = input(rt_new_tensor_2d(ctx, RT_TYPE_F32, b.n_kv, b.n_tokens), "kq_mask_swa");
     m->desc->build(&b);

@@ -22,6 +22,7 @@ void rtm_model_destroy(rtm_model_t *m) {
     }
     free(m->layout.layer);
     free(m->layers);
+    free(m->rope_freqs);
     rtm_vocab_destroy(m->vocab);
     rt_gguf_destroy(m->gguf); /* last: mapped weights point into it */
     free(m);

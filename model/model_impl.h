@@ -39,6 +39,7 @@ typedef struct rtm_hparams {
     int32_t n_rot;          /* rope.dimension_count (default head_dim) */
     int32_t rope_mode;      /* RT_ROPE_MODE_*; the architecture's */
     bool rope;              /* false: learned positions, no rope (the architecture's) */
+    bool rope_factors;      /* rope_freqs.weight divides each pair's frequency (Llama 3.1) */
     float rope_freq_base;   /* rope.freq_base (default 10000) */
     float rope_freq_scale;  /* 1 / rope.scaling.factor (linear scaling; default 1) */
     float rope_freq_base_swa; /* rope.freq_base_swa: sliding-window layers (default 10000) */
@@ -101,6 +102,7 @@ struct rtm_model {
     rt_tensor_t *embd_norm, *embd_norm_b;   /* BERT's norm of the summed embeddings */
     rt_tensor_t *output_norm, *output_norm_b, *output;
     rtm_layer_t *layers;                    /* n_layer */
+    float *rope_freqs;                      /* n_rot / 2 factors (hp.rope_factors), host */
     rtm_load_stats_t stats;
 };
 
@@ -183,6 +185,8 @@ typedef struct rtm_graph_io {
     rt_tensor_t *mask;      /* F32 {n_kv, n_tokens}: 0 or -inf */
     rt_tensor_t *mask_swa;  /* the same for sliding-window layers; NULL without them */
     rt_tensor_t *pool;      /* F32 {n_tokens, 1}, each 1/n_tokens: mean pooling (embeddings) */
+    rt_tensor_t *rope_cos, *rope_sin; /* F32 {n_rot, 1, n_tokens}: rope with factors (rope_factors) */
+    rt_tensor_t *rope_rot;  /* F32 {n_rot, n_rot}: the pair rotation x -> (-x1, x0) */
     rt_tensor_t *logits;    /* F32 {n_vocab, 1 or n_tokens}; embeddings: {n_embd, 1} */
 } rtm_graph_io_t;
 

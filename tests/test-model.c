@@ -696,7 +696,7 @@ static void write_synthetic(const char *path, syn_break_t brk) {
     rt_gguf_writer_set_array(w, "tokenizer.ggml.tokens", RT_GGUF_TYPE_STRING, tokens, 4);
     syn_tensor(w, "token_embd.weight", RT_TYPE_F32, 8, 4);
     syn_tensor(w, "output_norm.weight", RT_TYPE_F32, 8, 0);
-    if (brk == SYN_ROPE_FREQS) syn_tensor(w, "rope_freqs.weight", RT_TYPE_F32, 2, 0);
+    if (brk == SYN_ROPE_FREQS) syn_tensor(w, "rope_freqs.weight", RT_TYPE_F32, 3, 0); /* n_rot/2 is 2 */
     syn_layer(w, brk);
     assert_int_equal(rt_gguf_writer_write_file(w, path), RT_OK);
     rt_gguf_writer_destroy(w);
@@ -734,9 +734,10 @@ static void test_synthetic(void **state) {
     expect_load_error(reg, path, RT_ERR_FORMAT, "blk.0.attn_k.weight is i32", "model-6.2");
     write_synthetic(path, SYN_NO_EMBD_KEY);
     expect_load_error(reg, path, RT_ERR_FORMAT, "llama.embedding_length", "model-6.2");
-    /* model-6.4: what rt does not implement is refused by name, never run wrong. */
+    /* model-6.4: what rt does not implement is refused by name, never run
+     * wrong: rope factors of the wrong shape, yarn scaling. */
     write_synthetic(path, SYN_ROPE_FREQS);
-    expect_load_error(reg, path, RT_ERR_UNSUPPORTED, "rope_freqs.weight", "model-6.4");
+    expect_load_error(reg, path, RT_ERR_UNSUPPORTED, "rope_freqs.weight is not F32 {2}", "model-6.4");
     write_synthetic(path, SYN_YARN);
     expect_load_error(reg, path, RT_ERR_UNSUPPORTED, "rope scaling 'yarn'", "model-6.4");
     /* model-6.5: llama.vocab_size must be token_embd's rows. */

@@ -60,7 +60,7 @@ class Rand:
         return (0.1 * self.rs.standard_normal(n)).astype(np.float32)
 
 
-def common_keys(w, arch, n_layer, head_dim):
+def common_keys(w, arch, n_layer, head_dim, rope_base=10000.0):
     w.add_context_length(N_CTX)
     w.add_embedding_length(EMBD)
     w.add_block_count(n_layer)
@@ -70,7 +70,7 @@ def common_keys(w, arch, n_layer, head_dim):
     w.add_key_length(head_dim)
     w.add_value_length(head_dim)
     w.add_rope_dimension_count(head_dim)
-    w.add_rope_freq_base(10000.0)
+    w.add_rope_freq_base(rope_base)
 
 
 def llama_like(w, r, n_layer, head_dim, tied, extra):
@@ -99,6 +99,15 @@ def llama(w, r):
     common_keys(w, "llama", 2, EMBD // N_HEAD)
     w.add_layer_norm_rms_eps(1e-5)
     llama_like(w, r, 2, EMBD // N_HEAD, False, lambda il: [])
+
+
+def llama3(w, r):
+    """Llama 3.1's frequency factors: rope_freqs.weight divides each pair's."""
+    hd = EMBD // N_HEAD
+    common_keys(w, "llama", 2, hd, rope_base=500000.0)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_tensor("rope_freqs.weight", (1.0 + 7.0 * r.rs.random_sample(hd // 2)).astype(np.float32))
+    llama_like(w, r, 2, hd, False, lambda il: [])
 
 
 def qwen2(w, r):
@@ -204,8 +213,9 @@ def bert(w, r):
         w.add_tensor(p + "layer_output_norm.bias", r.bias(EMBD))
 
 
-SEEDS = {"gemma3": 1000, "gpt2": 1001, "llama": 1002, "qwen2": 1003, "qwen3": 1004, "bert": 1005}
-ARCHS = {"llama": llama, "qwen2": qwen2, "qwen3": qwen3, "gemma3": gemma3, "gpt2": gpt2, "bert": bert}
+SEEDS = {"gemma3": 1000, "gpt2": 1001, "llama": 1002, "qwen2": 1003, "qwen3": 1004, "bert": 1005,
+         "llama3": 1006}
+ARCHS = {"llama": llama, "llama3": llama3, "qwen2": qwen2, "qwen3": qwen3, "gemma3": gemma3, "gpt2": gpt2, "bert": bert}
 
 
 def main():
@@ -214,7 +224,7 @@ def main():
     for arch, make in sorted(ARCHS.items()):
         path = os.path.join(out, "random-%s.gguf" % arch)
         tmp = path + ".tmp"
-        w = gguf.GGUFWriter(tmp, arch)
+        w = gguf.GGUFWriter(tmp, "llama" if arch == "llama3" else arch)
         w.add_name("random-" + arch)
         bert_vocab(w) if arch == "bert" else write_vocab(w)
         make(w, Rand(SEEDS[arch]))
