@@ -23,8 +23,12 @@
  *
  * Errors: calls that can fail return rt_status_t; rt_last_error() has the
  * message. Programmer misuse of the graph builders (shapes that do not fit
- * an op's contract) aborts through the abort hook with a message naming the
- * op, the tensors and their shapes. Ownership rules are in rt_base.h.
+ * an op's contract, a NULL context or tensor) aborts through the abort hook
+ * with a message naming the op, the tensors and their shapes. Any other
+ * function survives misuse (a NULL handle or out pointer, an index out of
+ * range): it returns RT_ERR_MISUSE when it returns a status, and 0, -1,
+ * false or NULL (or "?" and "" for names) otherwise, with the reason in
+ * rt_last_error(). Ownership rules are in rt_base.h.
  *
  * Structs passed in or out start with struct_size, set by the application
  * to sizeof the struct it was compiled with. For option structs a zeroed
@@ -98,8 +102,8 @@ RT_API void rt_dequantize(rt_type_t type, const void *src, float *dst, int64_t n
 //===--- rt_context_t ---===//
 
 /* A context is a fixed pool of memory that holds tensor headers, graphs and,
- * unless no_alloc, the tensors' data right after each header (the seed's
- * main-ctx). Nothing in it is freed before the whole context is. */
+ * unless no_alloc, the tensors' data right after each header (see
+ * docs/memory.md §3.1). Nothing in it is freed before the whole context is. */
 typedef struct rt_context_params {
     uint32_t struct_size;
     size_t mem_size;                 /* pool bytes; 0: 16 MiB */
@@ -110,8 +114,14 @@ typedef struct rt_context_params {
 
 /* Pool bytes one tensor header takes, to size a no_alloc context. */
 RT_API size_t rt_tensor_overhead(void);
-/* Pool bytes a graph of `size` nodes takes. */
+/* Pool bytes a graph of `size` nodes takes; aborts (RT_CHECK) when size is
+ * past the largest graph: for a size the caller does not control, use
+ * rt_graph_overhead_v2. */
 RT_API size_t rt_graph_overhead(size_t size);
+/* abi >= 1.2: *out_bytes = the pool bytes of a graph of `size` nodes, or
+ * RT_ERR_INVALID_ARGUMENT (with a message naming size and the limit, and
+ * *out_bytes 0) when no graph can be that large. */
+RT_API rt_status_t rt_graph_overhead_v2(size_t size, size_t *out_bytes);
 
 RT_API rt_status_t rt_context_create(const rt_context_params_t *params, rt_context_t **out_ctx);
 RT_API void rt_context_destroy(rt_context_t *ctx);
@@ -334,15 +344,40 @@ RT_API const char *rt_cpu_placement_name(rt_cpu_placement_t placement);
  * keeps only the plugins it matches and RT_PLUGINS_DISABLE drops those it
  * matches, before any file is opened. A plugin that cannot be loaded is
  * recorded with the reason and skipped; the others still load. */
+/* (optional) Asked before each plugin file is opened, with its absolute
+ * path: return RT_OK to let the registry open it, anything else to have it
+ * recorded as not loaded with that status and `reason` (written by the
+ * callback, at most reason_size bytes) as its message. For tools that test
+ * a plugin in a child process first (rt-devices --probe). */
+typedef rt_status_t (*rt_plugin_admit_fn)(void *user_data, const char *path, char *reason,
+                                          size_t reason_size);
+
 typedef struct rt_registry_options {
     uint32_t struct_size;
     const rt_allocator_t *allocator; /* NULL: malloc */
     bool no_scan;                    /* load nothing now; use rt_registry_load_plugin */
     const char *plugin_path;         /* used instead of RT_PLUGIN_PATH when not NULL */
+    /* abi >= 1.2 */
+    rt_plugin_admit_fn admit;        /* NULL: every file that passes the checks is opened */
+    void *admit_user_data;
 } rt_registry_options_t;
 
+/* Creates a registry for an application built against ABI app_abi_version
+ * (rt_base.h, rule 8): it sees only the buffer types, ops and types that
+ * version defines (a 1.0 application never sees a weights buffer type).
+ * Applications call it through the rt_registry_create macro below, which
+ * passes the version of the headers they were compiled with. */
+RT_API rt_status_t rt_registry_create_v2(const rt_registry_options_t *options,
+                                         uint32_t app_abi_version, rt_registry_t **out_registry);
+/* The ABI 1.0 entry point, kept for applications built before 1.2: they are
+ * treated as 1.0 (the safe side: they see less, never what they would
+ * misuse). */
 RT_API rt_status_t rt_registry_create(const rt_registry_options_t *options,
                                       rt_registry_t **out_registry);
+#define rt_registry_create(options, out_registry) \
+    rt_registry_create_v2((options), RT_ABI_VERSION, (out_registry))
+/* The version the registry's application declared. */
+RT_API uint32_t rt_registry_app_abi_version(const rt_registry_t *reg);
 /* Destroys devices, plugins and every buffer and queue still alive. */
 RT_API void rt_registry_destroy(rt_registry_t *reg);
 /* Loads one plugin file by absolute path. The returned status is also
@@ -426,15 +461,15 @@ RT_API rt_status_t rt_buffer_clear(rt_buffer_t *buf, uint8_t value);
  * must outlive the buffer; freeing the buffer does not free it. */
 RT_API rt_status_t rt_device_buffer_from_host_ptr(rt_device_t *dev, void *ptr, size_t size,
                                                   rt_buffer_t **out_buf);
-/* Places t at addr inside buf (the seed's tensor_alloc): t must be a base
+/* Places t at addr inside buf (docs/memory.md §3.2): t must be a base
  * tensor with no data yet and [addr, addr + alloc size) inside buf. */
 RT_API rt_status_t rt_tensor_alloc(rt_buffer_t *buf, rt_tensor_t *t, void *addr);
 /* Gives a view its data from its view_src (which must have data). */
 RT_API rt_status_t rt_view_init(rt_tensor_t *t);
 
 /* Sizes and allocates one buffer of buft for every tensor of a no_alloc
- * context that has no data yet, and places them in order (the seed's
- * main-backend). Views get their data from their base. When the tensors
+ * context that has no data yet, and places them in order (docs/memory.md
+ * §3.2). Views get their data from their base. When the tensors
  * exceed the type's max size they are split, in creation order, over
  * several buffers: *out_buf is the first, freeing it frees the others, and
  * rt_buffer_base/rt_buffer_size describe the first part. A single tensor

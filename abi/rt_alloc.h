@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* rt_alloc.h: placing tensors in buffers (the seed note's section 3).
+/* rt_alloc.h: placing tensors in buffers (docs/memory.md §3).
  *
  * rt_tallocr_t hands out a buffer's bytes in order, one tensor after the
  * other, for tensors that live as long as the buffer (weights, KV cache).

@@ -26,6 +26,23 @@
  *      either side aborts the process for a condition the other side caused.
  *   7. Structs that cannot grow by struct_size (rt_tensor_t) carry explicit
  *      reserved space: written as zero, ignored on read.
+ *   8. What an older reader must not use as if it were ordinary (a buffer
+ *      type whose tensors are not in the standard layout; later, new
+ *      types and layouts) is offered by version, never by hoping the
+ *      reader checks a flag it does not know. The version in use between
+ *      the core and a plugin is the lower of the two (rt_plugin.h): a
+ *      plugin offers such a feature only when that version defines it, and
+ *      the core never hands a plugin an op or a type its version does not
+ *      define. Applications declare the version they were built for
+ *      (rt_registry_create in rt.h does it for them); the core shows them
+ *      only what that version defines, and one that did not declare is
+ *      1.0. A buffer type may also carry must-understand flags (bits 16 to
+ *      31 of its flags): a reader hides a buffer type that sets one it
+ *      does not know. An older reader sees less, never something it would
+ *      misuse.
+ *   9. A struct_size of 0 in a struct an application hands in means the
+ *      1.0 layout of that struct, everywhere (so a zeroed struct from any
+ *      version is valid).
  *
  * Ownership, once for all of abi/: the caller owns what a `create` or
  * `alloc` function returns and gives it back with the matching `destroy` or

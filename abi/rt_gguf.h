@@ -270,8 +270,12 @@ RT_API rt_status_t rt_gguf_writer_add_tensor(rt_gguf_writer_t *w, const char *na
 
 /* Bytes the file will take. */
 RT_API uint64_t rt_gguf_writer_size(const rt_gguf_writer_t *w);
-/* Writes the file to |path| (replaced if it exists; removed again if the
- * write fails). RT_ERR_IO with the OS's reason. */
+/* Writes the file to |path| the way a database would: into a temporary
+ * file beside it, fsynced, then renamed over it, so |path| holds the old
+ * file or the whole new one (a path that exists and is not a regular file,
+ * such as /dev/null, is written in place). A failure, or SIGINT, SIGTERM or
+ * SIGHUP while writing (a handler is installed where the program has
+ * none), removes only the temporary file. RT_ERR_IO with the OS's reason. */
 RT_API rt_status_t rt_gguf_writer_write_file(const rt_gguf_writer_t *w, const char *path);
 /* Writes the file into the caller's |dst| of |size| bytes, which must hold
  * rt_gguf_writer_size bytes (else RT_ERR_DOES_NOT_FIT and nothing written). */

@@ -6,9 +6,10 @@
  *
  *   1. dlopen, then dlsym(RT_PLUGIN_QUERY_SYMBOL). The one exported symbol.
  *   2. query(max_abi, host): the core passes the highest ABI version it
- *      speaks and its host table. The plugin returns its rt_plugin_t, whose
- *      abi_version is the version the plugin speaks (<= max_abi, same
- *      major), or NULL to decline. query has no side effects.
+ *      speaks and its host table. The plugin answers with its rt_plugin_t,
+ *      whose abi_version is min(max_abi, the version it was built for)
+ *      (rt_plugin_negotiate, rt_plugin_answer below), or NULL to decline
+ *      (another major). query has no side effects.
  *   3. vtable->create(host, &plugin): the plugin starts (opens its driver,
  *      enumerates hardware). A failure returns a status and, through
  *      host->set_error, a message; the core then reports and skips it.
@@ -19,27 +20,48 @@
  *      the shared object only if the plugin set RT_PLUGIN_FLAG_UNLOAD_SAFE;
  *      otherwise it stays mapped until the process exits.
  *
- * Version rules (see rt_base.h for the general ones): the core accepts a
- * plugin whose major version equals its own and whose version is at least
- * RT_ABI_MIN. An older minor plugin simply has smaller structs; a newer
- * minor plugin is loaded and its larger structs read up to the size the
- * core knows. Handles (void *plugin, *device, *queue, *event) are the
- * plugin's own and opaque to the core.
+ * Version rules (see rt_base.h for the general ones), one for both sides,
+ * as for Vulkan drivers: the version in use is the lower of the two.
+ *   - A plugin answers min(max_abi, its own) when the majors agree, and
+ *     from then on behaves as that version: it offers nothing the version
+ *     does not define (no op, type, flag or buffer type of a later minor;
+ *     rt_op_abi_version and rt_type_abi_version in rt_tensor.h say which
+ *     minor defined what) and reads the host table only through
+ *     host->struct_size. create learns the version again from the host
+ *     table (rt_plugin_abi below; query keeps no state).
+ *   - The core loads a plugin whose answer has its major and is at least
+ *     RT_ABI_MIN, older minor or newer. It reads an older plugin's smaller
+ *     structs up to their struct_size and never hands it an op or a type
+ *     its version does not define; it reads a newer plugin's larger
+ *     structs up to the size the core knows.
+ *   - A file that declines, fails or is refused does not hide another
+ *     file of the same name later on the search path.
+ * Handles (void *plugin, *device, *queue, *event) are the plugin's own and
+ * opaque to the core.
  *
  * Threading: the core calls a queue's functions from one thread at a time;
  * different queues and devices may be driven from different threads.
  *
- * Minimal plugin, for shape (see tests/plugins/ for complete ones):
+ * A minimal plugin, for shape (the build compiles these lines as they
+ * stand; tests/plugins/ has complete ones). One rt_plugin_t per minor
+ * version it can speak, so that query answers with a constant:
  *
- *     static const rt_plugin_vtable_t vt = { sizeof vt, my_destroy, my_create,
- *                                            my_device_count, my_device_get };
- *     static const rt_plugin_t plugin = { sizeof plugin, RT_ABI_VERSION, "mine",
- *                                         "my accelerator", "1.0", 0, NULL, &vt };
+ * BEGIN minimal plugin
+ *     static const rt_plugin_vtable_t vt = {
+ *         .struct_size = sizeof vt, .destroy = my_destroy, .create = my_create,
+ *         .device_count = my_device_count, .device_get = my_device_get};
+ *     #define MY_PLUGIN(minor) {                                               \
+ *         .struct_size = sizeof(rt_plugin_t),                                  \
+ *         .abi_version = RT_ABI_MAKE_VERSION(RT_ABI_VERSION_MAJOR, minor),    \
+ *         .name = "mine", .description = "my accelerator", .version = "1.0", \
+ *         .vtable = &vt}
+ *     static const rt_plugin_t versions[] = {MY_PLUGIN(0), MY_PLUGIN(1), MY_PLUGIN(2)};
  *     RT_PLUGIN_EXPORT const rt_plugin_t *rt_plugin_query(uint32_t max_abi,
  *                                                         const rt_host_t *host) {
  *         (void)host;
- *         return RT_ABI_VERSION_GET_MAJOR(max_abi) == RT_ABI_VERSION_MAJOR ? &plugin : NULL;
+ *         return rt_plugin_answer(versions, sizeof versions / sizeof versions[0], max_abi);
  *     }
+ * END minimal plugin
  */
 #ifndef RT_PLUGIN_H
 #define RT_PLUGIN_H
@@ -69,6 +91,15 @@ typedef const struct rt_plugin *(*rt_plugin_query_fn)(uint32_t max_abi_version,
  * compiler checks its signature): see the life of a plugin above. */
 RT_PLUGIN_EXPORT const struct rt_plugin *rt_plugin_query(uint32_t max_abi_version,
                                                          const struct rt_host *host);
+
+/* The version a plugin built for `own` speaks with a core offering
+ * max_abi: the lower of the two when their majors agree, else 0 (decline).
+ * abi >= 1.2; an inline function, so a plugin built against these headers
+ * carries it and works with cores older than 1.2 too. */
+static inline uint32_t rt_plugin_negotiate(uint32_t max_abi, uint32_t own) {
+    if (RT_ABI_VERSION_GET_MAJOR(max_abi) != RT_ABI_VERSION_GET_MAJOR(own)) return 0;
+    return max_abi < own ? max_abi : own;
+}
 
 //===--- rt_host_t: what the core offers plugins ---===//
 
@@ -103,6 +134,13 @@ typedef struct rt_host {
 
 RT_STATIC_ASSERT(offsetof(rt_host_t, buffer_type) == 88, "rt_host_t 1.0 last slot");
 
+/* The version a plugin built against these headers speaks with the core
+ * that handed it host: what it must behave as (offer no later feature,
+ * claim no later op or type). abi >= 1.2, inline. */
+static inline uint32_t rt_plugin_abi(const rt_host_t *host) {
+    return rt_plugin_negotiate(host->abi_version, RT_ABI_VERSION);
+}
+
 //===--- rt_plugin_t: what query returns ---===//
 
 enum {
@@ -132,7 +170,7 @@ RT_STATIC_ASSERT(offsetof(rt_plugin_vtable_t, device_get) == 32, "rt_plugin_vtab
 
 typedef struct rt_plugin {
     uint32_t struct_size;
-    uint32_t abi_version;        /* RT_ABI_VERSION the plugin speaks, <= max_abi */
+    uint32_t abi_version;        /* the version the plugin speaks: min(max_abi, its own) */
     const char *name;            /* short, [a-z0-9_]: "cpu", "vulkan"; names devices */
     const char *description;     /* one line for humans */
     const char *version;         /* the plugin's own release */
@@ -142,6 +180,16 @@ typedef struct rt_plugin {
 } rt_plugin_t;
 
 RT_STATIC_ASSERT(offsetof(rt_plugin_t, vtable) == 48, "rt_plugin_t 1.0 last field");
+
+/* The answer of a plugin that keeps one rt_plugin_t per minor version it
+ * speaks, versions[0] (1.0) to versions[n_versions - 1] (its own): the one
+ * rt_plugin_negotiate picks, or NULL. abi >= 1.2, inline. */
+static inline const rt_plugin_t *rt_plugin_answer(const rt_plugin_t *versions,
+                                                  uint32_t n_versions, uint32_t max_abi) {
+    const uint32_t own = RT_ABI_MAKE_VERSION(RT_ABI_VERSION_MAJOR, n_versions - 1);
+    const uint32_t v = n_versions > 0 ? rt_plugin_negotiate(max_abi, own) : 0;
+    return v != 0 ? &versions[RT_ABI_VERSION_GET_MINOR(v)] : NULL;
+}
 
 //===--- devices ---===//
 
@@ -160,6 +208,12 @@ enum {
      * when another device needs it. */
     RT_BUFT_FLAG_WEIGHTS = 1u << 1
 };
+
+/* abi >= 1.2: bits 16 to 31 of the flags are must-understand flags
+ * (rt_base.h, rule 8): a buffer type that sets one its reader does not know
+ * is hidden by that reader, never used as an ordinary one. None is defined
+ * yet; cores of 1.2 and later hide a buffer type that sets any. */
+#define RT_BUFT_FLAGS_REQUIRED 0xffff0000u
 
 /* Functions on one buffer. `state` is the buffer_state_size bytes the core
  * allocated for the buffer and the buffer type's alloc filled in. Offsets

@@ -420,15 +420,25 @@ static inline void rt_quantize_block_q4_k(const float *x, rt_block_q4_k_t *b) {
             b->qs[32 * c + i] = (uint8_t)(q[64 * c + i] | (q[64 * c + 32 + i] << 4));
 }
 
-static inline void rt_dequantize_block_q4_k(const rt_block_q4_k_t *b, float *y) {
-    const float d = rt_fp16_to_fp32(b->d), dmin = rt_fp16_to_fp32(b->dmin);
+/* Q4_K and Q5_K decode alike: sub-block j's 32 levels from the nibbles
+ * (and, for Q5_K, bit j of qh as the fifth bit; qh NULL for Q4_K). */
+static inline void rt_quant_k4_decode(uint16_t dh, uint16_t dminh, const uint8_t scales[12],
+                                      const uint8_t *qs, const uint8_t *qh, float *y) {
+    const float d = rt_fp16_to_fp32(dh), dmin = rt_fp16_to_fp32(dminh);
     for (int j = 0; j < 8; j++) {
         int sc, m;
-        rt_quant_k4_scale_min(b->scales, j, &sc, &m);
+        rt_quant_k4_scale_min(scales, j, &sc, &m);
         const float dj = d * (float)sc, mj = dmin * (float)m;
-        const uint8_t *qs = b->qs + 32 * (j >> 1);
-        for (int i = 0; i < 32; i++) y[32 * j + i] = dj * (float)((qs[i] >> (4 * (j & 1))) & 15) - mj;
+        const uint8_t *q = qs + 32 * (j >> 1);
+        for (int i = 0; i < 32; i++) {
+            const int high = qh != NULL ? ((qh[i] >> j) & 1) << 4 : 0;
+            y[32 * j + i] = dj * (float)(((q[i] >> (4 * (j & 1))) & 15) | high) - mj;
+        }
     }
+}
+
+static inline void rt_dequantize_block_q4_k(const rt_block_q4_k_t *b, float *y) {
+    rt_quant_k4_decode(b->d, b->dmin, b->scales, b->qs, NULL, y);
 }
 
 static inline void rt_quantize_block_q5_k(const float *x, rt_block_q5_k_t *b) {
@@ -445,17 +455,7 @@ static inline void rt_quantize_block_q5_k(const float *x, rt_block_q5_k_t *b) {
 }
 
 static inline void rt_dequantize_block_q5_k(const rt_block_q5_k_t *b, float *y) {
-    const float d = rt_fp16_to_fp32(b->d), dmin = rt_fp16_to_fp32(b->dmin);
-    for (int j = 0; j < 8; j++) {
-        int sc, m;
-        rt_quant_k4_scale_min(b->scales, j, &sc, &m);
-        const float dj = d * (float)sc, mj = dmin * (float)m;
-        const uint8_t *qs = b->qs + 32 * (j >> 1);
-        for (int i = 0; i < 32; i++) {
-            const int q = ((qs[i] >> (4 * (j & 1))) & 15) | (((b->qh[i] >> j) & 1) << 4);
-            y[32 * j + i] = dj * (float)q - mj;
-        }
-    }
+    rt_quant_k4_decode(b->d, b->dmin, b->scales, b->qs, b->qh, y);
 }
 
 /* Q6_K places element e = 128*n + 32*k + i (k 0..3, i 0..31) in the nibble

@@ -3,7 +3,7 @@
  * graph across several devices: it assigns every node a device, cuts the
  * graph into splits where the device changes, copies each split's inputs to
  * its device, and allocates the intermediates of every device with one
- * gallocr buffer each (the seed's main-sched and ggml_backend_sched).
+ * gallocr buffer each (docs/memory.md §4).
  * Placement decides beforehand which device holds each layer's weights and
  * KV cache, so that the scheduler's first pass finds them there.
  *
@@ -22,7 +22,7 @@
  *     }
  *     rt_sched_destroy(s);
  *
- * Assignment, in the seed's five passes: (1) a node that reads a weight (a
+ * Assignment, in five passes (docs/memory.md §4): (1) a node that reads a weight (a
  * leaf in a buffer, or a view of one) runs where the weight lives, and a
  * node whose own data is already in a buffer runs on that buffer's device;
  * user inputs (RT_TENSOR_FLAG_INPUT) start on the last device (the CPU);
@@ -146,7 +146,7 @@ RT_API void rt_sched_write_splits(const rt_sched_t *sched, rt_write_fn write, vo
 //===--- rt_placement_t: layers to devices ---===//
 
 /* Which device holds each layer of a model, before any weight is loaded
- * (the seed's main-sched, llama.cpp's dev_layer). Layers are numbered
+ * (docs/memory.md §5; llama.cpp's dev_layer). Layers are numbered
  * groups of bytes, weights plus KV cache, so placement knows nothing about
  * the model. The input layer (token embeddings) comes before layer 0, the
  * output layer (final norm, output projection) after the last.

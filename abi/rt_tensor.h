@@ -2,8 +2,8 @@
 /* rt_tensor.h: element types, op codes with their contracts, and the tensor
  * header. Shared by applications and plugins; its layout is ABI.
  *
- * A tensor is a header that describes bytes somewhere else (the seed note's
- * ggml_tensor): ne[i] elements along dimension i, nb[i] bytes between two
+ * A tensor is a header that describes bytes somewhere else (docs/memory.md
+ * §1): ne[i] elements along dimension i, nb[i] bytes between two
  * neighbours along it, dimension 0 innermost. Element (i0, i1, i2, i3) is at
  *
  *     (char *)data + i0*nb[0] + i1*nb[1] + i2*nb[2] + i3*nb[3]
@@ -268,6 +268,45 @@ enum {
     RT_OP_COUNT          /* not ABI: grows with new ops */
 };
 
+//===--- which ABI version defined an op or a type ---===//
+
+/* The ABI version that defined op or type; UINT32_MAX for a value no
+ * version defines. A plugin that speaks an older version has never heard of
+ * it: the core never hands it one (not at supports_op, not at
+ * graph_compute, not when placing a tensor in its buffers), and a plugin
+ * that negotiated an older version (rt_plugin.h) never claims one. Both
+ * sides read these two functions, so the rule has one definition. Every
+ * minor version that adds ops or types extends them. */
+static inline uint32_t rt_op_abi_version(rt_op_t op) {
+    if (op < 0) return UINT32_MAX;
+    if (op <= RT_OP_ARGMAX) return RT_ABI_MAKE_VERSION(1, 0);
+    if (op <= RT_OP_SET_ROWS) return RT_ABI_MAKE_VERSION(1, 1);
+    return UINT32_MAX;
+}
+
+static inline uint32_t rt_type_abi_version(rt_type_t type) {
+    switch (type) {
+    case RT_TYPE_F32:
+    case RT_TYPE_F16:
+    case RT_TYPE_Q4_0:
+    case RT_TYPE_Q8_0:
+    case RT_TYPE_I32:
+    case RT_TYPE_BF16: return RT_ABI_MAKE_VERSION(1, 0);
+    case RT_TYPE_Q4_1:
+    case RT_TYPE_Q5_0:
+    case RT_TYPE_Q5_1:
+    case RT_TYPE_Q2_K:
+    case RT_TYPE_Q3_K:
+    case RT_TYPE_Q4_K:
+    case RT_TYPE_Q5_K:
+    case RT_TYPE_Q6_K:
+    case RT_TYPE_Q8_K:
+    case RT_TYPE_IQ4_NL:
+    case RT_TYPE_IQ4_XS: return RT_ABI_MAKE_VERSION(1, 2);
+    default: return UINT32_MAX;
+    }
+}
+
 enum {
     RT_ROPE_MODE_NORMAL = 0,
     RT_ROPE_MODE_NEOX = 2
@@ -317,6 +356,15 @@ RT_STATIC_ASSERT(offsetof(rt_tensor_t, src) == 144, "rt_tensor_t layout is ABI")
 RT_STATIC_ASSERT(offsetof(rt_tensor_t, data) == 224, "rt_tensor_t layout is ABI");
 RT_STATIC_ASSERT(offsetof(rt_tensor_t, name) == 248, "rt_tensor_t layout is ABI");
 RT_STATIC_ASSERT(sizeof(rt_tensor_t) == 376, "rt_tensor_t layout is ABI (1.0)");
+
+/* Whether ABI version abi defines node's op, its type and its sources'
+ * types: what a plugin speaking abi may be handed (rt_op_abi_version). */
+static inline bool rt_abi_defines_node(uint32_t abi, const rt_tensor_t *node) {
+    if (rt_op_abi_version(node->op) > abi || rt_type_abi_version(node->type) > abi) return false;
+    for (int i = 0; i < RT_MAX_SRC; i++)
+        if (node->src[i] != NULL && rt_type_abi_version(node->src[i]->type) > abi) return false;
+    return true;
+}
 
 #ifdef __cplusplus
 }

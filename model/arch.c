@@ -11,6 +11,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,13 +129,44 @@ static rt_status_t read_rope_freqs(rtm_model_t *m) {
     return RT_OK;
 }
 
-static rt_status_t check_hparams(const rtm_hparams_t *hp, const char *arch, const char *path) {
+/* The key (without "<arch>.") that fills the field at offset: the
+ * architecture's table first, then the common one. */
+static const char *key_of(const rtm_arch_t *a, size_t offset) {
+    for (size_t i = 0; i < a->n_keys; i++)
+        if (a->keys[i].offset == offset) return a->keys[i].key;
+    for (size_t i = 0; i < RTM_COUNT(common_keys); i++)
+        if (common_keys[i].offset == offset) return common_keys[i].key;
+    return "?";
+}
+
+static bool is_rope_base(float base) { return isfinite(base) && base > 1.0f; }
+
+/* Values no model can have: a norm epsilon that is negative, zero (a zero
+ * row divides by zero) or not finite; a rope base that is not a finite
+ * number above 1 (every angle 0 or NaN). Each would pass as weights and
+ * come out as NaN logits or meaningless text. The message names the key. */
+static rt_status_t check_floats(const rtm_model_t *m, const char *path) {
+    const rtm_hparams_t *hp = &m->hp;
+    if (!(isfinite(hp->norm_eps) && hp->norm_eps > 0.0f && hp->norm_eps < 1.0f))
+        return rtm_error(RT_ERR_FORMAT, "%s: %s.%s is %g, not in (0, 1)", path, m->arch,
+                         key_of(m->desc, offsetof(rtm_hparams_t, norm_eps)), (double)hp->norm_eps);
+    const size_t base = !is_rope_base(hp->rope_freq_base) ? offsetof(rtm_hparams_t, rope_freq_base)
+                        : !is_rope_base(hp->rope_freq_base_swa) ? offsetof(rtm_hparams_t, rope_freq_base_swa)
+                                                                 : 0;
+    if (base != 0)
+        return rtm_error(RT_ERR_FORMAT, "%s: %s.%s is %g, not a finite number above 1", path, m->arch,
+                         key_of(m->desc, base), (double)*(const float *)((const char *)hp + base));
+    return RT_OK;
+}
+
+static rt_status_t check_hparams(const rtm_model_t *m, const char *path) {
+    const rtm_hparams_t *hp = &m->hp;
+    const char *arch = m->arch;
     const bool ok = hp->n_embd > 0 && hp->n_layer > 0 && hp->n_ff > 0 && hp->n_head > 0 &&
                     hp->n_head_kv > 0 && hp->head_dim > 0 && hp->n_head % hp->n_head_kv == 0 &&
                     hp->n_rot > 0 && hp->n_rot % 2 == 0 && hp->n_rot <= hp->head_dim &&
-                    hp->n_ctx_train > 0 && isfinite(hp->norm_eps) && hp->rope_freq_base > 0 &&
-                    hp->rope_freq_base_swa > 0 && (hp->n_swa == 0 || hp->swa_pattern > 0);
-    if (ok) return RT_OK;
+                    hp->n_ctx_train > 0 && (hp->n_swa == 0 || hp->swa_pattern > 0);
+    if (ok) return check_floats(m, path);
     return rtm_error(RT_ERR_FORMAT, "%s: inconsistent %s hyperparameters: n_embd %d, n_layer %d, "
                      "n_ff %d, n_head %d, n_head_kv %d, head_dim %d, rope dims %d", path, arch,
                      hp->n_embd, hp->n_layer, hp->n_ff, hp->n_head, hp->n_head_kv, hp->head_dim,
@@ -156,7 +188,7 @@ static rt_status_t read_hparams(rtm_model_t *m, const char *path) {
     if (st == RT_OK && hp->logit_softcap != 0)
         return rtm_error(RT_ERR_UNSUPPORTED, "%s: final_logit_softcapping %g is not supported "
                          "(it needs a tanh op)", m->arch, (double)hp->logit_softcap);
-    return st == RT_OK ? check_hparams(hp, m->arch, path) : st;
+    return st == RT_OK ? check_hparams(m, path) : st;
 }
 
 //===--- tensors and their shapes ---===//

@@ -82,7 +82,7 @@ static void store_kv_rows(rtm_build_t *b, int32_t il, rt_tensor_t *k, rt_tensor_
 }
 
 /* The same for devices without SET_ROWS: copies into views at rows
- * n_past.. (the seed's 2.1), which ties the graph to n_past. */
+ * n_past.. (docs/memory.md §2.1), which ties the graph to n_past. */
 static void store_kv_views(rtm_build_t *b, int32_t il, rt_tensor_t *k, rt_tensor_t *v) {
     rt_tensor_t *ck = b->kv->k[il], *cv = b->kv->v[il];
     const int64_t n_embd_kv = rtm_n_embd_kv(b->hp);

@@ -11,7 +11,7 @@
  * mask) in place and computes the same allocated graph again: nothing is
  * planned or allocated per token.
  *
- * Compute buffers are reserved at creation the llama.cpp way (seed 4.2):
+ * Compute buffers are reserved at creation the llama.cpp way (docs/memory.md §3.4):
  * the prompt graph (n_batch tokens at the end of the context, the largest
  * graph there is), then the one-token graph (its node and split counts are
  * the statistics), then the prompt graph again, because a reserve replaces
@@ -21,6 +21,7 @@
 #include "model_impl.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +43,7 @@ struct rtm_context {
     float *rope_buf;              /* rope with factors: cos, sin (n_batch * n_rot each), the
                                      rotation (n_rot * n_rot) */
     bool no_graph_reuse;
+    bool check_numerics;          /* every node kept, see numerics.c */
     struct {                      /* the allocated graph, while gctx is not NULL */
         rt_context_t *gctx;
         rtm_graph_io_t io;
@@ -73,6 +75,7 @@ static rt_status_t reserve(rtm_context_t *c, const rtm_ubatch_t *ub, bool keep_s
     rt_status_t st = graph_context(c, &gctx);
     if (st != RT_OK) return st;
     rtm_graph_build(c->model, &c->kv, gctx, ub, &io);
+    if (c->check_numerics) rtm_numerics_keep_nodes(io.graph);
     st = rt_sched_reserve(c->sched, io.graph);
     if (st != RT_OK) st = rtm_error_core(st, "rtm_context_create: reserving compute buffers");
     if (st == RT_OK && keep_stats) {
@@ -108,7 +111,10 @@ static rt_status_t make_sched(rtm_context_t *c, int32_t n_threads) {
 
 static rt_status_t alloc_host(rtm_context_t *c) {
     const size_t graph_size = (size_t)rtm_graph_size(&c->model->hp);
-    c->graph_mem_size = 2 * graph_size * rt_tensor_overhead() + rt_graph_overhead(graph_size);
+    size_t graph_bytes = 0;
+    const rt_status_t st = rt_graph_overhead_v2(graph_size, &graph_bytes);
+    if (st != RT_OK) return rtm_error_core(st, "rtm_context_create: %d layers", c->model->hp.n_layer);
+    c->graph_mem_size = 2 * graph_size * rt_tensor_overhead() + graph_bytes;
     c->graph_mem = malloc(c->graph_mem_size);
     c->tok_buf = malloc((size_t)c->n_batch * sizeof c->tok_buf[0]);
     c->pos_buf = malloc((size_t)c->n_batch * sizeof c->pos_buf[0]);
@@ -134,6 +140,7 @@ static void set_sizes(rtm_context_t *c, const rtm_context_params_t *p) {
     if (c->n_batch > c->n_ctx) c->n_batch = c->n_ctx;
     c->logits_all = p->logits_all;
     c->no_graph_reuse = p->no_graph_reuse;
+    c->check_numerics = p->check_numerics;
 }
 
 //===--- the current graph ---===//
@@ -159,6 +166,7 @@ static rt_status_t prepare_graph(rtm_context_t *c, const rtm_ubatch_t *ub) {
     if (st != RT_OK) return st;
     c->cur.ub = *ub;
     rtm_graph_build(c->model, &c->kv, c->cur.gctx, ub, &c->cur.io);
+    if (c->check_numerics) rtm_numerics_keep_nodes(c->cur.io.graph);
     st = rt_sched_alloc_graph(c->sched, c->cur.io.graph);
     if (st != RT_OK) {
         rt_context_destroy(c->cur.gctx);
@@ -296,6 +304,28 @@ static void count_run(rtm_context_t *c) {
     c->stats.compute_bytes = bytes;
 }
 
+/* Logits that are not finite stop the decode: sampling from them gives a
+ * token that means nothing. */
+static rt_status_t check_logits(const rtm_context_t *c, const float *out, size_t n) {
+    const int64_t bad = rtm_numerics_first_bad(out, n);
+    if (bad < 0) return RT_OK;
+    const rtm_graph_io_t *io = &c->cur.io;
+    const int32_t n_vocab = c->model->hp.n_vocab;
+    char where[RT_MAX_NAME + 64] = "check numerics (rt-run --check-numerics) to find the node";
+    if (c->check_numerics) {
+        const int32_t i = rtm_numerics_first_bad_node(io->graph);
+        const rt_tensor_t *node = i >= 0 ? rt_graph_node(io->graph, i) : NULL;
+        if (node == NULL) snprintf(where, sizeof where, "the first node not finite is none");
+        else snprintf(where, sizeof where, "the first node not finite is node %d of %d, %s %s", i,
+                      rt_graph_n_nodes(io->graph), rt_op_name(node->op),
+                      rt_get_name(node)[0] ? rt_get_name(node) : "(unnamed)");
+    }
+    return rtm_error(RT_ERR_FORMAT, "rtm_decode: step %llu (positions %d..%d): logit %lld of row "
+                     "%lld is %g; %s", (unsigned long long)c->stats.n_graphs + 1, c->n_past,
+                     c->n_past + c->cur.ub.n_tokens - 1, (long long)(bad % n_vocab),
+                     (long long)(bad / n_vocab), (double)out[bad], where);
+}
+
 /* One graph: n tokens; their logits (or the last one's) into out when not NULL. */
 static rt_status_t run_ubatch(rtm_context_t *c, const rtm_token_t *tokens, int32_t n, float *out) {
     const rtm_ubatch_t ub = {n, kv_rows(c, n), c->n_past, c->logits_all};
@@ -306,6 +336,10 @@ static rt_status_t run_ubatch(rtm_context_t *c, const rtm_token_t *tokens, int32
     if (st == RT_OK) st = set_inputs(c, io);
     if (st == RT_OK) st = rt_sched_graph_compute(c->sched, io->graph);
     if (st == RT_OK && out != NULL) st = rt_tensor_get(io->logits, out, 0, rt_nbytes(io->logits));
+    if (st == RT_OK && out != NULL) {
+        st = check_logits(c, out, rt_nbytes(io->logits) / sizeof out[0]);
+        if (st != RT_OK) return st;
+    }
     if (st == RT_OK) {
         count_run(c);
         return RT_OK;

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* error.c: the library's last-error message, one per thread, and the
  * small helpers every file uses: the clock and the copy of option
- * structs. A message is one line: callers print it as it is. */
+ * structs. A message is one line: callers print it as it is. Context is
+ * added only through rtm_error_wrap/rtm_error_core, which copy the message
+ * they quote before writing the buffer it lives in. */
 #include "internal.h"
 
 #include <stdarg.h>
@@ -21,11 +23,29 @@ rt_status_t rtm_error(rt_status_t status, const char *fmt, ...) {
     return status;
 }
 
-rt_status_t rtm_error_core(rt_status_t status, const char *what) {
-    /* The core's message may be overwritten by our own formatting: copy it. */
-    char core[sizeof last_error];
-    snprintf(core, sizeof core, "%s", rt_last_error());
-    return rtm_error(status, "%s: %s", what, core[0] ? core : rt_status_name(status));
+/* "context: inner"; inner (which may be last_error itself) is copied
+ * before last_error is written. */
+static rt_status_t wrap_v(rt_status_t status, const char *inner, const char *fmt, va_list ap) {
+    char context[256], copy[sizeof last_error];
+    snprintf(copy, sizeof copy, "%s", inner[0] ? inner : rt_status_name(status));
+    vsnprintf(context, sizeof context, fmt, ap);
+    return rtm_error(status, "%s: %s", context, copy);
+}
+
+rt_status_t rtm_error_wrap(rt_status_t status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    wrap_v(status, last_error, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+rt_status_t rtm_error_core(rt_status_t status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    wrap_v(status, rt_last_error(), fmt, ap);
+    va_end(ap);
+    return status;
 }
 
 double rtm_time_seconds(void) {

@@ -14,9 +14,13 @@
 
 /* Records the message for rtm_last_error() and returns status. */
 RTM_INTERNAL rt_status_t rtm_error(rt_status_t status, const char *fmt, ...) RT_PRINTF(2, 3);
-/* For a failed core call: records "what: <the core's message>" and returns
- * status unchanged. */
-RTM_INTERNAL rt_status_t rtm_error_core(rt_status_t status, const char *what);
+/* The only ways to add context to an error (never format rtm_last_error()
+ * or rt_last_error() into rtm_error: the buffer would be read while it is
+ * written). rtm_error_wrap records "context: <this library's message>",
+ * rtm_error_core, for a failed core call, "context: <the core's message>";
+ * both return status unchanged. */
+RTM_INTERNAL rt_status_t rtm_error_wrap(rt_status_t status, const char *fmt, ...) RT_PRINTF(2, 3);
+RTM_INTERNAL rt_status_t rtm_error_core(rt_status_t status, const char *fmt, ...) RT_PRINTF(2, 3);
 
 /* Copies the caller's option struct into the library's zeroed one, only
  * the bytes inside its struct_size (0 reads as the whole 1.0 struct), so

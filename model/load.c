@@ -51,7 +51,7 @@ static rt_status_t read_arch(rtm_model_t *m, const char *path) {
 static rt_status_t read_model(rtm_model_t *m, const char *path) {
     rt_status_t st = read_arch(m, path);
     if (st == RT_OK && (st = rtm_vocab_create(m->gguf, &m->vocab)) != RT_OK)
-        st = rtm_error(st, "rtm_model_load: %s: %s", path, rtm_last_error());
+        st = rtm_error_wrap(st, "rtm_model_load: %s", path);
     if (st == RT_OK) st = rtm_arch_read(m, path);
     if (st == RT_OK) {
         m->layers = calloc((size_t)m->hp.n_layer, sizeof m->layers[0]);

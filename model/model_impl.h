@@ -114,6 +114,13 @@ static inline rt_device_t *rtm_cpu_device(const rtm_model_t *m) { return m->devi
  * every tensor it declares is there with its shape. RT_ERR_UNSUPPORTED
  * naming an unknown architecture, RT_ERR_FORMAT naming the key or tensor. */
 RTM_INTERNAL rt_status_t rtm_arch_read(rtm_model_t *m, const char *path);
+
+/* numerics.c: the first non-finite of n floats (-1: none); every node of g
+ * marked as an output; the index of the first node, in graph order, whose
+ * f32 result is not finite (-1: none). */
+RTM_INTERNAL int64_t rtm_numerics_first_bad(const float *x, size_t n);
+RTM_INTERNAL void rtm_numerics_keep_nodes(rt_graph_t *g);
+RTM_INTERNAL int32_t rtm_numerics_first_bad_node(const rt_graph_t *g);
 /* Bytes of the weights of layer il, of the input and of the output parts. */
 RTM_INTERNAL uint64_t rtm_arch_layer_bytes(const rtm_model_t *m, int32_t il);
 RTM_INTERNAL uint64_t rtm_arch_input_bytes(const rtm_model_t *m);

@@ -164,7 +164,7 @@ typedef struct rtm_model_params {
                                       device offers its own (a RT_BUFT_FLAG_WEIGHTS type) */
 } rtm_model_params_t;
 
-/* Opens the GGUF at path and loads it onto the devices (the seed's 4.3):
+/* Opens the GGUF at path and loads it onto the devices (docs/memory.md §5):
  * weights are declared per device in no_alloc contexts; on a device that
  * can wrap host memory the file's mapping is the buffer and tensors point
  * into it, with nothing copied; elsewhere one buffer per device is
@@ -219,6 +219,9 @@ typedef struct rtm_context_params {
     bool logits_all;    /* logits of every token of a decode, not only the last */
     bool no_graph_reuse; /* build and plan a graph for every ubatch (default: reuse the
                             last one while n_tokens and the cache rows read stay) */
+    bool check_numerics; /* keep every node's result so that a decode whose logits are
+                            not finite names the first node that produced a NaN/Inf
+                            (more compute memory); the logits are checked always */
 } rtm_context_params_t;
 
 /* Creates the KV cache (each layer's on that layer's device) and the
@@ -234,7 +237,9 @@ RTM_API void rtm_context_destroy(rtm_context_t *ctx);
 /* Runs n tokens after the n_past already in the cache, in ubatches of at
  * most n_batch, and keeps the logits. RT_ERR_INVALID_ARGUMENT for a token
  * out of range or n < 1; RT_ERR_DOES_NOT_FIT when the cache would overflow
- * (nothing is run then). */
+ * (nothing is run then); RT_ERR_FORMAT when a logit is NaN or infinite
+ * (the message names the step, the positions and, with check_numerics,
+ * the first node that was not finite). */
 RTM_API rt_status_t rtm_decode(rtm_context_t *ctx, const rtm_token_t *tokens, int32_t n);
 /* n_vocab logits of the last token of the last decode (valid until the next
  * decode); NULL before any, and for an embedding model. */

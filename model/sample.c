@@ -29,11 +29,11 @@ rt_status_t rtm_sampler_create(const rtm_sampler_params_t *params, rtm_sampler_t
     rtm_sampler_t *s = calloc(1, sizeof *s);
     if (s == NULL) return rtm_error(RT_ERR_OUT_OF_MEMORY, "rtm_sampler_create: no memory");
     rtm_params_copy(&s->params, sizeof s->params, params);
-    const rtm_sampler_params_t *p = &s->params;
-    if (p->top_k < 0 || isnan(p->temp) || isnan(p->top_p)) {
+    const rtm_sampler_params_t p = s->params; /* a copy: the message outlives s */
+    if (p.top_k < 0 || isnan(p.temp) || isnan(p.top_p)) {
         rtm_sampler_destroy(s);
         return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_sampler_create: top_k %d, temp %g, top_p %g",
-                         p->top_k, (double)p->temp, (double)p->top_p);
+                         p.top_k, (double)p.temp, (double)p.top_p);
     }
     s->state = s->params.seed;
     *out = s;

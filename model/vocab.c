@@ -124,11 +124,17 @@ static rt_status_t read_merges(const rt_gguf_t *g, rtm_vocab_t *v) {
     return st;
 }
 
-/* An id key: absent, or out of range (4294967295 means "unset"), gives def. */
-static rtm_token_t read_id(const rt_gguf_t *g, const char *key, rtm_token_t def, int32_t n) {
+/* A special token's id, def when the key is missing. An id past the
+ * vocabulary is refused: dropping it would change every prompt silently. */
+static rt_status_t read_id(const rt_gguf_t *g, const char *key, rtm_token_t def, int32_t n,
+                           rtm_token_t *out) {
     uint32_t id;
-    if (rt_gguf_get_u32(g, key, &id) != RT_OK) return def;
-    return id < (uint32_t)n ? (rtm_token_t)id : RTM_TOKEN_NULL;
+    *out = def;
+    if (rt_gguf_get_u32(g, key, &id) != RT_OK) return RT_OK;
+    if (id >= (uint32_t)n)
+        return rtm_error(RT_ERR_FORMAT, "vocabulary: %s is %u, past the %d tokens", key, id, n);
+    *out = (rtm_token_t)id;
+    return RT_OK;
 }
 
 static bool read_flag(const rt_gguf_t *g, const char *key, bool def) {
@@ -136,28 +142,36 @@ static bool read_flag(const rt_gguf_t *g, const char *key, bool def) {
     return rt_gguf_get_bool(g, key, &b) == RT_OK ? b : def;
 }
 
+/* id as a default, when the vocabulary has it (a two-token SPM
+ * vocabulary has no EOS). */
+static rtm_token_t def_id(rtm_token_t id, int32_t n) { return id < n ? id : RTM_TOKEN_NULL; }
+
 /* WordPiece: [CLS] text [SEP], as BERT was trained; the defaults are
  * bert-base-uncased's ids, as llama.cpp's. */
-static void read_specials_wpm(const rt_gguf_t *g, rtm_vocab_t *v) {
-    v->bos = read_id(g, "tokenizer.ggml.cls_token_id", 101, v->n_tokens);
-    v->eos = read_id(g, "tokenizer.ggml.seperator_token_id", 102, v->n_tokens);
-    v->unk = read_id(g, "tokenizer.ggml.unknown_token_id", 100, v->n_tokens);
+static rt_status_t read_specials_wpm(const rt_gguf_t *g, rtm_vocab_t *v) {
+    const int32_t n = v->n_tokens;
+    rt_status_t st = read_id(g, "tokenizer.ggml.cls_token_id", def_id(101, n), n, &v->bos);
+    if (st == RT_OK) st = read_id(g, "tokenizer.ggml.seperator_token_id", def_id(102, n), n, &v->eos);
+    if (st == RT_OK) st = read_id(g, "tokenizer.ggml.unknown_token_id", def_id(100, n), n, &v->unk);
+    if (st != RT_OK) return st;
     v->add_bos = read_flag(g, "tokenizer.ggml.add_bos_token", true) && v->bos != RTM_TOKEN_NULL;
     v->add_eos = read_flag(g, "tokenizer.ggml.add_eos_token", true) && v->eos != RTM_TOKEN_NULL;
+    return RT_OK;
 }
 
-static void read_specials(const rt_gguf_t *g, rtm_vocab_t *v) {
-    if (v->type == RTM_VOCAB_WPM) {
-        read_specials_wpm(g, v);
-        return;
-    }
+static rt_status_t read_specials(const rt_gguf_t *g, rtm_vocab_t *v) {
+    if (v->type == RTM_VOCAB_WPM) return read_specials_wpm(g, v);
     const bool spm = v->type == RTM_VOCAB_SPM;
-    v->bos = read_id(g, "tokenizer.ggml.bos_token_id", spm ? 1 : RTM_TOKEN_NULL, v->n_tokens);
-    v->eos = read_id(g, "tokenizer.ggml.eos_token_id", spm ? 2 : RTM_TOKEN_NULL, v->n_tokens);
-    v->unk = read_id(g, "tokenizer.ggml.unknown_token_id", spm ? 0 : RTM_TOKEN_NULL, v->n_tokens);
+    const int32_t n = v->n_tokens;
+    const rtm_token_t none = RTM_TOKEN_NULL;
+    rt_status_t st = read_id(g, "tokenizer.ggml.bos_token_id", spm ? def_id(1, n) : none, n, &v->bos);
+    if (st == RT_OK) st = read_id(g, "tokenizer.ggml.eos_token_id", spm ? def_id(2, n) : none, n, &v->eos);
+    if (st == RT_OK) st = read_id(g, "tokenizer.ggml.unknown_token_id", spm ? def_id(0, n) : none, n, &v->unk);
+    if (st != RT_OK) return st;
     v->add_bos = read_flag(g, "tokenizer.ggml.add_bos_token", spm) && v->bos != RTM_TOKEN_NULL;
     v->add_eos = read_flag(g, "tokenizer.ggml.add_eos_token", false) && v->eos != RTM_TOKEN_NULL;
     v->add_space_prefix = read_flag(g, "tokenizer.ggml.add_space_prefix", spm);
+    return RT_OK;
 }
 
 /* The byte tokens: SPM's <0xXX> (else the byte itself as text), BPE's
@@ -231,8 +245,8 @@ rt_status_t rtm_vocab_create(const rt_gguf_t *g, rtm_vocab_t **out_vocab) {
     if (st == RT_OK && v->type == RTM_VOCAB_BPE) st = read_merges(g, v);
     if (st == RT_OK && v->type == RTM_VOCAB_BPE) st = read_pretok(g, v);
     if (st == RT_OK) st = list_specials(v);
+    if (st == RT_OK) st = read_specials(g, v);
     if (st == RT_OK) {
-        read_specials(g, v);
         find_byte_tokens(v);
         *out_vocab = v;
         return RT_OK;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* weights.c: putting the weight bytes on their devices, the seed's 4.3.
+/* weights.c: putting the weight bytes on their devices (docs/memory.md §5).
  * The file is already mapped (rt_gguf_open). For each device that holds
  * weights: when the device can wrap host memory, mapping is allowed and
  * every tensor's bytes in the mapping are aligned, the range of the

@@ -2,9 +2,12 @@
 /* buffer.c: buffer types and buffers, and placing tensors in them. A buffer
  * is one allocation from the registry's allocator: the rt_buffer_t followed
  * by the plugin's buffer_state_size bytes of state, which the buffer type's
- * alloc fills. Also the seed's tensor_alloc / view_init (rt_alloc_ctx_tensors
- * is tallocr.c's) and the bounds-checked set/get/memset/copy of tensor bytes,
+ * alloc fills. Also rt_tensor_alloc / rt_view_init (docs/memory.md §3.2;
+ * rt_alloc_ctx_tensors is tallocr.c's) and the bounds-checked set/get/memset/copy of tensor bytes,
  * through the buffer's plugin or, for tensors in context memory, directly. */
+#include "abi_gate.h"
+#include "buffer_impl.h"
+#include "device_impl.h"
 #include "registry_impl.h"
 
 #include <stdalign.h>
@@ -132,6 +135,7 @@ static rt_status_t fill_host_ptr(void *ctx, void *state) {
 
 rt_status_t rt_device_buffer_from_host_ptr(rt_device_t *dev, void *ptr, size_t size,
                                            rt_buffer_t **out_buf) {
+    RT_ARMOR(dev != NULL && out_buf != NULL);
     *out_buf = NULL;
     rt_buffer_type_t *buft = rt_device_host_ptr_buffer_type(dev);
     if (buft == NULL)
@@ -202,6 +206,14 @@ rt_status_t rt_tensor_alloc(rt_buffer_t *buf, rt_tensor_t *t, void *addr) {
     if (t->data != NULL || t->buffer != NULL)
         return rt_error(RT_ERR_INVALID_ARGUMENT, "rt_tensor_alloc: %s already has data",
                         rt_tensor_describe(t, d, sizeof d));
+    const uint32_t abi = buf->buft->device->plugin->info.abi_version;
+    if (!rt_abi_gate_type(abi, t->type)) {
+        char have[16];
+        return rt_error(RT_ERR_UNSUPPORTED, "rt_tensor_alloc: %s: buffer type %s belongs to a "
+                        "plugin of ABI %s, which does not define type %s",
+                        rt_tensor_describe(t, d, sizeof d), buf->buft->desc.name,
+                        rt_abi_text(abi, have, sizeof have), rt_type_name(t->type));
+    }
     /* Device addresses need not be host pointers: compare them as integers. */
     const uintptr_t base = (uintptr_t)buf->base, at = (uintptr_t)addr;
     const size_t size = rt_buffer_type_alloc_size(buf->buft, t);

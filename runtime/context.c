@@ -24,17 +24,7 @@
 /* Reads the fields of `in` that its struct_size covers (0: the 1.0 layout)
  * and fills every default into `out`. */
 static void params_canonicalize(const rt_context_params_t *in, rt_context_params_t *out) {
-    memset(out, 0, sizeof *out);
-    out->struct_size = sizeof *out;
-    if (in != NULL) {
-        const size_t size = in->struct_size != 0 ? in->struct_size : sizeof *in;
-#define HAS(f) (size >= offsetof(rt_context_params_t, f) + sizeof in->f)
-        if (HAS(mem_size)) out->mem_size = in->mem_size;
-        if (HAS(mem_buffer)) out->mem_buffer = in->mem_buffer;
-        if (HAS(no_alloc)) out->no_alloc = in->no_alloc;
-        if (HAS(allocator)) out->allocator = in->allocator;
-#undef HAS
-    }
+    RT_COPY_IN(out, in, rt_context_params_t, allocator);
     if (out->mem_size == 0 && out->mem_buffer == NULL) out->mem_size = RT_CONTEXT_DEFAULT_MEM;
     if (out->allocator == NULL || out->allocator->realloc == NULL)
         out->allocator = rt_allocator_default();
@@ -82,8 +72,7 @@ static rt_context_t *context_alloc(const rt_context_params_t *p) {
 }
 
 rt_status_t rt_context_create(const rt_context_params_t *params, rt_context_t **out_ctx) {
-    if (out_ctx == NULL)
-        return rt_error(RT_ERR_INVALID_ARGUMENT, "rt_context_create: out_ctx is NULL");
+    RT_ARMOR(out_ctx != NULL);
     *out_ctx = NULL;
     rt_context_params_t p;
     params_canonicalize(params, &p);
@@ -135,11 +124,13 @@ void *rt_context_alloc_object(rt_context_t *ctx, rt_object_kind_t kind, size_t s
     return ctx->mem + obj->offs;
 }
 
-size_t rt_context_used_mem(const rt_context_t *ctx) { return ctx->used; }
+size_t rt_context_used_mem(const rt_context_t *ctx) { return ctx != NULL ? ctx->used : 0; }
 
-bool rt_context_get_no_alloc(const rt_context_t *ctx) { return ctx->no_alloc; }
+bool rt_context_get_no_alloc(const rt_context_t *ctx) { return ctx != NULL && ctx->no_alloc; }
 
-void rt_context_set_no_alloc(rt_context_t *ctx, bool no_alloc) { ctx->no_alloc = no_alloc; }
+void rt_context_set_no_alloc(rt_context_t *ctx, bool no_alloc) {
+    if (ctx != NULL) ctx->no_alloc = no_alloc;
+}
 
 size_t rt_tensor_overhead(void) { return rt_context_object_footprint(sizeof(rt_tensor_t)); }
 
@@ -151,10 +142,12 @@ static rt_tensor_t *tensor_from(const rt_context_t *ctx, const rt_object_t *obj)
 }
 
 rt_tensor_t *rt_context_first_tensor(const rt_context_t *ctx) {
+    if (ctx == NULL) return NULL;
     return tensor_from(ctx, ctx->first);
 }
 
 rt_tensor_t *rt_context_next_tensor(const rt_context_t *ctx, const rt_tensor_t *t) {
+    if (ctx == NULL || t == NULL) return NULL;
     const char *p = (const char *)t;
     RT_CHECK(p >= ctx->mem + OBJECT_SLOT && p < ctx->mem + ctx->used,
              "rt_context_next_tensor: tensor %p is not in this context's pool [%p, %p)",
@@ -164,7 +157,7 @@ rt_tensor_t *rt_context_next_tensor(const rt_context_t *ctx, const rt_tensor_t *
 }
 
 rt_tensor_t *rt_context_get_tensor(const rt_context_t *ctx, const char *name) {
-    if (name == NULL) return NULL;
+    if (ctx == NULL || name == NULL) return NULL;
     for (rt_tensor_t *t = rt_context_first_tensor(ctx); t != NULL;
          t = rt_context_next_tensor(ctx, t)) {
         if (strcmp(t->name, name) == 0) return t;

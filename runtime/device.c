@@ -7,6 +7,8 @@
  * of hardware reported by two plugins (equal PCI bus id or UUID), places
  * the device in the machine's topology (its NUMA node, from the PCI bus
  * id), and answers the public device and buffer-type queries. */
+#include "abi_gate.h"
+#include "device_impl.h"
 #include "registry_impl.h"
 #include "topo.h"
 
@@ -101,6 +103,19 @@ static rt_status_t adopt_buft(rt_device_t *dev, rt_buffer_type_t *bt,
     return RT_OK;
 }
 
+/* Whether the application sees buffer type i (rt_base.h, rule 8). The
+ * default one (index 0) must be usable by everyone, or the device is not. */
+static bool shown(rt_device_t *dev, rt_buffer_type_t *bt, uint32_t i) {
+    const bool ok = rt_abi_gate_buft(dev->plugin->info.abi_version, dev->registry->app_abi,
+                                     &bt->desc.flags);
+    if (!ok)
+        rt_log(RT_LOG_INFO, "%s: buffer type %s hidden from this application (ABI %u.%u)",
+               dev->name, bt->desc.name, RT_ABI_VERSION_GET_MAJOR(dev->registry->app_abi),
+               RT_ABI_VERSION_GET_MINOR(dev->registry->app_abi));
+    if (!ok) memset(bt, 0, sizeof *bt);
+    return ok && (i == 0 || dev->n_bufts > 0);
+}
+
 static rt_status_t adopt_bufts(rt_device_t *dev) {
     const uint32_t n = dev->vtable.buffer_type_count(dev->handle);
     if (n == 0 || n > MAX_BUFTS)
@@ -109,10 +124,17 @@ static rt_status_t adopt_bufts(rt_device_t *dev) {
     const rt_allocator_t *a = &dev->registry->allocator;
     dev->bufts = rt_mem_calloc(a, n * sizeof dev->bufts[0]);
     if (dev->bufts == NULL) return rt_error(RT_ERR_OUT_OF_MEMORY, "%s: no memory", dev->name);
-    dev->n_bufts = (int32_t)n;
+    dev->n_bufts = 0;
     rt_status_t st = RT_OK;
-    for (uint32_t i = 0; i < n && st == RT_OK; i++)
-        st = adopt_buft(dev, &dev->bufts[i], dev->vtable.buffer_type(dev->handle, i));
+    for (uint32_t i = 0; i < n && st == RT_OK; i++) {
+        st = adopt_buft(dev, &dev->bufts[dev->n_bufts], dev->vtable.buffer_type(dev->handle, i));
+        if (st == RT_OK && shown(dev, &dev->bufts[dev->n_bufts], i)) dev->n_bufts++;
+    }
+    if (st == RT_OK && dev->n_bufts == 0)
+        st = rt_error(RT_ERR_UNSUPPORTED, "%s: its default buffer type is one this application "
+                      "(ABI %u.%u) must not use", dev->name,
+                      RT_ABI_VERSION_GET_MAJOR(dev->registry->app_abi),
+                      RT_ABI_VERSION_GET_MINOR(dev->registry->app_abi));
     return st;
 }
 
@@ -288,9 +310,7 @@ const char *rt_device_plugin_name(const rt_device_t *dev) {
 rt_status_t rt_device_get_props(const rt_device_t *dev, rt_device_props_t *props) {
     RT_ARMOR(dev != NULL && props != NULL);
     /* A newer caller's fields beyond what this core knows read as zero. */
-    const uint32_t size = props->struct_size != 0 ? props->struct_size : PROPS_SIZE_1_0;
-    rt_struct_copy(props, size, &dev->props, sizeof dev->props);
-    props->struct_size = size;
+    rt_struct_copy_out(props, &dev->props, sizeof dev->props, PROPS_SIZE_1_0);
     /* Free memory changes as buffers come and go (placement decides by
      * it): ask the plugin again, keeping the rest as read at load. */
     rt_device_props_t now = {.struct_size = sizeof now};
@@ -334,15 +354,13 @@ rt_buffer_type_t *rt_device_buffer_type(const rt_device_t *dev, int32_t i) {
     return &dev->bufts[i];
 }
 
-/* The ABI version that brought op: a plugin of an older one has never
- * heard of it and is not asked (rt_tensor.h). */
-static uint32_t op_since(rt_op_t op) {
-    return op >= RT_OP_SET_ROWS ? RT_ABI_MAKE_VERSION(1, 1) : RT_ABI_MAKE_VERSION(1, 0);
-}
-
+/* A plugin is never asked about an op or a type its version does not
+ * define (abi_gate.c). */
 bool rt_device_supports_op(const rt_device_t *dev, const rt_tensor_t *node) {
+    char why[160];
     if (dev == NULL || node == NULL) return false;
-    if (dev->plugin->info.abi_version < op_since(node->op)) return false;
+    if (rt_abi_gate_node(dev->plugin->info.abi_version, node, why, sizeof why) != NULL)
+        return false;
     return dev->vtable.supports_op(dev->handle, node);
 }
 

@@ -4,10 +4,13 @@
  * the environment as a setuid process may read it, directory listing, path
  * canonicalisation, who may write a plugin file, glob matching and a mutex.
  * Nothing above this file includes an OS header for these. */
-#include "registry_impl.h"
+#include "os.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -18,7 +21,64 @@
 
 //===--- dynamic loading ---===//
 
+#if UINTPTR_MAX > 0xffffffffu
+typedef Elf64_Ehdr ehdr_t;
+typedef Elf64_Phdr phdr_t;
+#define NATIVE_CLASS ELFCLASS64
+#else
+typedef Elf32_Ehdr ehdr_t;
+typedef Elf32_Phdr phdr_t;
+#define NATIVE_CLASS ELFCLASS32
+#endif
+
+/* Why the segments of fd's program headers do not fit its size bytes, or
+ * NULL. A truncated library would otherwise fault (SIGBUS) inside dlopen,
+ * killing the process without a word. */
+static const char *check_segments(int fd, const ehdr_t *eh, uint64_t size, char *err, size_t err_size) {
+    for (unsigned i = 0; i < eh->e_phnum; i++) {
+        phdr_t ph;
+        if (pread(fd, &ph, sizeof ph, (off_t)(eh->e_phoff + (uint64_t)i * eh->e_phentsize)) != sizeof ph)
+            return "cannot read its program headers";
+        if (ph.p_type == PT_LOAD && (ph.p_offset > size || ph.p_filesz > size - ph.p_offset)) {
+            snprintf(err, err_size, "truncated: segment %u needs bytes up to %llu, the file has %llu",
+                     i, (unsigned long long)ph.p_offset + (unsigned long long)ph.p_filesz,
+                     (unsigned long long)size);
+            return err;
+        }
+    }
+    return NULL;
+}
+
+/* Why path is not a whole shared object of this machine's class, or NULL.
+ * Opened without blocking: a FIFO named like a plugin must not hang. */
+static const char *check_elf(const char *path, char *err, size_t err_size) {
+    const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) return NULL; /* dlopen says why */
+    struct stat st;
+    ehdr_t eh;
+    const char *why = NULL;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        why = "not a regular file";
+    else if (pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0)
+        why = "not an ELF file";
+    else if (eh.e_ident[EI_CLASS] != NATIVE_CLASS || eh.e_type != ET_DYN)
+        why = "not a shared object of this machine's class";
+    else if (eh.e_phentsize != sizeof(phdr_t) ||
+             eh.e_phoff + (uint64_t)eh.e_phnum * eh.e_phentsize > (uint64_t)st.st_size)
+        why = "truncated: its program headers pass the end of the file";
+    else
+        why = check_segments(fd, &eh, (uint64_t)st.st_size, err, err_size);
+    close(fd);
+    if (why != NULL && why != err) snprintf(err, err_size, "%s", why);
+    return why;
+}
+
 void *rt_dl_open(const char *path, char *err, size_t err_size) {
+    char why[256];
+    if (check_elf(path, why, sizeof why) != NULL) {
+        if (err_size > 0) snprintf(err, err_size, "%s", why); /* the caller names the file */
+        return NULL;
+    }
     /* RTLD_LOCAL: two plugins may define the same internal names; RTLD_NOW:
      * an unresolved symbol fails here, not in the middle of a graph. */
     void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -33,6 +93,15 @@ void *rt_dl_sym(void *dl, const char *name) { return dl != NULL ? dlsym(dl, name
 
 void rt_dl_close(void *dl) {
     if (dl != NULL) dlclose(dl);
+}
+
+/* Plugin files end in the platform's name for a loadable library. */
+const char *rt_dl_suffix(void) {
+#if defined(__APPLE__)
+    return ".dylib";
+#else
+    return ".so";
+#endif
 }
 
 const char *rt_dl_self_dir(char *buf, size_t size) {
@@ -82,49 +151,91 @@ bool rt_os_realpath(const char *path, char *buf, size_t size) {
     return true;
 }
 
-/* Why a user other than root and the current one can change the file or
- * directory st describes (into why), or false when none can. World-writable
- * is refused with or without the sticky bit: in a directory, the sticky bit
- * still lets anyone add a plugin file. Group-writable is the owner's choice
- * when the owner is root or the current user (umask 002 with per-user
- * groups); otherwise the owner is absent from the decision. */
-static bool mode_lets_others_write(const struct stat *st, const char *what, const char *path,
-                                   char *why, size_t size) {
+//===--- who may change a plugin ---===//
+
+/* The owners whose files are trusted: root, the current user, and the
+ * owner of the core library's own file. Whoever can change librtcore
+ * already runs code in this process, so trusting that user adds nobody;
+ * it is what lets a container running as root use a build owned by the
+ * host's user. Anyone else (a third user, even one who alone can write
+ * the file) is refused: that user could swap the code for their own at
+ * any time, and root would run it. */
+static uid_t lib_owner; /* set once, by find_lib_owner */
+
+static void find_lib_owner(void) {
+    Dl_info info;
+    struct stat st;
+    if (dladdr((void *)(uintptr_t)&find_lib_owner, &info) != 0 && info.dli_fname != NULL &&
+        stat(info.dli_fname, &st) == 0)
+        lib_owner = st.st_uid;
+}
+
+static bool trusted_owner(uid_t uid) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT; /* registries may scan on several threads */
+    pthread_once(&once, find_lib_owner);
+    return uid == 0 || uid == geteuid() || uid == lib_owner;
+}
+
+/* Why someone untrusted can change the file or directory at path (st), or
+ * false when nobody can. child is the next component down (NULL for the
+ * file itself). World-writable is refused, except a sticky directory
+ * (/tmp) above a child with a trusted owner, which only that owner can
+ * rename or remove. Group-writable is the owner's choice when the owner is
+ * trusted (umask 002 with per-user groups). */
+static bool component_unsafe(const char *path, const struct stat *st, const struct stat *child,
+                             char *why, size_t size) {
     const mode_t mode = st->st_mode & 07777;
-    const bool own = st->st_uid == 0 || st->st_uid == geteuid();
-    if ((mode & S_IWOTH) != 0)
+    const char *what = S_ISDIR(st->st_mode) ? "directory" : S_ISLNK(st->st_mode) ? "symlink" : "file";
+    const bool sticky_ok = S_ISDIR(st->st_mode) && (mode & S_ISVTX) && child != NULL &&
+                           trusted_owner(child->st_uid);
+    if (!trusted_owner(st->st_uid))
+        snprintf(why, size, "%s %s is owned by uid %u, neither root, the current user nor the "
+                 "owner of librtcore (mode %04o)", what, path, (unsigned)st->st_uid, (unsigned)mode);
+    else if ((mode & S_IWOTH) != 0 && !sticky_ok && !S_ISLNK(st->st_mode)) /* a link's mode means nothing */
         snprintf(why, size, "%s %s is writable by every user (mode %04o)", what, path,
                  (unsigned)mode);
-    else if ((mode & S_IWGRP) != 0 && !own)
-        snprintf(why, size, "%s %s is writable by group %u and owned by uid %u, neither root "
-                 "nor the current user (mode %04o)", what, path, (unsigned)st->st_gid,
-                 (unsigned)st->st_uid, (unsigned)mode);
     else
         return false;
     return true;
 }
 
-static bool dir_lets_others_write(const char *file, char *why, size_t size) {
-    char dir[4096];
-    struct stat st;
-    const char *slash = strrchr(file, '/');
-    const size_t n = slash == NULL ? 1 : slash == file ? 1 : (size_t)(slash - file);
-    if (n + 1 > sizeof dir) return false;
-    memcpy(dir, slash == NULL ? "." : file, n);
-    dir[n] = '\0';
-    return stat(dir, &st) == 0 && mode_lets_others_write(&st, "directory", dir, why, size);
+/* Checks the absolute path and every directory above it up to "/", as sudo
+ * and ssh's StrictModes do: replacing any of them replaces the plugin. The
+ * first component is the link itself when it is one (its owner can point
+ * it elsewhere); the directories above are followed. */
+static bool chain_unsafe(const char *path, char *why, size_t size) {
+    char buf[4096];
+    struct stat st, child;
+    bool have_child = false;
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) return false;
+    for (;;) {
+        if ((have_child ? stat(buf, &st) : lstat(buf, &st)) != 0) return false; /* dlopen says why */
+        if (component_unsafe(buf, &st, have_child ? &child : NULL, why, size)) return true;
+        char *slash = strrchr(buf, '/');
+        if (slash == NULL || (slash == buf && buf[1] == '\0')) return false;
+        if (slash == buf) slash[1] = '\0';
+        else *slash = '\0';
+        child = st;
+        have_child = true;
+    }
+}
+
+/* path as named, made absolute. */
+static bool named_path(const char *path, char *buf, size_t size) {
+    char cwd[4096];
+    if (path[0] != '/' && getcwd(cwd, sizeof cwd) == NULL) return false;
+    const int n = path[0] == '/' ? snprintf(buf, size, "%s", path) : snprintf(buf, size, "%s/%s", cwd, path);
+    return n > 0 && (size_t)n < size;
 }
 
 bool rt_os_writable_by_others(const char *path, char *why, size_t size) {
-    char real[4096];
-    struct stat st;
+    char real[4096], dir[4096];
     if (size > 0) why[0] = '\0';
-    /* The directory as named (a symlink in it can be swapped), then the
-     * file and the directory it really lives in. */
-    if (dir_lets_others_write(path, why, size)) return true;
-    if (stat(path, &st) != 0 || realpath(path, real) == NULL) return false; /* dlopen says why */
-    if (mode_lets_others_write(&st, "file", real, why, size)) return true;
-    return dir_lets_others_write(real, why, size);
+    /* The directories as named (a symlink in them can be swapped), then the
+     * file and every directory it really lives in. */
+    if (named_path(path, dir, sizeof dir) && chain_unsafe(dir, why, size)) return true;
+    if (realpath(path, real) == NULL) return false; /* dlopen says why */
+    return chain_unsafe(real, why, size);
 }
 
 bool rt_os_glob_match(const char *pattern, const char *name) {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* gallocr.c: the graph allocator (rt_gallocr_t), the seed's ggml_gallocr.
+/* gallocr.c: the graph allocator (rt_gallocr_t, docs/memory.md §3.3).
  * reserve plans a graph with a dry run in execution order: one rt_ga_dyn_t
  * per buffer hands out offsets (best fit over free blocks, neighbours
  * merged), use counts free a block after its last reader (views count for
@@ -9,7 +9,10 @@
  * The rules themselves are documented in abi/rt_alloc.h. */
 #include "gallocr_impl.h"
 #include "graph_impl.h"
+#include "device_impl.h"
 #include "registry_impl.h"
+
+#include "../abi/rt_op_traits.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -249,6 +252,14 @@ static void entry_init(rt_gallocr_t *ga, int32_t p, rt_tensor_t *t, int32_t inde
     ti->keep = (t->flags & RT_TENSOR_FLAG_OUTPUT) || (leaf && !(t->flags & RT_TENSOR_FLAG_INPUT));
 }
 
+/* The hash slot of a tensor of g: every leaf and node was visited when it
+ * was added (graph.c). */
+static size_t slot_of(const rt_graph_t *g, const rt_tensor_t *t) {
+    const size_t slot = rt_hash_find(&g->visited, t);
+    RT_ASSERT(slot != RT_HASH_NONE);
+    return slot;
+}
+
 /* Indexes every tensor, links views to their base and counts readers. */
 static rt_status_t plan_setup(rt_gallocr_t *ga, rt_graph_t *g, const int32_t *node_ids,
                               const int32_t *leaf_ids) {
@@ -256,11 +267,11 @@ static rt_status_t plan_setup(rt_gallocr_t *ga, rt_graph_t *g, const int32_t *no
     const int32_t nl = g->n_leafs;
     for (int32_t i = 0; i < nl; i++) {
         entry_init(ga, i, g->leafs[i], i, true, leaf_ids != NULL ? leaf_ids[i] : 0);
-        ga->slot_plan[rt_hash_find(&g->visited, g->leafs[i])] = i;
+        ga->slot_plan[slot_of(g, g->leafs[i])] = i;
     }
     for (int32_t i = 0; i < g->n_nodes; i++) {
         entry_init(ga, nl + i, g->nodes[i], i, false, node_ids != NULL ? node_ids[i] : 0);
-        ga->slot_plan[rt_hash_find(&g->visited, g->nodes[i])] = nl + i;
+        ga->slot_plan[slot_of(g, g->nodes[i])] = nl + i;
     }
     for (int32_t p = 0; p < nl + g->n_nodes; p++) {
         const rt_tensor_t *t = ga->info[p].t;
@@ -304,25 +315,6 @@ static void free_block(rt_gallocr_t *ga, int32_t p, int32_t at) {
     ga->plan[p].last = at;
 }
 
-static bool op_can_inplace(rt_op_t op) {
-    switch (op) {
-    case RT_OP_ADD: case RT_OP_SUB: case RT_OP_MUL: case RT_OP_DIV: case RT_OP_SCALE:
-    case RT_OP_GELU: case RT_OP_SILU: case RT_OP_SWIGLU: case RT_OP_NORM: case RT_OP_RMS_NORM:
-    case RT_OP_SOFT_MAX: case RT_OP_DIAG_MASK_INF: case RT_OP_ROPE:
-        return true;
-    default:
-        return false;
-    }
-}
-
-/* Elementwise binary ops read element i of every source to write element
- * i, so any source may be written over; the others only src[0] (a mask or
- * positions tensor is read across rows). */
-static bool any_src_inplace(rt_op_t op) {
-    return op == RT_OP_ADD || op == RT_OP_SUB || op == RT_OP_MUL || op == RT_OP_DIV ||
-           op == RT_OP_SWIGLU;
-}
-
 static bool same_layout(const rt_tensor_t *a, const rt_tensor_t *b) {
     if (a->type != b->type) return false;
     for (int i = 0; i < RT_MAX_DIMS; i++)
@@ -349,8 +341,8 @@ static int32_t inplace_block(const rt_gallocr_t *ga, int32_t p, int32_t sp) {
 
 static bool try_inplace(rt_gallocr_t *ga, rt_graph_t *g, int32_t p, int32_t at) {
     const rt_tensor_t *t = ga->info[p].t;
-    if ((ga->flags & RT_GALLOCR_FLAG_NO_INPLACE) || !op_can_inplace(t->op)) return false;
-    const int n_src = any_src_inplace(t->op) ? RT_MAX_SRC : 1;
+    if ((ga->flags & RT_GALLOCR_FLAG_NO_INPLACE) || !rt_op_can_inplace(t->op)) return false;
+    const int n_src = rt_op_inplace_any_src(t->op) ? RT_MAX_SRC : 1;
     for (int s = 0; s < n_src; s++) {
         const int32_t bp = t->src[s] != NULL ? inplace_block(ga, p, plan_index(ga, g, t->src[s])) : -1;
         if (bp < 0) continue;
@@ -459,12 +451,9 @@ static rt_status_t alloc_buffer(rt_gallocr_t *ga, int32_t b) {
     rt_buffer_free(ga->buffers[b]);
     ga->buffers[b] = NULL;
     const rt_status_t st = rt_buffer_alloc(buft, peak, &ga->buffers[b]);
-    if (st != RT_OK) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", rt_last_error());
-        return rt_error(st, "gallocr: buffer %d of type %s, %zu bytes: %s", (int)b,
-                        rt_buffer_type_name(buft), peak, why);
-    }
+    if (st != RT_OK)
+        return rt_error_wrap(st, "gallocr: buffer %d of type %s, %zu bytes", (int)b,
+                             rt_buffer_type_name(buft), peak);
     ga->n_allocs++;
     return RT_OK;
 }
@@ -557,13 +546,11 @@ rt_status_t rt_gallocr_alloc_graph(rt_gallocr_t *ga, rt_graph_t *g) {
     RT_ARMOR(ga != NULL && g != NULL);
     rt_status_t st = check_fit(ga, g);
     if (st == RT_ERR_DOES_NOT_FIT) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", rt_last_error());
         if (ga->n_buffers != 1 || ga->explicit_leaf_ids)
-            return rt_error(st, "%s; reserve again (the gallocr has %d buffers%s)", why,
-                            (int)ga->n_buffers,
-                            ga->explicit_leaf_ids ? " and leafs left to the caller" : "");
-        rt_log(RT_LOG_DEBUG, "%s; reserving again", why);
+            return rt_error_wrap(st, "gallocr: reserve again (the gallocr has %d buffers%s)",
+                                 (int)ga->n_buffers,
+                                 ga->explicit_leaf_ids ? " and leafs left to the caller" : "");
+        rt_log(RT_LOG_DEBUG, "%s; reserving again", rt_last_error());
         st = rt_gallocr_reserve(ga, g);
     }
     for (int32_t i = 0; st == RT_OK && i < g->n_leafs; i++)
@@ -607,11 +594,8 @@ rt_status_t rt_gallocr_plan_get(const rt_gallocr_t *ga, int32_t i,
                                 rt_gallocr_plan_entry_t *out_entry) {
     RT_ARMOR(ga != NULL && out_entry != NULL);
     if (i < 0 || i >= rt_gallocr_plan_count(ga))
-        return rt_error(RT_ERR_INVALID_ARGUMENT, "%s: index %d is not in 0..%d", __func__, (int)i,
+        return rt_error(RT_ERR_MISUSE, "%s: index %d is not in 0..%d", __func__, (int)i,
                         (int)rt_gallocr_plan_count(ga) - 1);
-    const uint32_t size = out_entry->struct_size;
-    const size_t n = size != 0 && size < sizeof *out_entry ? size : sizeof *out_entry;
-    memcpy(out_entry, &ga->plan[i], n);
-    out_entry->struct_size = size;
+    rt_struct_copy_out(out_entry, &ga->plan[i], sizeof ga->plan[i], sizeof *out_entry);
     return RT_OK;
 }

@@ -2,13 +2,15 @@
 /* gallocr_plan.c: showing a gallocr's plan to people. A text dump (one
  * line per buffer, one per tensor) and an SVG picture: one panel per
  * buffer, node index across, byte offset down, a rectangle per block over
- * its lifetime coloured by op, with the details in a <title> that browsers
- * show on hover. Reads only what gallocr.c recorded. */
+ * its lifetime coloured by op, named inside where the name fits, with the
+ * details in a <title> that browsers show on hover. Reads only what gallocr.c recorded. */
 #include "gallocr_impl.h"
+#include "device_impl.h"
 #include "registry_impl.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 /* printf into the caller's writer; lines longer than the buffer are cut. */
 static void emit(rt_write_fn write, void *ud, const char *fmt, ...) RT_PRINTF(3, 4);
@@ -98,6 +100,9 @@ static const char *op_colour(rt_op_t op) {
     return palette[op >= 0 ? (size_t)op % n : 0];
 }
 
+#define SVG_LABEL_H 10.0 /* px: the least block height that takes a name */
+#define SVG_GLYPH_W 5.5  /* px per character at font-size 9 */
+
 typedef struct svg_panel {
     int32_t buffer_id;
     double y0;      /* top of the plot area, px */
@@ -120,6 +125,10 @@ static void svg_block(const rt_gallocr_t *ga, const svg_panel_t *pn, int32_t p, 
          "%zu bytes at %zu, nodes %d..%d%s</title></rect>\n", x, y, w, h, op_colour(e->op), name,
          rt_op_name(e->op), rt_type_name(e->type), e->size, e->offset, (int)e->first,
          (int)e->last, (e->flags & RT_GALLOCR_PLAN_INPLACE) ? ", in place" : "");
+    /* The name inside the block where it fits: 9 px text, ~5.5 px a glyph. */
+    if (e->name[0] && h >= SVG_LABEL_H && w >= SVG_GLYPH_W * (double)strlen(e->name) + 2)
+        emit(write, ud, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"9\" pointer-events=\"none\">%s</text>\n",
+             x + 1, y + h / 2 + 3, name);
 }
 
 static void svg_axes(const rt_gallocr_t *ga, const svg_panel_t *pn, rt_write_fn write, void *ud) {

@@ -689,8 +689,9 @@ static rt_status_t load(rt_gguf_t *g, const char *file) {
 
 static rt_status_t create(const void *data, size_t size, const char *file,
                           const rt_gguf_options_t *options, rt_gguf_t **out_gguf) {
-    const rt_allocator_t *a = NULL;
-    if (options != NULL && RT_STRUCT_HAS(options, rt_gguf_options_t, allocator)) a = options->allocator;
+    rt_gguf_options_t opt;
+    RT_COPY_IN(&opt, options, rt_gguf_options_t, allocator);
+    const rt_allocator_t *a = opt.allocator;
     if (a == NULL || a->realloc == NULL) a = rt_allocator_default();
     rt_gguf_t *g = rt_mem_calloc(a, sizeof *g);
     if (g == NULL) return rt_error(RT_ERR_OUT_OF_MEMORY, "%s: the rt_gguf_t", file);
@@ -708,7 +709,7 @@ static rt_status_t create(const void *data, size_t size, const char *file,
 
 rt_status_t rt_gguf_parse(const void *data, size_t size, const char *name,
                           const rt_gguf_options_t *options, rt_gguf_t **out_gguf) {
-    if (out_gguf == NULL) return rt_error(RT_ERR_INVALID_ARGUMENT, "%s: out_gguf is NULL", __func__);
+    RT_ARMOR(out_gguf != NULL);
     *out_gguf = NULL;
     if (data == NULL && size != 0)
         return rt_error(RT_ERR_INVALID_ARGUMENT, "%s: data is NULL, size %zu", __func__, size);
@@ -716,8 +717,7 @@ rt_status_t rt_gguf_parse(const void *data, size_t size, const char *name,
 }
 
 rt_status_t rt_gguf_open(const char *path, const rt_gguf_options_t *options, rt_gguf_t **out_gguf) {
-    if (out_gguf == NULL || path == NULL)
-        return rt_error(RT_ERR_INVALID_ARGUMENT, "%s: path or out_gguf is NULL", __func__);
+    RT_ARMOR(out_gguf != NULL && path != NULL);
     *out_gguf = NULL;
     rt_mapping_t map;
     rt_status_t st = rt_mmap_file(path, &map);
@@ -744,11 +744,12 @@ void rt_gguf_destroy(rt_gguf_t *g) {
 
 //===--- getters: the file ---===//
 
-uint32_t rt_gguf_version(const rt_gguf_t *g) { return g->version; }
-uint32_t rt_gguf_alignment(const rt_gguf_t *g) { return g->alignment; }
-uint64_t rt_gguf_data_offset(const rt_gguf_t *g) { return g->data_offset; }
-const void *rt_gguf_file_data(const rt_gguf_t *g) { return g->data; }
-uint64_t rt_gguf_file_size(const rt_gguf_t *g) { return g->size; }
+/* A NULL file is misuse the getters survive: 0, -1 or NULL. */
+uint32_t rt_gguf_version(const rt_gguf_t *g) { return g != NULL ? g->version : 0; }
+uint32_t rt_gguf_alignment(const rt_gguf_t *g) { return g != NULL ? g->alignment : 0; }
+uint64_t rt_gguf_data_offset(const rt_gguf_t *g) { return g != NULL ? g->data_offset : 0; }
+const void *rt_gguf_file_data(const rt_gguf_t *g) { return g != NULL ? g->data : NULL; }
+uint64_t rt_gguf_file_size(const rt_gguf_t *g) { return g != NULL ? g->size : 0; }
 
 void rt_gguf_release_range(rt_gguf_t *g, uint64_t offset, uint64_t size) {
     if (g != NULL) rt_mmap_release(&g->map, offset, size);
@@ -756,10 +757,10 @@ void rt_gguf_release_range(rt_gguf_t *g, uint64_t offset, uint64_t size) {
 
 //===--- getters: key/values ---===//
 
-int64_t rt_gguf_n_kv(const rt_gguf_t *g) { return g->n_kv; }
+int64_t rt_gguf_n_kv(const rt_gguf_t *g) { return g != NULL ? g->n_kv : 0; }
 
 int64_t rt_gguf_find_key(const rt_gguf_t *g, const char *key) {
-    return index_find(&g->keys, key);
+    return g != NULL ? index_find(&g->keys, key) : -1;
 }
 
 static const gguf_kv_t *kv_at(const rt_gguf_t *g, int64_t kv) {
@@ -791,7 +792,7 @@ static rt_status_t get_kv(const rt_gguf_t *g, const char *key, rt_gguf_type_t ty
                           rt_gguf_type_t arr_type, const gguf_kv_t **out_kv) {
     *out_kv = NULL;
     if (g == NULL || key == NULL)
-        return rt_error(RT_ERR_INVALID_ARGUMENT, "gguf: get: g or key is NULL");
+        return rt_error(RT_ERR_MISUSE, "gguf: get: g, key or out is NULL");
     const gguf_kv_t *kv = kv_at(g, rt_gguf_find_key(g, key));
     if (kv == NULL) return rt_error(RT_ERR_NOT_FOUND, "gguf: no key '%s'", key);
     if (kv->type != type || kv->arr_type != arr_type)
@@ -805,6 +806,7 @@ static rt_status_t get_kv(const rt_gguf_t *g, const char *key, rt_gguf_type_t ty
 }
 
 static rt_status_t get_scalar(const rt_gguf_t *g, const char *key, rt_gguf_type_t type, void *out) {
+    RT_ARMOR(out != NULL);
     const size_t size = rt_gguf_value_size(type);
     memset(out, 0, size);
     const gguf_kv_t *kv;
@@ -848,6 +850,7 @@ rt_status_t rt_gguf_get_f64(const rt_gguf_t *g, const char *key, double *out) {
 }
 
 rt_status_t rt_gguf_get_str(const rt_gguf_t *g, const char *key, const char **out) {
+    RT_ARMOR(out != NULL);
     *out = NULL;
     const gguf_kv_t *kv;
     const rt_status_t st = get_kv(g, key, RT_GGUF_TYPE_STRING, -1, &kv);
@@ -857,6 +860,7 @@ rt_status_t rt_gguf_get_str(const rt_gguf_t *g, const char *key, const char **ou
 
 rt_status_t rt_gguf_get_array(const rt_gguf_t *g, const char *key, rt_gguf_type_t elem_type,
                               const void **out_data, uint64_t *out_n) {
+    RT_ARMOR(out_data != NULL && out_n != NULL);
     *out_data = NULL;
     *out_n = 0;
     const gguf_kv_t *kv;
@@ -870,11 +874,12 @@ rt_status_t rt_gguf_get_array(const rt_gguf_t *g, const char *key, rt_gguf_type_
 
 rt_status_t rt_gguf_get_array_str(const rt_gguf_t *g, const char *key, uint64_t i,
                                   const char **out) {
+    RT_ARMOR(out != NULL);
     *out = NULL;
     const gguf_kv_t *kv;
     const rt_status_t st = get_kv(g, key, RT_GGUF_TYPE_ARRAY, RT_GGUF_TYPE_STRING, &kv);
     if (st == RT_OK && i >= kv->n)
-        return rt_error(RT_ERR_INVALID_ARGUMENT, "gguf: key '%s': element %" PRIu64
+        return rt_error(RT_ERR_MISUSE, "gguf: key '%s': element %" PRIu64
                         " of %" PRIu64, key, i, kv->n);
     if (st == RT_OK) *out = ((const char *const *)kv->v.arr)[i];
     return st;
@@ -882,10 +887,10 @@ rt_status_t rt_gguf_get_array_str(const rt_gguf_t *g, const char *key, uint64_t 
 
 //===--- getters: tensors ---===//
 
-int64_t rt_gguf_n_tensors(const rt_gguf_t *g) { return g->n_tensors; }
+int64_t rt_gguf_n_tensors(const rt_gguf_t *g) { return g != NULL ? g->n_tensors : 0; }
 
 int64_t rt_gguf_find_tensor(const rt_gguf_t *g, const char *name) {
-    return index_find(&g->names, name);
+    return g != NULL ? index_find(&g->names, name) : -1;
 }
 
 const void *rt_gguf_tensor_data(const rt_gguf_t *g, int64_t i) {
@@ -907,10 +912,9 @@ static void implemented_types(char *buf, size_t size) {
 }
 
 rt_status_t rt_gguf_get_tensor_info(const rt_gguf_t *g, int64_t i, rt_gguf_tensor_info_t *out_info) {
-    if (out_info == NULL || out_info->struct_size == 0)
-        return rt_error(RT_ERR_INVALID_ARGUMENT, "%s: out_info or its struct_size is 0", __func__);
+    RT_ARMOR(g != NULL && out_info != NULL);
     if (i < 0 || i >= g->n_tensors)
-        return rt_error(RT_ERR_INVALID_ARGUMENT, "%s: tensor %" PRId64 " of %" PRId64, __func__, i,
+        return rt_error(RT_ERR_MISUSE, "%s: tensor %" PRId64 " of %" PRId64, __func__, i,
                         g->n_tensors);
     const gguf_tensor_t *t = &g->tensors[i];
     rt_gguf_tensor_info_t info = {
@@ -918,9 +922,7 @@ rt_status_t rt_gguf_get_tensor_info(const rt_gguf_t *g, int64_t i, rt_gguf_tenso
         .offset = t->offset, .size = t->size, .data = rt_gguf_tensor_data(g, i),
     };
     memcpy(info.ne, t->ne, sizeof info.ne);
-    const size_t n = out_info->struct_size < sizeof info ? out_info->struct_size : sizeof info;
-    memcpy((char *)out_info + sizeof info.struct_size, (const char *)&info + sizeof info.struct_size,
-           n > sizeof info.struct_size ? n - sizeof info.struct_size : 0);
+    rt_struct_copy_out(out_info, &info, sizeof info, sizeof info); /* unchanged since 1.0 */
     if (rt_type_traits(t->type) != NULL) return RT_OK;
     char known[512];
     implemented_types(known, sizeof known);

@@ -7,6 +7,7 @@
  * memory and the bytes on disk cannot disagree. Everything it accepts is
  * what the reader (gguf.c) accepts. */
 #include "gguf.h"
+#include "out_file.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -139,8 +140,7 @@ static void put_file(const rt_gguf_writer_t *w, sink_t *s) {
 //===--- create, destroy ---===//
 
 rt_status_t rt_gguf_writer_create(const rt_gguf_options_t *options, rt_gguf_writer_t **out_writer) {
-    if (out_writer == NULL)
-        return rt_error(RT_ERR_INVALID_ARGUMENT, "%s: out_writer is NULL", __func__);
+    RT_ARMOR(out_writer != NULL);
     *out_writer = NULL;
     const rt_allocator_t *a = NULL;
     if (options != NULL && RT_STRUCT_HAS(options, rt_gguf_options_t, allocator)) a = options->allocator;
@@ -217,7 +217,7 @@ static rt_status_t check_array(const value_t *v) {
 
 static rt_status_t check_value(rt_gguf_writer_t *w, const char *key, const value_t *v) {
     if (w == NULL || key == NULL)
-        return rt_error(RT_ERR_INVALID_ARGUMENT, "gguf writer: writer or key is NULL");
+        return rt_error(RT_ERR_MISUSE, "gguf writer: writer or key is NULL");
     if (v->type == RT_GGUF_TYPE_STRING && v->data == NULL)
         return rt_error(RT_ERR_INVALID_ARGUMENT, "gguf writer: key '%s': string is NULL", key);
     if (v->type == RT_GGUF_TYPE_ARRAY) return check_array(v);
@@ -321,7 +321,7 @@ static rt_status_t check_tensor(const rt_gguf_writer_t *w, const char *name, rt_
                                 int32_t n_dims, const int64_t *ne, uint64_t *out_size) {
     *out_size = 0;
     if (w == NULL || name == NULL || ne == NULL)
-        return rt_error(RT_ERR_INVALID_ARGUMENT, "gguf writer: writer, name or ne is NULL");
+        return rt_error(RT_ERR_MISUSE, "gguf writer: writer, name or ne is NULL");
     if (strlen(name) >= RT_MAX_NAME)
         return rt_error(RT_ERR_INVALID_ARGUMENT, "gguf writer: tensor name '%.64s...' is %zu bytes, "
                         "the limit is %d", name, strlen(name), RT_MAX_NAME - 1);
@@ -361,12 +361,14 @@ rt_status_t rt_gguf_writer_add_tensor(rt_gguf_writer_t *w, const char *name, rt_
 //===--- output ---===//
 
 uint64_t rt_gguf_writer_size(const rt_gguf_writer_t *w) {
+    if (w == NULL) return 0;
     sink_t count = {0};
     put_file(w, &count);
     return count.pos;
 }
 
 rt_status_t rt_gguf_writer_write_mem(const rt_gguf_writer_t *w, void *dst, size_t size) {
+    RT_ARMOR(w != NULL);
     const uint64_t need = rt_gguf_writer_size(w);
     if (dst == NULL || need > size)
         return rt_error(RT_ERR_DOES_NOT_FIT, "%s: the file takes %" PRIu64 " bytes, the buffer has %zu",
@@ -377,16 +379,19 @@ rt_status_t rt_gguf_writer_write_mem(const rt_gguf_writer_t *w, void *dst, size_
 }
 
 rt_status_t rt_gguf_writer_write_file(const rt_gguf_writer_t *w, const char *path) {
-    if (w == NULL || path == NULL)
-        return rt_error(RT_ERR_INVALID_ARGUMENT, "%s: NULL argument", __func__);
-    FILE *f = fopen(path, "wb");
-    if (f == NULL) return rt_error(RT_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
-    sink_t s = {.file = f};
+    RT_ARMOR(w != NULL && path != NULL);
+    /* Through out_file.h: the old file or the whole new one, and a failure
+     * removes only the temporary file (never a previous file or a device). */
+    rt_out_file_t of;
+    if (rt_out_file_open(&of, path, NULL) != 0) return rt_error(RT_ERR_IO, "%s", of.error);
+    sink_t s = {.file = of.f};
     put_file(w, &s);
-    int err = s.failed ? errno : 0;
-    if (fclose(f) != 0 && err == 0) err = errno;
-    if (!s.failed && err == 0) return RT_OK;
-    remove(path);
-    return rt_error(RT_ERR_IO, "%s: cannot write %" PRIu64 " bytes: %s", path, s.pos,
-                    strerror(err != 0 ? err : EIO));
+    if (s.failed) {
+        const int err = errno;
+        rt_out_file_abort(&of);
+        return rt_error(RT_ERR_IO, "%s: cannot write %" PRIu64 " bytes: %s", path, s.pos,
+                        strerror(err != 0 ? err : EIO));
+    }
+    if (rt_out_file_commit(&of) != 0) return rt_error(RT_ERR_IO, "%s", of.error);
+    return RT_OK;
 }

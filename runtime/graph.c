@@ -5,7 +5,7 @@
  * needs no allocator and dies with the context. Also the open-addressing
  * pointer set that gallocr and sched reuse.
  *
- * build_forward_expand is the seed's depth-first walk: sources in src
+ * build_forward_expand is a depth-first walk (docs/memory.md §3.1): sources in src
  * order, then the view's base, then the tensor itself, so every tensor
  * comes after what it reads. Tensors with op NONE are leafs, the rest
  * nodes; each is added once however often it is reached. */
@@ -98,6 +98,16 @@ size_t rt_graph_overhead(size_t size) {
     return rt_context_object_footprint(graph_layout(size).total);
 }
 
+rt_status_t rt_graph_overhead_v2(size_t size, size_t *out_bytes) {
+    RT_ARMOR(out_bytes != NULL);
+    *out_bytes = 0;
+    if (size > GRAPH_MAX_SIZE)
+        return rt_error(RT_ERR_INVALID_ARGUMENT, "%s: a graph of %zu nodes is above the largest, %zu",
+                        __func__, size, GRAPH_MAX_SIZE);
+    *out_bytes = rt_context_object_footprint(graph_layout(size).total);
+    return RT_OK;
+}
+
 rt_graph_t *rt_graph_create(rt_context_t *ctx, size_t size) {
     RT_CHECK(size > 0 && size <= GRAPH_MAX_SIZE, "rt_graph_create: size %zu is not in 1..%zu",
              size, GRAPH_MAX_SIZE);
@@ -116,6 +126,7 @@ rt_graph_t *rt_graph_create(rt_context_t *ctx, size_t size) {
 }
 
 void rt_graph_reset(rt_graph_t *g) {
+    if (g == NULL) return;
     g->n_nodes = 0;
     g->n_leafs = 0;
     memset(g->use_counts, 0, g->visited.size * sizeof g->use_counts[0]);
@@ -149,43 +160,48 @@ static void visit(rt_graph_t *g, rt_tensor_t *t) {
 }
 
 void rt_graph_build_forward_expand(rt_graph_t *g, rt_tensor_t *t) {
+    RT_CHECK(g != NULL, "rt_graph_build_forward_expand: graph is NULL");
     RT_CHECK(t != NULL, "rt_graph_build_forward_expand: tensor is NULL");
     visit(g, t);
 }
 
 //===--- queries ---===//
 
-int32_t rt_graph_size(const rt_graph_t *g) { return g->size; }
+/* A NULL graph is misuse the queries survive: 0, -1 or NULL. */
+int32_t rt_graph_size(const rt_graph_t *g) { return g != NULL ? g->size : 0; }
 
-int32_t rt_graph_n_nodes(const rt_graph_t *g) { return g->n_nodes; }
+int32_t rt_graph_n_nodes(const rt_graph_t *g) { return g != NULL ? g->n_nodes : 0; }
 
-int32_t rt_graph_n_leafs(const rt_graph_t *g) { return g->n_leafs; }
+int32_t rt_graph_n_leafs(const rt_graph_t *g) { return g != NULL ? g->n_leafs : 0; }
 
-/* Entry i of one of the graph's arrays; negative i counts from the end. */
+/* Entry i of one of the graph's arrays; negative i counts from the end.
+ * NULL, with RT_ERR_MISUSE recorded, out of range. */
 static rt_tensor_t *array_at(rt_tensor_t *const *arr, int32_t n, int32_t i, const char *what) {
     const int32_t j = i < 0 ? n + i : i;
-    RT_CHECK(j >= 0 && j < n, "rt_graph_%s: index %d is out of range for %d %ss", what, (int)i,
+    if (j >= 0 && j < n) return arr[j];
+    rt_error(RT_ERR_MISUSE, "rt_graph_%s: index %d is out of range for %d %ss", what, (int)i,
              (int)n, what);
-    return arr[j];
+    return NULL;
 }
 
 rt_tensor_t *rt_graph_node(const rt_graph_t *g, int32_t i) {
-    return array_at(g->nodes, g->n_nodes, i, "node");
+    return g != NULL ? array_at(g->nodes, g->n_nodes, i, "node") : NULL;
 }
 
 rt_tensor_t *rt_graph_leaf(const rt_graph_t *g, int32_t i) {
-    return array_at(g->leafs, g->n_leafs, i, "leaf");
+    return g != NULL ? array_at(g->leafs, g->n_leafs, i, "leaf") : NULL;
 }
 
-rt_tensor_t *const *rt_graph_nodes(const rt_graph_t *g) { return g->nodes; }
+rt_tensor_t *const *rt_graph_nodes(const rt_graph_t *g) { return g != NULL ? g->nodes : NULL; }
 
 int32_t rt_graph_use_count(const rt_graph_t *g, const rt_tensor_t *t) {
+    if (g == NULL || t == NULL) return -1;
     const size_t i = rt_hash_find(&g->visited, t);
     return i == RT_HASH_NONE ? -1 : g->use_counts[i];
 }
 
 bool rt_graph_contains(const rt_graph_t *g, const rt_tensor_t *t) {
-    return rt_hash_find(&g->visited, t) != RT_HASH_NONE;
+    return g != NULL && t != NULL && rt_hash_find(&g->visited, t) != RT_HASH_NONE;
 }
 
 static rt_tensor_t *find_named(rt_tensor_t *const *arr, int32_t n, const char *name) {
@@ -196,7 +212,7 @@ static rt_tensor_t *find_named(rt_tensor_t *const *arr, int32_t n, const char *n
 
 /* Leafs first, as ggml_graph_get_tensor. */
 rt_tensor_t *rt_graph_get_tensor(const rt_graph_t *g, const char *name) {
-    if (name == NULL) return NULL;
+    if (g == NULL || name == NULL) return NULL;
     rt_tensor_t *t = find_named(g->leafs, g->n_leafs, name);
     return t != NULL ? t : find_named(g->nodes, g->n_nodes, name);
 }

@@ -66,6 +66,7 @@ static void text_sources(const sink_t *s, const rt_graph_t *g, const rt_tensor_t
 }
 
 void rt_graph_write_text(const rt_graph_t *g, rt_write_fn write, void *user_data) {
+    if (g == NULL || write == NULL) return;
     const sink_t s = {write, user_data};
     emit(&s, "graph: %d leafs, %d nodes, size %d\n", (int)g->n_leafs, (int)g->n_nodes,
          (int)g->size);
@@ -114,6 +115,7 @@ static void dot_edges(const sink_t *s, const rt_graph_t *g, int32_t index) {
 }
 
 void rt_graph_write_dot(const rt_graph_t *g, rt_write_fn write, void *user_data) {
+    if (g == NULL || write == NULL) return;
     const sink_t s = {write, user_data};
     emit(&s, "digraph rt_graph {\n  node [fontname = \"monospace\"];\n");
     char id[ID_SIZE];

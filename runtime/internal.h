@@ -20,6 +20,18 @@
  * debug level, and returns status. */
 RT_INTERNAL rt_status_t rt_error(rt_status_t status, const char *fmt, ...) RT_PRINTF(2, 3);
 RT_INTERNAL rt_status_t rt_error_v(rt_status_t status, const char *fmt, va_list ap);
+/* The one way to add context to an error: records "context: message" where
+ * message is the current rt_last_error() (read before it is overwritten),
+ * and returns status. Never format rt_last_error() into rt_error yourself:
+ * the buffer would be read while it is written. */
+RT_INTERNAL rt_status_t rt_error_wrap(rt_status_t status, const char *fmt, ...) RT_PRINTF(2, 3);
+/* Messages recorded on this thread so far; with rt_error_wrap_since, tells
+ * whether a callee (a plugin through host->set_error) said anything. */
+RT_INTERNAL uint64_t rt_error_seq(void);
+/* rt_error_wrap, or "context: STATUS (no message)" when nothing was
+ * recorded since rt_error_seq() returned seq. */
+RT_INTERNAL rt_status_t rt_error_wrap_since(rt_status_t status, uint64_t seq, const char *fmt, ...)
+    RT_PRINTF(3, 4);
 RT_INTERNAL void rt_log(rt_log_level_t level, const char *fmt, ...) RT_PRINTF(2, 3);
 RT_INTERNAL void rt_log_v(rt_log_level_t level, const char *fmt, va_list ap);
 /* Calls the abort hook with "file:line: message", then abort(). */
@@ -33,16 +45,56 @@ RT_INTERNAL _Noreturn void rt_abort_msg(const char *file, int line, const char *
         if (!(cond)) rt_abort_msg(__FILE__, __LINE__, __VA_ARGS__); \
     } while (0)
 
-/* Debug builds only (RT_DEBUG): internal invariants. */
+/* Debug builds only (RT_DEBUG): internal invariants, which no input can
+ * break (a tensor of a graph is in the graph's hash). What input can break
+ * is an error status, never an assertion. */
 #ifdef RT_DEBUG
 #  define RT_ASSERT(cond) RT_CHECK(cond, "assertion failed: %s", #cond)
-#  define RT_ALWAYS(x) ((x) ? 1 : (rt_abort_msg(__FILE__, __LINE__, "ALWAYS(%s)", #x), 0))
-#  define RT_NEVER(x) ((x) ? (rt_abort_msg(__FILE__, __LINE__, "NEVER(%s)", #x), 1) : 0)
 #else
 #  define RT_ASSERT(cond) do { (void)sizeof(cond); } while (0)
-#  define RT_ALWAYS(x) (x)
-#  define RT_NEVER(x) (x)
 #endif
+
+//===--- API misuse (the armor) ---===//
+
+/* Misuse that would make the library touch memory it must not (a NULL
+ * handle or out pointer, an index out of range): always checked, in every
+ * build, by functions that return a status. It costs a compare. */
+#define RT_ARMOR(cond)                                                               \
+    do {                                                                             \
+        if (!(cond)) return rt_error(RT_ERR_MISUSE, "%s: %s is false", __func__, #cond); \
+    } while (0)
+
+/* Misuse that costs more to find (a handle that is no longer alive: a
+ * buffer freed twice): checked where RT_API_ARMOR is defined, as it is in
+ * debug and sanitizer builds and so in CI (./configure --debug,
+ * --sanitize=...): RT_ARMOR_DEEP_FAILS(cond) is true when cond is false. */
+#ifdef RT_API_ARMOR
+#  define RT_ARMOR_DEEP_FAILS(cond) (!(cond))
+#else
+#  define RT_ARMOR_DEEP_FAILS(cond) false
+#endif
+
+//===--- the struct_size rules (struct_copy.c) ---===//
+
+/* Bytes of a struct's layout through field, e.g. its 1.0 layout through its
+ * last 1.0 field. */
+#define RT_SIZE_THROUGH(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
+
+/* Copies min(src_size, dst_size) bytes of a struct into dst (a shorter
+ * source cut to whole 8-byte words, so no field is copied in part) and
+ * zero-fills the rest: how plugin tables are read. */
+RT_INTERNAL void rt_struct_copy(void *dst, size_t dst_size, const void *src, size_t src_size);
+/* The same for a struct an application hands in (NULL: all zero): its
+ * struct_size, or size_1_0 when that is 0 (rt_base.h, rule 9); dst's
+ * struct_size is set to dst_size. */
+RT_INTERNAL void rt_struct_copy_in(void *dst, size_t dst_size, const void *src, size_t size_1_0);
+/* Fills a struct the application gave to be written: as much of src
+ * (src_size bytes) as the caller's struct_size (0: size_1_0) holds, the rest
+ * of that zero; the caller's struct_size is kept. */
+RT_INTERNAL void rt_struct_copy_out(void *dst, const void *src, size_t src_size, size_t size_1_0);
+/* rt_struct_copy_in of an rt_ struct whose 1.0 layout ends at last_1_0. */
+#define RT_COPY_IN(dst, src, type, last_1_0) \
+    rt_struct_copy_in((dst), sizeof(type), (src), RT_SIZE_THROUGH(type, last_1_0))
 
 //===--- memory (alloc.c) ---===//
 

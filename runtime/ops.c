@@ -42,6 +42,7 @@ static const char *type_list(uint32_t allowed, char *buf, size_t size) {
 }
 
 static void check_type(rt_op_t op, const char *role, const rt_tensor_t *t, uint32_t allowed) {
+    RT_CHECK(t != NULL, "%s: %s is NULL", rt_op_name(op), role);
     const bool ok = t->type >= 0 && t->type < RT_TYPE_COUNT && (allowed & TYPE_BIT(t->type));
     RT_CHECK(ok, "%s: %s has type %s, expected %s: %s", rt_op_name(op), role,
              rt_type_name(t->type), type_list(allowed, (char[64]){0}, 64), RT_DESC(t));
@@ -157,7 +158,7 @@ rt_tensor_t *rt_swiglu(rt_context_t *ctx, rt_tensor_t *a, rt_tensor_t *b) {
 
 //===--- mul_mat ---===//
 
-/* The seed's reason V needs rt_cont: a must be read along rows of adjacent
+/* Why attention's V needs rt_cont (docs/memory.md §2.5): a must be read along rows of adjacent
  * blocks, so a transposed or row-strided a is refused while building. */
 static void check_mul_mat_a(const rt_tensor_t *a, const rt_tensor_t *b) {
     check_type(RT_OP_MUL_MAT, "a", a, TYPES_WEIGHT);

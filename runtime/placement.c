@@ -6,6 +6,7 @@
  * N_GPU_LAYERS mode takes the suffix length from the caller; AUTO takes
  * the longest suffix that fits the GPUs' budgets when cut in proportion to
  * them. Replanning shrinks the suffix or the budget and plans again. */
+#include "device_impl.h"
 #include "registry_impl.h"
 
 #include <inttypes.h>
@@ -173,8 +174,8 @@ rt_status_t rt_placement_create(const rt_placement_params_t *params,
                                 rt_placement_t **out_placement) {
     RT_ARMOR(params != NULL && out_placement != NULL);
     *out_placement = NULL;
-    rt_placement_params_t pp = {0};
-    rt_struct_copy(&pp, sizeof pp, params, params->struct_size ? params->struct_size : sizeof pp);
+    rt_placement_params_t pp;
+    RT_COPY_IN(&pp, params, rt_placement_params_t, reserve);
     rt_status_t st = check_params(&pp);
     if (st != RT_OK) return st;
     const rt_allocator_t *a = pp.devices != NULL && pp.devices[0] != NULL
@@ -256,7 +257,7 @@ static void shed_n_gpu_layers(rt_placement_t *p, uint64_t bytes) {
 rt_status_t rt_placement_replan(rt_placement_t *p, int32_t i, uint64_t bytes) {
     RT_ARMOR(p != NULL);
     if (i < 0 || i >= cpu_of(p))
-        return rt_error(RT_ERR_INVALID_ARGUMENT, "rt_placement_replan: device %d is not one of "
+        return rt_error(RT_ERR_MISUSE, "rt_placement_replan: device %d is not one of "
                         "the GPUs 0..%d", (int)i, (int)cpu_of(p) - 1);
     if (rt_placement_device_bytes(p, i) == 0)
         return rt_error(RT_ERR_OUT_OF_MEMORY, "rt_placement_replan: device %d holds no layer to "

@@ -8,6 +8,9 @@
  * the file; nothing here aborts. Also owns the host table handed to plugins
  * and the helpers device.c shares for normalising plugin structs and
  * walking extension chains. */
+#include "buffer_impl.h"
+#include "os.h"
+#include "plugin_impl.h"
 #include "registry_impl.h"
 
 #include <stdio.h>
@@ -18,17 +21,6 @@
 #define PLUGIN_NAME_MAX 23 /* so that "name" + a device index fits rt_device_t.name */
 
 //===--- shared helpers ---===//
-
-/* A field only partly inside src_size is not copied either: half a
- * function pointer is worse than none. Every struct that crosses abi/
- * holds a pointer or a 64-bit field, so its size, and every honest
- * struct_size, is a multiple of 8; a shorter source is cut to one. */
-void rt_struct_copy(void *dst, size_t dst_size, const void *src, size_t src_size) {
-    size_t n = src_size < dst_size ? src_size : dst_size;
-    if (n < dst_size) n &= ~(size_t)7;
-    memcpy(dst, src, n);
-    memset((char *)dst + n, 0, dst_size - n);
-}
 
 rt_status_t rt_ext_walk(const rt_ext_header_t *head, const char *owner,
                         rt_status_t (*visit)(void *ctx, const rt_ext_header_t *rec), void *ctx) {
@@ -47,18 +39,11 @@ rt_status_t rt_ext_walk(const rt_ext_header_t *head, const char *owner,
     return RT_OK;
 }
 
-void rt_error_snapshot(rt_error_snapshot_t *snap) {
-    snprintf(snap->text, sizeof snap->text, "%s", rt_last_error());
-}
+void rt_error_snapshot(rt_error_snapshot_t *snap) { snap->seq = rt_error_seq(); }
 
 rt_status_t rt_plugin_failed(rt_status_t status, const rt_error_snapshot_t *snap,
                              const char *what) {
-    /* The plugin's message lives in the same per-thread buffer rt_error
-     * writes, so it is copied out before being quoted. */
-    char msg[1024];
-    const bool fresh = strncmp(rt_last_error(), snap->text, sizeof snap->text - 1) != 0;
-    snprintf(msg, sizeof msg, "%s", fresh ? rt_last_error() : "the plugin gave no message");
-    return rt_error(status, "%s: %s", what, msg);
+    return rt_error_wrap_since(status, snap->seq, "%s", what);
 }
 
 //===--- the host table ---===//
@@ -199,8 +184,9 @@ rt_status_t rt_plugin_adopt(rt_registry_t *reg, rt_plugin_rec_t *rec, const rt_p
 //===--- opening ---===//
 
 bool rt_plugin_file_name(const char *path, char *buf, size_t size) {
-    static const char prefix[] = "rt-plugin-", suffix[] = ".so";
-    const size_t np = sizeof prefix - 1, ns = sizeof suffix - 1;
+    static const char prefix[] = "rt-plugin-";
+    const char *suffix = rt_dl_suffix();
+    const size_t np = sizeof prefix - 1, ns = strlen(suffix);
     const char *base = strrchr(path, '/');
     base = base != NULL ? base + 1 : path;
     const size_t n = strlen(base);
@@ -239,6 +225,9 @@ static rt_status_t check_writers(const rt_plugin_rec_t *rec) {
 
 static rt_status_t query(rt_registry_t *reg, rt_plugin_rec_t *rec, const rt_plugin_t **out) {
     char err[512];
+    /* Each step is logged before it runs, so that a plugin that kills the
+     * process is named by the last line (RT_LOG=info). */
+    rt_log(RT_LOG_INFO, "plugin %s: opening (its constructors run now)", rec->path);
     rec->dl = rt_dl_open(rec->path, err, sizeof err);
     if (rec->dl == NULL) return rt_error(RT_ERR_IO, "%s: cannot be loaded: %s", rec->path, err);
     void *sym = rt_dl_sym(rec->dl, RT_PLUGIN_QUERY_SYMBOL);
@@ -247,6 +236,8 @@ static rt_status_t query(rt_registry_t *reg, rt_plugin_rec_t *rec, const rt_plug
                         RT_PLUGIN_QUERY_SYMBOL);
     rt_plugin_query_fn fn;
     memcpy(&fn, &sym, sizeof fn); /* object to function pointer, as POSIX allows */
+    rt_log(RT_LOG_INFO, "plugin %s: calling %s(%u.%u)", rec->path, RT_PLUGIN_QUERY_SYMBOL,
+           RT_ABI_VERSION_MAJOR, RT_ABI_VERSION_MINOR);
     *out = fn(RT_ABI_VERSION, &reg->host);
     if (*out == NULL)
         return rt_error(RT_ERR_UNSUPPORTED, "%s: declined to load (rt_plugin_query returned "
@@ -260,6 +251,9 @@ static rt_status_t create(rt_registry_t *reg, rt_plugin_rec_t *rec) {
     char what[1024];
     rt_error_snapshot(&snap);
     void *handle = NULL;
+    rt_log(RT_LOG_INFO, "plugin %s: \"%s\" speaks ABI %u.%u; calling create", rec->path,
+           rec->desc.name, RT_ABI_VERSION_GET_MAJOR(rec->info.abi_version),
+           RT_ABI_VERSION_GET_MINOR(rec->info.abi_version));
     rt_status_t st = rec->vtable.create(&reg->host, &handle);
     if (st == RT_OK) {
         rec->handle = handle;
@@ -293,10 +287,9 @@ rt_status_t rt_plugin_open(rt_registry_t *reg, rt_plugin_rec_t *rec, const char 
 
 rt_status_t rt_plugin_skip(rt_registry_t *reg, rt_plugin_rec_t *rec, const char *path,
                           rt_status_t status) {
-    char msg[1024];
-    snprintf(msg, sizeof msg, "%s", rt_last_error()); /* init_record may overwrite it */
+    /* init_record records a message only when it fails: the caller's
+     * message is still rt_last_error() for refuse to keep. */
     rt_status_t st = init_record(reg, rec, path);
-    if (st == RT_OK) rt_error(status, "%s", msg);
     refuse(reg, rec, st != RT_OK ? st : status, false);
     rt_log(RT_LOG_INFO, "plugin not loaded: %s", rec->info.message);
     return st != RT_OK ? st : status;

@@ -9,13 +9,15 @@
  * buffer the device supports (or in context memory, which only a device
  * whose default buffer type is host memory can read). View-family nodes
  * are passed on too; plugins treat them as no-ops. */
+#include "abi_gate.h"
+#include "device_impl.h"
+#include "queue_impl.h"
 #include "registry_impl.h"
 #include "topo.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#define QUEUE_OPTIONS_SIZE_1_0 sizeof(rt_queue_options_t) /* pinned in rt_device.h */
 
 //===--- placement: where the queue's host-side work runs ---===//
 
@@ -131,11 +133,8 @@ rt_status_t rt_queue_create(rt_device_t *dev, const rt_queue_options_t *options,
                             rt_queue_t **out_queue) {
     RT_ARMOR(dev != NULL && out_queue != NULL);
     *out_queue = NULL;
-    rt_queue_options_t opt = {0};
-    if (options != NULL)
-        rt_struct_copy(&opt, sizeof opt, options,
-                       options->struct_size != 0 ? options->struct_size : QUEUE_OPTIONS_SIZE_1_0);
-    opt.struct_size = sizeof opt;
+    rt_queue_options_t opt;
+    RT_COPY_IN(&opt, options, rt_queue_options_t, next);
     queue_place_t pl = {.a = &dev->registry->allocator};
     rt_status_t st = place_queue(dev, &opt, &pl);
     if (st == RT_OK) st = create_queue(dev, &opt, out_queue);
@@ -167,6 +166,11 @@ static const char *unusable(const rt_device_t *dev, const rt_tensor_t *t) {
 
 static rt_status_t check_tensor(const rt_device_t *dev, const rt_tensor_t *node,
                                 const rt_tensor_t *t) {
+    char d[160];
+    /* A tensor whose buffer was freed would be a use after free. */
+    if (t->buffer != NULL && RT_ARMOR_DEEP_FAILS(rt_registry_has_buffer(dev->registry, t->buffer)))
+        return rt_error(RT_ERR_MISUSE, "%s: %s, used by node %s, lives in a buffer that was "
+                        "freed", dev->name, rt_tensor_describe(t, d, sizeof d), node->name);
     const char *why = unusable(dev, t);
     if (why == NULL) return RT_OK;
     char a[160], b[160];
@@ -180,9 +184,20 @@ static rt_status_t check_tensor(const rt_device_t *dev, const rt_tensor_t *node,
                     t->buffer != NULL ? t->buffer->buft->desc.name : "");
 }
 
+/* A node the plugin's version does not define never reaches it, whoever
+ * built the graph (abi_gate.c). */
+static rt_status_t check_known(const rt_device_t *dev, const rt_tensor_t *node) {
+    char why[160], d[160];
+    if (rt_abi_gate_node(dev->plugin->info.abi_version, node, why, sizeof why) == NULL)
+        return RT_OK;
+    return rt_error(RT_ERR_UNSUPPORTED, "%s: node %s (%s) not submitted: %s", dev->name,
+                    rt_tensor_describe(node, d, sizeof d), rt_op_name(node->op), why);
+}
+
 static rt_status_t check_graph(const rt_device_t *dev, rt_tensor_t *const *nodes, int32_t n) {
     for (int32_t i = 0; i < n; i++) {
-        rt_status_t st = check_tensor(dev, nodes[i], nodes[i]);
+        rt_status_t st = check_known(dev, nodes[i]);
+        if (st == RT_OK) st = check_tensor(dev, nodes[i], nodes[i]);
         for (int j = 0; j < RT_MAX_SRC && st == RT_OK; j++)
             if (nodes[i]->src[j] != NULL) st = check_tensor(dev, nodes[i], nodes[i]->src[j]);
         if (st != RT_OK) return st;

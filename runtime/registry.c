@@ -2,11 +2,15 @@
 /* registry.c: rt_registry_t, the owner of every plugin and device. Builds
  * the search path (RT_PLUGIN_PATH or options.plugin_path, then rt-plugins/
  * next to librtcore, then the install directory; never a relative path),
- * scans each directory for rt-plugin-NAME.so in name order, applies the
+ * scans each directory for rt-plugin-NAME.so (.dylib on macOS) in name order, applies the
  * RT_PLUGINS / RT_PLUGINS_DISABLE filters before anything is opened,
  * records shadowed files, has plugin.c load the rest and wraps their
  * devices in a stable order. Also keeps the lists of live buffers and
  * queues so that destroying the registry releases them. */
+#include "buffer_impl.h"
+#include "device_impl.h"
+#include "os.h"
+#include "queue_impl.h"
 #include "registry_impl.h"
 
 #include <stdio.h>
@@ -69,7 +73,17 @@ void rt_registry_link(rt_registry_t *reg, rt_link_t *list, rt_link_t *node) {
     rt_os_mutex_unlock(reg->lock);
 }
 
+bool rt_registry_has_buffer(rt_registry_t *reg, const rt_buffer_t *buf) {
+    bool found = false;
+    rt_os_mutex_lock(reg->lock);
+    for (const rt_link_t *l = reg->buffers.next; l != &reg->buffers && !found; l = l->next)
+        found = RT_CONTAINER_OF(l, rt_buffer_t, link) == buf;
+    rt_os_mutex_unlock(reg->lock);
+    return found;
+}
+
 void rt_registry_unlink(rt_registry_t *reg, rt_link_t *node) {
+    RT_ASSERT(node->next != node); /* linked, not unlinked twice */
     rt_os_mutex_lock(reg->lock);
     node->prev->next = node->next;
     node->next->prev = node->prev;
@@ -193,14 +207,28 @@ static rt_plugin_rec_t *new_record(rt_registry_t *reg) {
     return rec;
 }
 
-/* The record of an earlier scanned file with the same NAME, or NULL. */
+/* The loaded plugin of an earlier file with the same NAME, or NULL. A file
+ * that declined, failed or was refused shadows nothing (rt_plugin.h): the
+ * next file of that name gets its chance. */
 static const rt_plugin_rec_t *find_by_file_name(const rt_registry_t *reg, const char *name) {
     char other[256];
     for (int32_t i = 0; i < reg->n_plugins; i++)
-        if (rt_plugin_file_name(reg->plugins[i]->path, other, sizeof other) &&
+        if (reg->plugins[i]->live &&
+            rt_plugin_file_name(reg->plugins[i]->path, other, sizeof other) &&
             strcmp(other, name) == 0)
             return reg->plugins[i];
     return NULL;
+}
+
+/* The application's say on a file before it is opened (options.admit). */
+static rt_status_t admitted(rt_registry_t *reg, const char *path) {
+    char reason[512] = "";
+    if (reg->admit == NULL) return RT_OK;
+    const rt_status_t st = reg->admit(reg->admit_user_data, path, reason, sizeof reason);
+    if (st == RT_OK) return RT_OK;
+    reason[sizeof reason - 1] = '\0';
+    return rt_error(st, "%s: refused by the application: %s", path,
+                    reason[0] != '\0' ? reason : rt_status_name(st));
 }
 
 //===--- devices ---===//
@@ -274,6 +302,7 @@ static rt_status_t wrap_devices(rt_registry_t *reg, rt_plugin_rec_t *rec) {
     rt_status_t st = RT_OK;
     for (uint32_t i = 0; i < n && st == RT_OK; i++) {
         rt_device_t *dev = NULL;
+        rt_log(RT_LOG_INFO, "plugin %s: device %u of %u", rec->desc.name, i, n);
         st = rt_device_wrap(reg, rec, i, &dev);
         if (st != RT_OK && st != RT_ERR_OUT_OF_MEMORY) {
             rt_log(RT_LOG_WARN, "device %u of plugin %s skipped: %s", i, rec->desc.name,
@@ -332,14 +361,20 @@ static rt_status_t consider(rt_registry_t *reg, const char *dir, const char *fil
     rt_plugin_file_name(file, name, sizeof name);
     if (filtered_out(name)) return RT_OK;
     const rt_plugin_rec_t *first = find_by_file_name(reg, name);
-    if (first == NULL) {
+    rt_status_t why = RT_OK;
+    if (first != NULL)
+        why = rt_error(RT_ERR_UNSUPPORTED, "%s: shadowed by %s (the first loaded "
+                       "rt-plugin-%s%s on the search path wins)", path, first->path, name,
+                       rt_dl_suffix());
+    else
+        why = admitted(reg, path);
+    if (why == RT_OK) {
         const rt_status_t st = load_path(reg, path);
         return st == RT_ERR_OUT_OF_MEMORY ? st : RT_OK; /* a refused plugin is recorded */
     }
     rt_plugin_rec_t *rec = new_record(reg);
     if (rec == NULL) return rt_error(RT_ERR_OUT_OF_MEMORY, "%s: no memory for its record", path);
-    rt_plugin_skip(reg, rec, path, rt_error(RT_ERR_UNSUPPORTED, "%s: shadowed by %s (the first "
-                   "rt-plugin-%s.so on the search path wins)", path, first->path, name));
+    rt_plugin_skip(reg, rec, path, why);
     return RT_OK;
 }
 
@@ -371,22 +406,47 @@ static rt_status_t scan_all(rt_registry_t *reg) {
 
 //===--- rt_registry_t ---===//
 
-rt_status_t rt_registry_create(const rt_registry_options_t *options, rt_registry_t **out_registry) {
+/* The version the core serves an application that declared app_abi: the
+ * lower of the two (an application newer than the core gets what the core
+ * has); 0, from a caller that set nothing, is 1.0. */
+static rt_status_t app_version(uint32_t app_abi, uint32_t *out) {
+    if (app_abi == 0) app_abi = RT_ABI_MAKE_VERSION(1, 0);
+    *out = app_abi < RT_ABI_VERSION ? app_abi : RT_ABI_VERSION;
+    if (RT_ABI_VERSION_GET_MAJOR(app_abi) == RT_ABI_VERSION_MAJOR) return RT_OK;
+    return rt_error(RT_ERR_INCOMPATIBLE, "rt_registry_create: the application was built for ABI "
+                    "%u.%u; this runtime speaks %u.%u", RT_ABI_VERSION_GET_MAJOR(app_abi),
+                    RT_ABI_VERSION_GET_MINOR(app_abi), RT_ABI_VERSION_MAJOR,
+                    RT_ABI_VERSION_MINOR);
+}
+
+/* The 1.0 entry point (rt.h turns new callers' rt_registry_create into
+ * rt_registry_create_v2; the parentheses keep that macro out of here). */
+rt_status_t (rt_registry_create)(const rt_registry_options_t *options,
+                                 rt_registry_t **out_registry) {
+    return rt_registry_create_v2(options, RT_ABI_MAKE_VERSION(1, 0), out_registry);
+}
+
+rt_status_t rt_registry_create_v2(const rt_registry_options_t *options, uint32_t app_abi_version,
+                                  rt_registry_t **out_registry) {
     RT_ARMOR(out_registry != NULL);
     *out_registry = NULL;
-    rt_registry_options_t opt = {0};
-    if (options != NULL)
-        rt_struct_copy(&opt, sizeof opt, options,
-                       options->struct_size != 0 ? options->struct_size : sizeof opt);
+    rt_registry_options_t opt;
+    RT_COPY_IN(&opt, options, rt_registry_options_t, plugin_path);
+    uint32_t app_abi = 0;
+    rt_status_t st = app_version(app_abi_version, &app_abi);
+    if (st != RT_OK) return st;
     const rt_allocator_t *a = opt.allocator != NULL ? opt.allocator : rt_allocator_default();
     rt_registry_t *reg = rt_mem_calloc(a, sizeof *reg);
     if (reg == NULL) return rt_error(RT_ERR_OUT_OF_MEMORY, "rt_registry_create: no memory");
     reg->allocator = *a;
+    reg->app_abi = app_abi;
+    reg->admit = opt.admit;
+    reg->admit_user_data = opt.admit_user_data;
     reg->buffers.prev = reg->buffers.next = &reg->buffers;
     reg->queues.prev = reg->queues.next = &reg->queues;
     rt_plugin_host_init(&reg->host, &reg->allocator);
     reg->lock = rt_os_mutex_create(&reg->allocator);
-    rt_status_t st = reg->lock != NULL ? RT_OK
+    st = reg->lock != NULL ? RT_OK
                      : rt_error(RT_ERR_OUT_OF_MEMORY, "rt_registry_create: no memory for a mutex");
     if (st == RT_OK) st = build_search_path(reg, opt.plugin_path);
     if (st == RT_OK && !opt.no_scan) st = scan_all(reg);
@@ -423,6 +483,10 @@ rt_status_t rt_registry_load_plugin(rt_registry_t *reg, const char *path) {
         return rt_error(RT_ERR_INVALID_ARGUMENT, "rt_registry_load_plugin: \"%s\" is not an "
                         "absolute path", path != NULL ? path : "(null)");
     return load_path(reg, path);
+}
+
+uint32_t rt_registry_app_abi_version(const rt_registry_t *reg) {
+    return reg != NULL ? reg->app_abi : 0;
 }
 
 int32_t rt_registry_plugin_count(const rt_registry_t *reg) {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* sched.c: rt_sched_t, the seed's ggml_backend_sched (abi/rt_sched.h).
+/* sched.c: rt_sched_t (abi/rt_sched.h; docs/memory.md, section 4).
  * This file owns the scheduler's lifetime (devices, queues, the gallocr
  * with one buffer per device, the per-tensor tables), the reserve / alloc /
  * compute / reset cycle, out-of-memory reporting and the statistics. The
@@ -11,17 +11,6 @@
 #include <string.h>
 
 #define SCHED_DEFAULT_GRAPH_SIZE 2048
-
-bool rt_sched_grow(rt_sched_t *s, void **at, int32_t *cap, int32_t n, size_t elem) {
-    if (n <= *cap) return true;
-    const int32_t want = n > 2 * *cap ? n : 2 * *cap;
-    void *p = s->allocator.realloc(s->allocator.user_data, *at, (size_t)*cap * elem,
-                                   (size_t)want * elem);
-    if (p == NULL) return false;
-    *at = p;
-    *cap = want;
-    return true;
-}
 
 static void array_free(rt_sched_t *s, void *at, int32_t cap, size_t elem) {
     rt_mem_free(&s->allocator, at, (size_t)cap * elem);
@@ -86,8 +75,8 @@ static void fill(rt_sched_t *s, const rt_sched_options_t *o) {
 rt_status_t rt_sched_create(const rt_sched_options_t *options, rt_sched_t **out_sched) {
     RT_ARMOR(options != NULL && out_sched != NULL);
     *out_sched = NULL;
-    rt_sched_options_t o = {0};
-    rt_struct_copy(&o, sizeof o, options, options->struct_size ? options->struct_size : sizeof o);
+    rt_sched_options_t o;
+    RT_COPY_IN(&o, options, rt_sched_options_t, n_threads);
     rt_status_t st = check_options(&o);
     if (st != RT_OK) return st;
     const rt_allocator_t *a = &o.devices[0]->registry->allocator;
@@ -142,18 +131,16 @@ void rt_sched_destroy(rt_sched_t *s) {
 /* The gallocr stops at the first buffer it cannot allocate: the first
  * whose plan outgrew what it holds. */
 static rt_status_t report_oom(rt_sched_t *s) {
-    char why[512];
-    snprintf(why, sizeof why, "%s", rt_last_error());
     for (int32_t d = 0; d < s->n_devices; d++) {
         const size_t peak = rt_gallocr_get_peak(s->galloc, d);
         if (peak == 0 || peak <= rt_gallocr_get_buffer_size(s->galloc, d)) continue;
         s->oom_device = s->devices[d];
         s->oom_bytes = peak;
-        return rt_error(RT_ERR_OUT_OF_MEMORY, "rt_sched: device %s needs a %zu-byte compute "
-                        "buffer (%s) and cannot allocate it: %s", s->devices[d]->name, peak,
-                        rt_buffer_type_name(s->bufts[d]), why);
+        return rt_error_wrap(RT_ERR_OUT_OF_MEMORY, "rt_sched: device %s needs a %zu-byte compute "
+                             "buffer (%s) and cannot allocate it", s->devices[d]->name, peak,
+                             rt_buffer_type_name(s->bufts[d]));
     }
-    return rt_error(RT_ERR_OUT_OF_MEMORY, "rt_sched: %s", why);
+    return rt_error_wrap(RT_ERR_OUT_OF_MEMORY, "rt_sched");
 }
 
 static rt_status_t save_ids(rt_sched_t *s) {

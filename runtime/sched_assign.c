@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* sched_assign.c: the scheduler's passes 1-4, the seed's section 3.3.4:
+/* sched_assign.c: the scheduler's passes 1-4 (docs/memory.md, "The
+ * scheduler"):
  * every node and leaf of a graph gets a device. (1) Tensors in a buffer and
  * readers of weights go where the bytes are, inputs to the CPU; (2) GPU
  * devices spread to unassigned neighbours down then up, then every device
@@ -7,69 +8,19 @@
  * type when that copies nothing, and the nodes still unassigned go where
  * most of their sources can be read; (4) sources and views take their
  * reader's or base's device. A node only ever lands on a device that
- * supports it; the per-tensor state is described in sched_impl.h. */
+ * supports it. The per-tensor questions every pass asks are in
+ * sched_state.c. */
 #include "sched_impl.h"
+
+#include "../abi/rt_op_traits.h"
 
 #include <string.h>
 
-//===--- per-tensor state ---===//
-
-int32_t *rt_sched_device_slot(rt_sched_t *s, const rt_tensor_t *t) {
-    size_t slot = rt_hash_find(&s->hash, t);
-    if (slot == RT_HASH_NONE) {
-        slot = rt_hash_insert(&s->hash, t);
-        s->n_keys++;
-    }
-    return &s->tensor_device[slot];
-}
-
-int32_t rt_sched_device_of(const rt_sched_t *s, const rt_tensor_t *t) {
-    const size_t slot = t != NULL ? rt_hash_find(&s->hash, t) : RT_HASH_NONE;
-    return slot == RT_HASH_NONE ? -1 : s->tensor_device[slot];
-}
-
-bool rt_sched_is_view_op(rt_op_t op) {
-    return op == RT_OP_VIEW || op == RT_OP_RESHAPE || op == RT_OP_PERMUTE ||
-           op == RT_OP_TRANSPOSE;
-}
+//===--- what a pass asks of a device ---===//
 
 /* Whether device d can run t: leafs and views compute nothing. */
 static bool runs(const rt_sched_t *s, int32_t d, const rt_tensor_t *t) {
-    return t->op == RT_OP_NONE || rt_sched_is_view_op(t->op) ||
-           rt_device_supports_op(s->devices[d], t);
-}
-
-static bool is_compute_buffer(const rt_sched_t *s, const rt_buffer_t *buf) {
-    for (int32_t d = 0; d < s->n_devices; d++)
-        if (buf == rt_gallocr_get_buffer(s->galloc, d)) return true;
-    return false;
-}
-
-/* The buffer of t's bytes when someone else placed them, or NULL. Bytes in
- * the scheduler's compute buffers count as unplaced: the next alloc_graph
- * places them anew, so a graph split again is split as the first time. */
-static const rt_buffer_t *placed_buffer(const rt_sched_t *s, const rt_tensor_t *t) {
-    const rt_buffer_t *buf = t->view_src != NULL ? t->view_src->buffer : t->buffer;
-    return buf != NULL && !is_compute_buffer(s, buf) ? buf : NULL;
-}
-
-bool rt_sched_is_weight(const rt_sched_t *s, const rt_tensor_t *t) {
-    const rt_tensor_t *base = t->view_src != NULL ? t->view_src : t;
-    return base->op == RT_OP_NONE && !(base->flags & RT_TENSOR_FLAG_INPUT) &&
-           placed_buffer(s, base) != NULL;
-}
-
-bool rt_sched_buffer_supported(const rt_sched_t *s, const rt_tensor_t *t, int32_t d) {
-    const rt_buffer_t *buf = placed_buffer(s, t);
-    const rt_buffer_type_t *buft = NULL;
-    if (buf != NULL) {
-        buft = rt_buffer_get_type(buf);
-    } else {
-        int32_t td = rt_sched_device_of(s, t);
-        if (td < 0 && t->view_src != NULL) td = rt_sched_device_of(s, t->view_src);
-        if (td >= 0) buft = s->bufts[td];
-    }
-    return buft != NULL && rt_device_supports_buft(s->devices[d], buft);
+    return t->op == RT_OP_NONE || rt_op_is_view(t->op) || rt_device_supports_op(s->devices[d], t);
 }
 
 //===--- pass 1: where the bytes are ---===//
@@ -77,7 +28,7 @@ bool rt_sched_buffer_supported(const rt_sched_t *s, const rt_tensor_t *t, int32_
 /* The highest-priority device that can use t's buffer and run op, or -1. */
 static int32_t device_from_buffer(const rt_sched_t *s, const rt_tensor_t *t,
                                   const rt_tensor_t *op) {
-    const rt_buffer_t *buf = placed_buffer(s, t);
+    const rt_buffer_t *buf = rt_sched_placed_buffer(s, t);
     if (buf == NULL) return -1;
     for (int32_t d = 0; d < s->n_devices; d++)
         if (rt_device_supports_buft(s->devices[d], rt_buffer_get_type(buf)) && runs(s, d, op))
@@ -87,7 +38,7 @@ static int32_t device_from_buffer(const rt_sched_t *s, const rt_tensor_t *t,
 
 static rt_status_t unplaceable(const rt_sched_t *s, const rt_tensor_t *t) {
     char a[160];
-    const char *buft = rt_buffer_type_name(rt_buffer_get_type(placed_buffer(s, t)));
+    const char *buft = rt_buffer_type_name(rt_buffer_get_type(rt_sched_placed_buffer(s, t)));
     if (t->op == RT_OP_NONE)
         return rt_error(RT_ERR_UNSUPPORTED, "rt_sched: %s lives in buffer type %s, which none of "
                         "the scheduler's devices can use", rt_tensor_describe(t, a, sizeof a), buft);
@@ -102,7 +53,7 @@ static rt_status_t unplaceable(const rt_sched_t *s, const rt_tensor_t *t) {
 static rt_status_t device_from_cur(const rt_sched_t *s, const rt_tensor_t *t, int32_t *out) {
     *out = device_from_buffer(s, t, t);
     if (*out >= 0) return RT_OK;
-    if (placed_buffer(s, t) != NULL) return unplaceable(s, t);
+    if (rt_sched_placed_buffer(s, t) != NULL) return unplaceable(s, t);
     const rt_tensor_t *base = t->view_src != NULL ? t->view_src : t;
     if ((t->flags & RT_TENSOR_FLAG_INPUT) || (base->buffer == NULL && base->data != NULL)) {
         *out = s->n_devices - 1;
@@ -110,7 +61,7 @@ static rt_status_t device_from_cur(const rt_sched_t *s, const rt_tensor_t *t, in
     }
     for (int j = 0; j < RT_MAX_SRC && t->op != RT_OP_ROPE; j++) {
         const rt_tensor_t *src = t->src[j];
-        if (src == NULL || !rt_sched_is_weight(s, src)) continue;
+        if (src == NULL || !rt_sched_is_caller_placed(s, src)) continue;
         *out = device_from_buffer(s, src, t);
         return RT_OK;
     }
@@ -137,7 +88,7 @@ static void expand(rt_sched_t *s, const rt_graph_t *g, bool up, bool gpu_only) {
     int32_t cur = -1;
     for (int32_t k = 0; k < g->n_nodes; k++) {
         const rt_tensor_t *node = g->nodes[up ? g->n_nodes - 1 - k : k];
-        if (rt_sched_is_view_op(node->op)) continue;
+        if (rt_op_is_view(node->op)) continue;
         int32_t *d = rt_sched_device_slot(s, node);
         if (*d != -1) cur = gpu_only && *d == s->n_devices - 1 ? -1 : *d;
         else if (cur != -1 && runs(s, cur, node)) *d = cur;
@@ -189,7 +140,7 @@ static void upgrade(rt_sched_t *s, const rt_tensor_t *node, int32_t *d) {
 static void pass_upgrade(rt_sched_t *s, const rt_graph_t *g) {
     for (int32_t i = 0; i < g->n_nodes; i++) {
         const rt_tensor_t *node = g->nodes[i];
-        if (rt_sched_is_view_op(node->op)) continue;
+        if (rt_op_is_view(node->op)) continue;
         int32_t *d = rt_sched_device_slot(s, node);
         if (*d == -1) assign_best(s, node, d);
         else upgrade(s, node, d);
@@ -215,7 +166,7 @@ static rt_status_t supported_device(const rt_sched_t *s, const rt_tensor_t *node
     for (int32_t k = 0; k < s->n_devices; k++) {
         const int32_t b = (start + k) % s->n_devices;
         if (runs(s, b, node) &&
-            (placed_buffer(s, node) == NULL || rt_sched_buffer_supported(s, node, b))) {
+            (rt_sched_placed_buffer(s, node) == NULL || rt_sched_buffer_supported(s, node, b))) {
             *d = b;
             return RT_OK;
         }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* sched_compute.c: running the splits of an allocated graph, the seed's
- * ggml_backend_sched_compute_splits. Each split first gets its inputs:
+/* sched_compute.c: running the splits of an allocated graph (docs/memory.md,
+ * section 4). Each split first gets its inputs:
  * user inputs are copied at once (the caller may overwrite them as soon as
  * the call returns); other inputs wait until the split's device is done
  * with the copy slot, then go through the device's async copy when it has
@@ -8,6 +8,7 @@
  * Then the split runs asynchronously on its device's queue, and an event
  * marks when its copy slot is free again. Devices without events (or a
  * scheduler without pipeline copies) synchronize instead. */
+#include "queue_impl.h"
 #include "sched_impl.h"
 
 #include <stdio.h>

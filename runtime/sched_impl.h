@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* sched_impl.h: the layout of rt_sched_t, shared by sched.c (lifetime,
- * reserve, alloc, statistics), sched_assign.c (passes 1-4: a device for
- * every tensor), sched_split.c (pass 5 and the scheduler's own graph) and
- * sched_compute.c (running the splits).
+ * reserve, alloc, statistics), sched_state.c (the questions all of them ask
+ * of it), sched_assign.c (passes 1-4: a device for every tensor),
+ * sched_split.c (pass 5, the scheduler's own graph, and the sources it
+ * redirects in the user's graph and restores) and sched_compute.c (running
+ * the splits).
  *
  * Per-tensor state lives in `hash`, a pointer set over the tensors of the
  * graph being scheduled (and pinned ones): tensor_device[slot] is the
@@ -24,6 +26,7 @@
 #define RT_SCHED_IMPL_H
 
 #include "graph_impl.h"
+#include "device_impl.h"
 #include "registry_impl.h"
 
 typedef struct rt_sched_input {
@@ -88,24 +91,29 @@ struct rt_sched {
     size_t oom_bytes;
 };
 
-/* sched.c: grows an RT_SCHED_ARRAY to hold n elements; false when out of
- * host memory (the array is unchanged then). */
+//===--- shared state (sched_state.c) ---===//
+
+/* Grows an RT_SCHED_ARRAY to hold n elements; false when out of host
+ * memory (the array is unchanged then). */
 RT_INTERNAL bool rt_sched_grow(rt_sched_t *s, void **at, int32_t *cap, int32_t n, size_t elem);
 #define RT_SCHED_GROW(s, arr, want) \
     rt_sched_grow((s), (void **)&(arr).at, &(arr).cap, (want), sizeof *(arr).at)
-
-/* sched_assign.c: the device slot of t (inserted when absent; the caller
- * has checked max_keys), and the device index, -1 when none. */
+/* The device slot of t (inserted when absent; the caller has checked
+ * max_keys), and the device index, -1 when none. */
 RT_INTERNAL int32_t *rt_sched_device_slot(rt_sched_t *s, const rt_tensor_t *t);
 RT_INTERNAL int32_t rt_sched_device_of(const rt_sched_t *s, const rt_tensor_t *t);
-/* sched_assign.c: view-family ops, which compute nothing. */
-RT_INTERNAL bool rt_sched_is_view_op(rt_op_t op);
-/* sched_assign.c: whether device d can use t's bytes where they are (or
- * will be: in the compute buffer of t's device). */
+/* The buffer of t's bytes when the caller placed them (not one of the
+ * scheduler's compute buffers), or NULL. */
+RT_INTERNAL const rt_buffer_t *rt_sched_placed_buffer(const rt_sched_t *s, const rt_tensor_t *t);
+/* Whether t is a leaf (or a view of one) the caller placed: weights, a KV
+ * cache; not an input, not in a compute buffer. */
+RT_INTERNAL bool rt_sched_is_caller_placed(const rt_sched_t *s, const rt_tensor_t *t);
+/* Whether device d can use t's bytes where they are (or will be: in the
+ * compute buffer of t's device). */
 RT_INTERNAL bool rt_sched_buffer_supported(const rt_sched_t *s, const rt_tensor_t *t, int32_t d);
-/* sched_assign.c: whether t is a weight: a leaf (or a view of one) in a
- * buffer that is not an input and not one of the compute buffers. */
-RT_INTERNAL bool rt_sched_is_weight(const rt_sched_t *s, const rt_tensor_t *t);
+
+//===--- the passes and the split ---===//
+
 /* sched_assign.c: passes 1-4, a device for every node and leaf of g. */
 RT_INTERNAL rt_status_t rt_sched_assign(rt_sched_t *s, rt_graph_t *g);
 

@@ -12,14 +12,19 @@
 #include "context_impl.h"
 #include "sched_impl.h"
 
+#include "../abi/rt_op_traits.h"
+
 #include <string.h>
 
 static rt_status_t no_memory(const char *what) {
     return rt_error(RT_ERR_OUT_OF_MEMORY, "rt_sched: no host memory for %s", what);
 }
 
+/* Every tensor asked about was hashed when it was assigned a device. */
 static int32_t *input_index(rt_sched_t *s, const rt_tensor_t *t, int32_t d) {
-    return &s->tensor_input[rt_hash_find(&s->hash, t) * (size_t)s->n_devices + (size_t)d];
+    const size_t slot = rt_hash_find(&s->hash, t);
+    RT_ASSERT(slot != RT_HASH_NONE && d >= 0 && d < s->n_devices);
+    return &s->tensor_input[slot * (size_t)s->n_devices + (size_t)d];
 }
 
 /* A base INPUT leaf the gallocr places: with pipeline copies it gets a
@@ -80,12 +85,12 @@ static rt_status_t add_redirect(rt_sched_t *s, rt_tensor_t *node, int j, int32_t
 
 /* A split already reading inputs is cut before a node on its device that
  * reads a weight the device cannot use, so the weights of the splits
- * before need not stay resident at once (the seed's check). */
+ * before need not stay resident at once. */
 static bool weight_elsewhere(const rt_sched_t *s, const rt_tensor_t *node, int32_t cur) {
     if (s->splits.at[s->splits.n - 1].n_inputs == 0) return false;
     for (int j = 0; j < RT_MAX_SRC; j++) {
         const rt_tensor_t *src = node->src[j];
-        if (src != NULL && rt_sched_is_weight(s, src) && rt_sched_device_of(s, src) != cur &&
+        if (src != NULL && rt_sched_is_caller_placed(s, src) && rt_sched_device_of(s, src) != cur &&
             !rt_sched_buffer_supported(s, src, cur))
             return true;
     }
@@ -110,7 +115,7 @@ static rt_status_t visit_sources(rt_sched_t *s, rt_tensor_t *node, int32_t cur) 
 /* The device of the first computing node; views alone run nowhere. */
 static int32_t first_device(const rt_sched_t *s, const rt_graph_t *g) {
     for (int32_t i = 0; i < g->n_nodes; i++)
-        if (!rt_sched_is_view_op(g->nodes[i]->op)) return rt_sched_device_of(s, g->nodes[i]);
+        if (!rt_op_is_view(g->nodes[i]->op)) return rt_sched_device_of(s, g->nodes[i]);
     return s->n_devices - 1;
 }
 
@@ -122,7 +127,7 @@ static rt_status_t cut(rt_sched_t *s, rt_graph_t *g) {
     rt_status_t st = open_split(s, cur, 0);
     for (int32_t i = 0; i < g->n_nodes && st == RT_OK; i++) {
         rt_tensor_t *node = g->nodes[i];
-        if (rt_sched_is_view_op(node->op)) continue;
+        if (rt_op_is_view(node->op)) continue;
         const int32_t d = rt_sched_device_of(s, node);
         if (d != cur || weight_elsewhere(s, node, cur)) {
             s->splits.at[s->splits.n - 1].i_end = i;
@@ -163,7 +168,7 @@ static rt_status_t remake_context(rt_sched_t *s, size_t bytes) {
 }
 
 /* A tensor with src's type, shape and strides, so that the copy is the
- * same byte range (the seed's ggml_dup_tensor_layout). */
+ * same byte range. */
 static rt_tensor_t *dup_layout(rt_sched_t *s, const rt_tensor_t *src, int32_t device, int32_t c) {
     rt_tensor_t *t = rt_new_tensor(s->ctx, src->type, RT_MAX_DIMS, src->ne);
     memcpy(t->nb, src->nb, sizeof t->nb);
@@ -263,7 +268,7 @@ static rt_status_t collect_split_nodes(rt_sched_t *s, const rt_graph_t *g) {
         rt_sched_split_t *sp = &s->splits.at[i];
         const int32_t first = n;
         for (int32_t j = sp->i_start; j < sp->i_end; j++)
-            if (!rt_sched_is_view_op(g->nodes[j]->op)) s->split_nodes.at[n++] = g->nodes[j];
+            if (!rt_op_is_view(g->nodes[j]->op)) s->split_nodes.at[n++] = g->nodes[j];
         memset(&sp->graph, 0, sizeof sp->graph);
         sp->graph.size = sp->graph.n_nodes = n - first;
         sp->graph.nodes = s->split_nodes.at + first;

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* status.c: error messages per thread, the log sink and the abort hook. */
+/* status.c: error messages per thread, the log sink and the abort hook.
+ * A message is recorded once, where the failure happens; each layer above
+ * adds its context with rt_error_wrap, which reads the message before it
+ * writes the new one, so no caller copies or re-formats rt_last_error(). */
 #include "internal.h"
 
 #include <stdio.h>
@@ -7,6 +10,7 @@
 #include <string.h>
 
 static _Thread_local char last_error[1024];
+static _Thread_local uint64_t error_seq; /* messages recorded on this thread */
 
 static rt_log_fn log_fn;
 static void *log_user_data;
@@ -27,7 +31,37 @@ const char *rt_last_error(void) { return last_error; }
 
 rt_status_t rt_error_v(rt_status_t status, const char *fmt, va_list ap) {
     vsnprintf(last_error, sizeof last_error, fmt, ap);
+    error_seq++;
     rt_log(RT_LOG_DEBUG, "%s: %s", rt_status_name(status), last_error);
+    return status;
+}
+
+uint64_t rt_error_seq(void) { return error_seq; }
+
+/* "context: message", where message is the one recorded after seq (or, with
+ * none recorded since, the status's name and the note that no one said
+ * why). The message is copied out before the buffer is written. */
+static rt_status_t wrap_v(rt_status_t status, bool fresh, const char *fmt, va_list ap) {
+    char context[512], inner[sizeof last_error];
+    vsnprintf(context, sizeof context, fmt, ap);
+    if (fresh && last_error[0] != '\0') memcpy(inner, last_error, sizeof inner);
+    else snprintf(inner, sizeof inner, "%s (no message)", rt_status_name(status));
+    return rt_error(status, "%s: %s", context, inner);
+}
+
+rt_status_t rt_error_wrap(rt_status_t status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    wrap_v(status, true, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+rt_status_t rt_error_wrap_since(rt_status_t status, uint64_t seq, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    wrap_v(status, error_seq != seq, fmt, ap);
+    va_end(ap);
     return status;
 }
 

@@ -1,19 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /* tallocr.c: the linear tensor allocator (rt_tallocr_t), which hands out a
  * buffer's bytes in order, and rt_alloc_ctx_tensors, which sizes buffers for
- * a whole no_alloc context and fills them with a tallocr (the seed's
- * main-backend), splitting the tensors over several buffers when the buffer
+ * a whole no_alloc context and fills them with a tallocr (docs/memory.md
+ * §3.2), splitting the tensors over several buffers when the buffer
  * type's max size asks for it. */
 #include "internal.h"
-#include "registry_impl.h"
+#include "buffer_impl.h"
 
 #include <string.h>
 
 //===--- rt_tallocr_t ---===//
 
 rt_status_t rt_tallocr_init(rt_tallocr_t *talloc, rt_buffer_t *buffer) {
-    if (talloc == NULL || buffer == NULL)
-        return rt_error(RT_ERR_INVALID_ARGUMENT, "%s: talloc and buffer must not be NULL", __func__);
+    RT_ARMOR(talloc != NULL && buffer != NULL);
     memset(talloc, 0, sizeof *talloc);
     talloc->struct_size = sizeof *talloc;
     talloc->buffer = buffer;
@@ -27,8 +26,7 @@ rt_status_t rt_tallocr_init(rt_tallocr_t *talloc, rt_buffer_t *buffer) {
 }
 
 rt_status_t rt_tallocr_alloc(rt_tallocr_t *talloc, rt_tensor_t *t) {
-    if (talloc == NULL || t == NULL)
-        return rt_error(RT_ERR_INVALID_ARGUMENT, "%s: talloc and t must not be NULL", __func__);
+    RT_ARMOR(talloc != NULL && t != NULL);
     if (t->view_src != NULL || t->data != NULL)
         return rt_error(RT_ERR_INVALID_ARGUMENT, "%s: '%s' is a view or already has data",
                         __func__, t->name);

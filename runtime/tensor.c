@@ -55,6 +55,8 @@ static rt_tensor_t *resolve_base(rt_tensor_t *view_src, size_t *view_offs) {
 
 rt_tensor_t *rt_tensor_new_impl(rt_context_t *ctx, rt_type_t type, int n_dims, const int64_t *ne,
                                 rt_tensor_t *view_src, size_t view_offs) {
+    RT_CHECK(ctx != NULL, "new tensor: the context is NULL");
+    RT_CHECK(ne != NULL, "new tensor: ne is NULL");
     const rt_type_traits_t *tr = check_new(type, n_dims, ne);
     rt_tensor_t tmp = {.type = type, .ne = {1, 1, 1, 1}};
     memcpy(tmp.ne, ne, (size_t)n_dims * sizeof ne[0]);
@@ -102,17 +104,22 @@ rt_tensor_t *rt_new_tensor_4d(rt_context_t *ctx, rt_type_t type, int64_t ne0, in
 }
 
 rt_tensor_t *rt_dup_tensor(rt_context_t *ctx, const rt_tensor_t *a) {
+    RT_CHECK(a != NULL, "rt_dup_tensor: a is NULL");
     return rt_new_tensor(ctx, a->type, RT_MAX_DIMS, a->ne);
 }
 
 //===--- names and flags ---===//
 
+/* The small accessors below take NULL as misuse that costs nothing to
+ * survive: nothing happens, the answer is 0, false or NULL. */
 rt_tensor_t *rt_set_name(rt_tensor_t *t, const char *name) {
+    if (t == NULL) return NULL;
     snprintf(t->name, sizeof t->name, "%s", name != NULL ? name : "");
     return t;
 }
 
 rt_tensor_t *rt_format_name(rt_tensor_t *t, const char *fmt, ...) {
+    if (t == NULL || fmt == NULL) return t;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(t->name, sizeof t->name, fmt, ap);
@@ -120,23 +127,30 @@ rt_tensor_t *rt_format_name(rt_tensor_t *t, const char *fmt, ...) {
     return t;
 }
 
-const char *rt_get_name(const rt_tensor_t *t) { return t->name; }
+const char *rt_get_name(const rt_tensor_t *t) { return t != NULL ? t->name : ""; }
 
-void rt_set_input(rt_tensor_t *t) { t->flags |= RT_TENSOR_FLAG_INPUT; }
+static void set_flag(rt_tensor_t *t, uint32_t flag) {
+    if (t != NULL) t->flags |= flag;
+}
 
-void rt_set_output(rt_tensor_t *t) { t->flags |= RT_TENSOR_FLAG_OUTPUT; }
+void rt_set_input(rt_tensor_t *t) { set_flag(t, RT_TENSOR_FLAG_INPUT); }
 
-void rt_set_param(rt_tensor_t *t) { t->flags |= RT_TENSOR_FLAG_PARAM; }
+void rt_set_output(rt_tensor_t *t) { set_flag(t, RT_TENSOR_FLAG_OUTPUT); }
+
+void rt_set_param(rt_tensor_t *t) { set_flag(t, RT_TENSOR_FLAG_PARAM); }
 
 //===--- sizes ---===//
 
-int64_t rt_nelements(const rt_tensor_t *t) { return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]; }
+int64_t rt_nelements(const rt_tensor_t *t) {
+    return t != NULL ? t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3] : 0;
+}
 
-int64_t rt_nrows(const rt_tensor_t *t) { return t->ne[1] * t->ne[2] * t->ne[3]; }
+int64_t rt_nrows(const rt_tensor_t *t) { return t != NULL ? t->ne[1] * t->ne[2] * t->ne[3] : 0; }
 
 /* ggml_nbytes: from the first byte to one past the last element, whatever
  * the strides (a quantised row counts whole blocks). */
 size_t rt_nbytes(const rt_tensor_t *t) {
+    if (t == NULL) return 0;
     const int64_t blck = rt_blck_size(t->type);
     if (blck == 0) return 0;
     for (int i = 0; i < RT_MAX_DIMS; i++)
@@ -147,9 +161,10 @@ size_t rt_nbytes(const rt_tensor_t *t) {
     return bytes;
 }
 
-size_t rt_element_size(const rt_tensor_t *t) { return rt_type_size(t->type); }
+size_t rt_element_size(const rt_tensor_t *t) { return t != NULL ? rt_type_size(t->type) : 0; }
 
 int rt_n_dims(const rt_tensor_t *t) {
+    if (t == NULL) return 0;
     for (int i = RT_MAX_DIMS - 1; i >= 1; i--)
         if (t->ne[i] > 1) return i + 1;
     return 1;
@@ -160,6 +175,7 @@ int rt_n_dims(const rt_tensor_t *t) {
 /* ggml_is_contiguous: strides of dimensions with ne == 1 are never used to
  * reach an element, so they may be anything. */
 bool rt_is_contiguous(const rt_tensor_t *t) {
+    if (t == NULL) return false;
     const int64_t blck = rt_blck_size(t->type);
     if (blck == 0) return false;
     size_t next_nb = rt_type_size(t->type);
@@ -173,15 +189,16 @@ bool rt_is_contiguous(const rt_tensor_t *t) {
     return true;
 }
 
-bool rt_is_transposed(const rt_tensor_t *t) { return t->nb[0] > t->nb[1]; }
+bool rt_is_transposed(const rt_tensor_t *t) { return t != NULL && t->nb[0] > t->nb[1]; }
 
 bool rt_is_permuted(const rt_tensor_t *t) {
-    return t->nb[0] > t->nb[1] || t->nb[1] > t->nb[2] || t->nb[2] > t->nb[3];
+    return t != NULL && (t->nb[0] > t->nb[1] || t->nb[1] > t->nb[2] || t->nb[2] > t->nb[3]);
 }
 
-bool rt_is_view(const rt_tensor_t *t) { return t->view_src != NULL; }
+bool rt_is_view(const rt_tensor_t *t) { return t != NULL && t->view_src != NULL; }
 
 bool rt_are_same_shape(const rt_tensor_t *a, const rt_tensor_t *b) {
+    if (a == NULL || b == NULL) return false;
     for (int i = 0; i < RT_MAX_DIMS; i++)
         if (a->ne[i] != b->ne[i]) return false;
     return true;
@@ -190,6 +207,7 @@ bool rt_are_same_shape(const rt_tensor_t *a, const rt_tensor_t *b) {
 /* ggml_can_repeat(b, a): every dimension of a is a whole number of b's; an
  * empty b repeats only into an empty a. */
 bool rt_can_repeat(const rt_tensor_t *b, const rt_tensor_t *a) {
+    if (a == NULL || b == NULL) return false;
     if (rt_nelements(b) == 0) return rt_nelements(a) == 0;
     for (int i = 0; i < RT_MAX_DIMS; i++)
         if (a->ne[i] % b->ne[i] != 0) return false;

@@ -9,7 +9,7 @@
 #include "context_impl.h"
 
 /* Creates a tensor of `type` and shape ne[0..n_dims) (the rest 1) with
- * contiguous strides, the seed's ggml_new_tensor_impl. With view_src it is
+ * contiguous strides (docs/memory.md §1). With view_src it is
  * a view: view_src is resolved to its base (offsets add up), data is the
  * base's data + offset when the base has data, and no bytes are taken.
  * Without, the data follows the header in the pool unless the context is
@@ -28,6 +28,10 @@ RT_INTERNAL size_t rt_context_object_footprint(size_t payload);
  * the end of the enclosing block, e.g. RT_CHECK(ok, "ADD: a %s", RT_DESC(a)).
  * RT_CHECK evaluates it only when the check fails. */
 #define RT_DESC_SIZE 256
+
+/* Graph-builder misuse that the contract's checks cannot even look at: a
+ * NULL context or tensor aborts through the hook, naming the builder. */
+#define RT_NEED(x) RT_CHECK((x) != NULL, "%s: %s is NULL", __func__, #x)
 #define RT_DESC(t) rt_tensor_describe((t), (char[RT_DESC_SIZE]){0}, RT_DESC_SIZE)
 
 #endif /* RT_TENSOR_IMPL_H */

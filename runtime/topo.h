@@ -8,6 +8,9 @@
 
 #include "internal.h"
 
+/* rt_topology_summary_t has not grown since 1.0. */
+#define TOPO_SUMMARY_SIZE_1_0 RT_SIZE_THROUGH(rt_topology_summary_t, is_this_system)
+
 /* The OS number of NUMA node `node` (logical index), -1 when none. */
 RT_INTERNAL int32_t rt_topology_numa_os_index(const rt_topology_t *topo, int32_t node);
 

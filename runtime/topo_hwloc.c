@@ -7,7 +7,7 @@
  * nearest this PCI device", the PUs of a node, where n threads would be
  * pinned under each placement policy, and a human description. */
 #include "topo.h"
-#include "registry_impl.h"
+#include "device_impl.h"
 
 #include <hwloc.h>
 #include <inttypes.h>
@@ -107,9 +107,7 @@ rt_status_t rt_topology_get_summary(const rt_topology_t *topo, rt_topology_summa
     s.l3_size = cache_size(topo, HWLOC_OBJ_L3CACHE);
     s.n_l3 = count(topo, HWLOC_OBJ_L3CACHE);
     s.is_this_system = topo->this_system;
-    const uint32_t size = out_summary->struct_size != 0 ? out_summary->struct_size : sizeof s;
-    rt_struct_copy(out_summary, size, &s, sizeof s);
-    out_summary->struct_size = size;
+    rt_struct_copy_out(out_summary, &s, sizeof s, TOPO_SUMMARY_SIZE_1_0);
     return RT_OK;
 }
 

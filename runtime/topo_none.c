@@ -6,7 +6,7 @@
  * thread placement is decided (threads are not pinned). A recorded XML
  * topology cannot be read. */
 #include "topo.h"
-#include "registry_impl.h"
+#include "device_impl.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -55,10 +55,7 @@ void rt_topology_destroy(rt_topology_t *topo) { rt_mem_free(NULL, topo, sizeof *
 
 rt_status_t rt_topology_get_summary(const rt_topology_t *topo, rt_topology_summary_t *out_summary) {
     RT_ARMOR(topo != NULL && out_summary != NULL);
-    const uint32_t size = out_summary->struct_size != 0 ? out_summary->struct_size
-                                                        : sizeof topo->summary;
-    rt_struct_copy(out_summary, size, &topo->summary, sizeof topo->summary);
-    out_summary->struct_size = size;
+    rt_struct_copy_out(out_summary, &topo->summary, sizeof topo->summary, TOPO_SUMMARY_SIZE_1_0);
     return RT_OK;
 }
 

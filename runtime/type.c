@@ -149,6 +149,10 @@ static const block_codec_t block_codecs[RT_TYPE_COUNT] = {
 #undef ENTRY
 
 size_t rt_quantize(rt_type_t type, const float *src, void *dst, int64_t n) {
+    if (src == NULL || dst == NULL || rt_type_traits(type) == NULL) {
+        rt_error(RT_ERR_MISUSE, "rt_quantize: NULL buffers or unknown type id %d", (int)type);
+        return 0;
+    }
     const rt_type_traits_t *tr = check_convert("rt_quantize", type, n);
     uint16_t *h = dst;
     switch (type) {
@@ -167,6 +171,10 @@ size_t rt_quantize(rt_type_t type, const float *src, void *dst, int64_t n) {
 }
 
 void rt_dequantize(rt_type_t type, const void *src, float *dst, int64_t n) {
+    if (src == NULL || dst == NULL || rt_type_traits(type) == NULL) {
+        rt_error(RT_ERR_MISUSE, "rt_dequantize: NULL buffers or unknown type id %d", (int)type);
+        return;
+    }
     const rt_type_traits_t *tr = check_convert("rt_dequantize", type, n);
     const uint16_t *h = src;
     const int32_t *iv = src;

@@ -17,6 +17,7 @@
  * contiguous strides until the caller sets its own. */
 static rt_tensor_t *view_new(rt_context_t *ctx, rt_tensor_t *a, rt_op_t op, int n_dims,
                              const int64_t *ne, size_t offset) {
+    RT_NEED(a);
     rt_tensor_t *r = rt_tensor_new_impl(ctx, a->type, n_dims, ne, a, offset);
     r->op = op;
     r->src[0] = a;
@@ -79,6 +80,7 @@ rt_tensor_t *rt_view_4d(rt_context_t *ctx, rt_tensor_t *a, int64_t ne0, int64_t 
 
 /* A view with a's shape and strides (a permuted, strided a stays so). */
 static rt_tensor_t *view_same(rt_context_t *ctx, rt_tensor_t *a, rt_op_t op) {
+    RT_NEED(a);
     rt_tensor_t *r = view_new(ctx, a, op, RT_MAX_DIMS, a->ne, 0);
     memcpy(r->nb, a->nb, sizeof r->nb);
     return r;
@@ -92,6 +94,7 @@ rt_tensor_t *rt_view_tensor(rt_context_t *ctx, rt_tensor_t *a) {
 //===--- reshape ---===//
 
 static rt_tensor_t *reshape(rt_context_t *ctx, rt_tensor_t *a, int n_dims, const int64_t *ne) {
+    RT_NEED(a);
     int64_t n = 1;
     for (int i = 0; i < n_dims; i++) n *= ne[i];
     RT_CHECK(rt_is_contiguous(a), "RESHAPE: a is not contiguous: %s; use rt_cont first",
@@ -104,6 +107,7 @@ static rt_tensor_t *reshape(rt_context_t *ctx, rt_tensor_t *a, int n_dims, const
 }
 
 rt_tensor_t *rt_reshape(rt_context_t *ctx, rt_tensor_t *a, const rt_tensor_t *shape) {
+    RT_NEED(shape);
     return reshape(ctx, a, RT_MAX_DIMS, shape->ne);
 }
 
@@ -130,9 +134,10 @@ rt_tensor_t *rt_reshape_4d(rt_context_t *ctx, rt_tensor_t *a, int64_t ne0, int64
 
 //===--- permute and transpose ---===//
 
-/* The seed's ggml_permute: dimension i of a goes to position axes[i], its ne
+/* rt_permute (docs/memory.md §2.3): dimension i of a goes to position axes[i], its ne
  * and nb together. */
 static rt_tensor_t *permute(rt_context_t *ctx, rt_tensor_t *a, const int *axes, rt_op_t op) {
+    RT_NEED(a);
     bool seen[RT_MAX_DIMS] = {false};
     for (int i = 0; i < RT_MAX_DIMS; i++) {
         const bool ok = axes[i] >= 0 && axes[i] < RT_MAX_DIMS && !seen[axes[i]];
@@ -152,11 +157,13 @@ static rt_tensor_t *permute(rt_context_t *ctx, rt_tensor_t *a, const int *axes, 
 rt_tensor_t *rt_permute(rt_context_t *ctx, rt_tensor_t *a, int axis0, int axis1, int axis2,
                         int axis3) {
     const int axes[RT_MAX_DIMS] = {axis0, axis1, axis2, axis3};
+    RT_NEED(a); /* before a->name below is read as an argument */
     return rt_format_name(permute(ctx, a, axes, RT_OP_PERMUTE), "%s (permuted)", a->name);
 }
 
 rt_tensor_t *rt_transpose(rt_context_t *ctx, rt_tensor_t *a) {
     static const int axes[RT_MAX_DIMS] = {1, 0, 2, 3};
+    RT_NEED(a);
     return rt_format_name(permute(ctx, a, axes, RT_OP_TRANSPOSE), "%s (transposed)", a->name);
 }
 
@@ -165,6 +172,7 @@ rt_tensor_t *rt_transpose(rt_context_t *ctx, rt_tensor_t *a) {
 rt_tensor_t *rt_cont_4d(rt_context_t *ctx, rt_tensor_t *a, int64_t ne0, int64_t ne1,
                         int64_t ne2, int64_t ne3) {
     const int64_t ne[4] = {ne0, ne1, ne2, ne3};
+    RT_NEED(a);
     RT_CHECK(ne0 * ne1 * ne2 * ne3 == rt_nelements(a),
              "CONT: a %s has %" PRId64 " elements, the shape {%" PRId64 ",%" PRId64 ",%" PRId64
              ",%" PRId64 "} has %" PRId64, RT_DESC(a), rt_nelements(a), ne0, ne1, ne2, ne3,
@@ -176,6 +184,7 @@ rt_tensor_t *rt_cont_4d(rt_context_t *ctx, rt_tensor_t *a, int64_t ne0, int64_t 
 }
 
 rt_tensor_t *rt_cont(rt_context_t *ctx, rt_tensor_t *a) {
+    RT_NEED(a);
     return rt_cont_4d(ctx, a, a->ne[0], a->ne[1], a->ne[2], a->ne[3]);
 }
 
@@ -212,6 +221,8 @@ static void check_cpy(const rt_tensor_t *a, const rt_tensor_t *dst) {
 }
 
 rt_tensor_t *rt_cpy(rt_context_t *ctx, rt_tensor_t *a, rt_tensor_t *b) {
+    RT_NEED(a);
+    RT_NEED(b);
     check_cpy(a, b);
     rt_tensor_t *r = view_same(ctx, b, RT_OP_CPY);
     r->src[0] = a;
@@ -226,6 +237,7 @@ rt_tensor_t *rt_cpy(rt_context_t *ctx, rt_tensor_t *a, rt_tensor_t *b) {
  * kernel serves both. Unlike ggml (src[1] = the result), the graph has no
  * self-reference and no use count of the node by itself. */
 rt_tensor_t *rt_cast(rt_context_t *ctx, rt_tensor_t *a, rt_type_t type) {
+    RT_NEED(a);
     const int64_t blck = rt_blck_size(type);
     RT_CHECK(blck > 0 && a->ne[0] % blck == 0,
              "CPY (cast): cannot make a tensor of type id %d (%s) from a %s", (int)type,
@@ -240,6 +252,9 @@ rt_tensor_t *rt_cast(rt_context_t *ctx, rt_tensor_t *a, rt_type_t type) {
 /* SET_ROWS (rt_tensor.h): the scatter form of a copy, so it also yields a
  * view of its destination. */
 rt_tensor_t *rt_set_rows(rt_context_t *ctx, rt_tensor_t *a, rt_tensor_t *b, rt_tensor_t *rows) {
+    RT_NEED(a);
+    RT_NEED(b);
+    RT_NEED(rows);
     RT_CHECK(a->type == RT_TYPE_F32 || a->type == RT_TYPE_F16 || a->type == RT_TYPE_BF16,
              "SET_ROWS: a must be F32, F16 or BF16: a %s", RT_DESC(a));
     RT_CHECK(b->type == RT_TYPE_F32 && rows->type == RT_TYPE_I32,

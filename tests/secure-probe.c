@@ -8,7 +8,13 @@
 #include "../abi/rt.h"
 
 #include <stdio.h>
-#include <sys/auxv.h>
+#if defined(__linux__)
+#  include <sys/auxv.h>
+#  define PROBE_SECURE() getauxval(AT_SECURE)
+#else
+#  include <unistd.h>
+#  define PROBE_SECURE() (unsigned long)issetugid() /* the BSDs' and macOS's word for it */
+#endif
 
 int main(void) {
     rt_registry_options_t opt = {.struct_size = sizeof opt, .no_scan = true};
@@ -17,7 +23,7 @@ int main(void) {
         fprintf(stderr, "secure-probe: %s\n", rt_last_error());
         return 1;
     }
-    printf("at_secure=%lu\nsearch_path=%s\n", getauxval(AT_SECURE), rt_registry_search_path(reg));
+    printf("at_secure=%lu\nsearch_path=%s\n", PROBE_SECURE(), rt_registry_search_path(reg));
     rt_registry_destroy(reg);
     return 0;
 }

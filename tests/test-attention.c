@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* test-attention.c: the seed's GPT-2 attention block end to end on the CPU
- * device, built with the same calls as the seed's code (Qcur as a view of
+/* test-attention.c: a GPT-2 attention block end to end on the CPU
+ * device, built with the calls of docs/memory.md §2.5 (Qcur as a view of
  * cur, cont_3d + permute for Q, K from a view of the cache, V_trans through
  * cont_3d of the permute, KQV, the final cont_2d), with this step's K and V
- * written into the cache by rt_cpy into views. Checks the seed's Table 2
+ * written into the cache by rt_cpy into views. Checks that section's table of
  * headers at this size, the output against a double reference of causal
  * attention with default, 1 and 3 threads, the cache contents, and that
  * MUL_MAT refuses the permuted V.
@@ -20,10 +20,9 @@
 #define TOL_DOT 1e-5
 
 static rt_device_t *dev;
-static rt_queue_t *queues[3];
-static const int32_t queue_threads[3] = {0, 1, 3};
+static rt_queue_t *queues[TU_N_QUEUES];
 
-//===--- the seed's GPT-2 attention block ---===//
+//===--- a GPT-2 attention block (docs/memory.md §2.5) ---===//
 
 enum { AT_EMBD = 32, AT_HEAD = 4, AT_HD = 8, AT_N = 3, AT_PAST = 4, AT_L = AT_PAST + AT_N, AT_CTX = 10,
        AT_LAYERS = 2, AT_IL = 1 };
@@ -102,7 +101,7 @@ static void attn_build(rt_context_t *ctx, rt_graph_t *g, attn_graph_t *a) {
     a->out = rt_cont_2d(ctx, rt_permute(ctx, KQV, 0, 2, 1, 3), AT_EMBD, AT_N);
     rt_graph_build_forward_expand(g, a->out);
 
-    /* The seed's table 2, at this size (strides in floats). */
+    /* docs/memory.md §2.5's table, at this size (strides in floats). */
     const size_t E = AT_EMBD, L = AT_L, D = AT_HD;
     a->headers_ok = attn_header("Qcur", Qcur, E, AT_N, 1, 1, 3 * E, 3 * E * AT_N, 3 * E * AT_N) &&
                     attn_header("Q", Q, D, AT_N, AT_HEAD, 1, E, D, E * AT_N) &&
@@ -131,7 +130,7 @@ static void attn_check_cache(const rt_tensor_t *mk, const float *before, const f
     free(want);
 }
 
-/* ops-attn.3: the seed's reason for V_trans. V permuted (1,2,0,3) has
+/* ops-attn.3: the reason for V_trans (docs/memory.md §2.5). V permuted (1,2,0,3) has
  * nb[0] > nb[1], so MUL_MAT refuses it while the graph is being built. */
 static void attn_rejects_v_permuted(void) {
     rt_context_t *ctx = tu_context(1, true);
@@ -160,7 +159,7 @@ static void test_gpt2_attention(void **state) {
     tu_fill(mk, n_kv, -1.0f, 1.0f);
     tu_fill(mv, n_kv, -1.0f, 1.0f);
     attn_reference(cur, mk, mv, ref);
-    for (int q = 0; q < 3; q++) {
+    for (int q = 0; q < TU_N_QUEUES; q++) {
         assert_int_equal(rt_tensor_set(a.cur, cur, 0, n_cur * sizeof cur[0]), RT_OK);
         assert_int_equal(rt_tensor_set(a.mk, mk, 0, n_kv * sizeof mk[0]), RT_OK);
         assert_int_equal(rt_tensor_set(a.mv, mv, 0, n_kv * sizeof mv[0]), RT_OK);
@@ -170,8 +169,8 @@ static void test_gpt2_attention(void **state) {
         const double err = tu_nmse_error(ref, got, AT_EMBD * AT_N);
         if (!(err <= TOL_DOT))
             tu_report("ops-attn.1 GPT-2 attention (n_embd %d, %d heads, N %d, n_past %d, threads %d): "
-                   "nmse %.3g > tol %.0e", AT_EMBD, AT_HEAD, AT_N, AT_PAST, queue_threads[q], err, TOL_DOT);
-        attn_check_cache(a.mk, mk, cur, queue_threads[q]);
+                   "nmse %.3g > tol %.0e", AT_EMBD, AT_HEAD, AT_N, AT_PAST, tu_queue_threads[q], err, TOL_DOT);
+        attn_check_cache(a.mk, mk, cur, tu_queue_threads[q]);
     }
     free(cur);
     free(mk);
@@ -187,16 +186,12 @@ static void test_gpt2_attention(void **state) {
 static int group_setup(void **state) {
     (void)state;
     dev = tu_cpu_device();
-    for (int q = 0; q < 3; q++) {
-        const rt_queue_options_t opt = {.struct_size = sizeof opt, .n_threads = queue_threads[q]};
-        if (rt_queue_create(dev, q == 0 ? NULL : &opt, &queues[q]) != RT_OK) return -1;
-    }
-    return 0;
+    return tu_queues_create(dev, queues);
 }
 
 static int group_teardown(void **state) {
     (void)state;
-    for (int q = 0; q < 3; q++) rt_queue_destroy(queues[q]);
+    tu_queues_destroy(queues);
     return 0;
 }
 

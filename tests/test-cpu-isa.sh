@@ -1,5 +1,5 @@
 #!/bin/sh
-# tests/test-cpu-isa.sh: the op conformance suite (test-ops, the seed's
+# tests/test-cpu-isa.sh: the op conformance suite (test-ops, the GPT-2
 # attention block, test-attention, and the repacked weights' products,
 # test-cpu-weights, and the ABI 1.2 block types, test-cpu-blocks) once per kernel
 # path of the CPU plugin, forced with RT_CPU_ISA, so that CI checks every

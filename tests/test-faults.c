@@ -13,7 +13,9 @@
  *   faults-1  registry creation (CPU plugin) and an explicit plugin load
  *   faults-2  context, graph, gallocr, queue, compute, results
  *   faults-3  the scheduler over the same graph
- *   faults-4  rt_gguf_open of ../shared/models/stories260K.gguf
+ *   faults-4  rt_gguf_open of models/stories260K.gguf
+ *   faults-5  sizes past the largest graph (rt-plan --n-layer 100000000) are
+ *             an error with a message from rt_graph_overhead_v2, not an abort
  *
  * Runs from the repository root, with only the CPU plugin scanned. */
 #include "testutil.h"
@@ -29,7 +31,11 @@
 
 #define PATH_SIZE 4096
 #define MAX_FAULTS 20000 /* a stage needing more allocations fails the test */
-#define MODEL "../shared/models/stories260K.gguf"
+/* The bundled model (models/, or RT_TEST_MODELS_DIR). */
+static const char *model_path(void) {
+    static char path[1024];
+    return tu_model_path("stories260K.gguf", path, sizeof path);
+}
 
 //===--- the faulty allocator ---===//
 
@@ -246,7 +252,7 @@ static bool stage_gguf(long n) {
     const char *arch = NULL;
     bool done = false;
     arm(n);
-    STEP(rt_gguf_open(MODEL, &opt, &g));
+    STEP(rt_gguf_open(model_path(), &opt, &g));
     assert_int_equal(rt_gguf_get_str(g, "general.architecture", &arch), RT_OK);
     assert_string_equal(arch, "llama");
     assert_true(rt_gguf_n_tensors(g) > 0);
@@ -296,11 +302,25 @@ static void test_sched(void **state) {
 
 static void test_gguf(void **state) {
     (void)state;
-    FILE *f = fopen(MODEL, "rb");
-    if (f == NULL) fail_msg("faults-4: %s is missing (the shared models directory)", MODEL);
+    FILE *f = fopen(model_path(), "rb");
+    if (f == NULL) fail_msg("faults-4: %s is missing (models/, bundled in the repository)", model_path());
     fclose(f);
     const long n = every_failure(stage_gguf, "faults-4");
     print_message("faults-4: %ld allocation failures handled\n", n);
+}
+
+static void test_graph_sizes(void **state) {
+    (void)state;
+    const size_t bad[] = {(size_t)100000000 * 16, SIZE_MAX / 2, SIZE_MAX};
+    size_t bytes = 1;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(rt_graph_overhead_v2(bad[i], &bytes), RT_ERR_INVALID_ARGUMENT);
+        assert_int_equal(bytes, 0);
+        assert_non_null(strstr(rt_last_error(), "is above the largest"));
+    }
+    assert_int_equal(rt_graph_overhead_v2(16, &bytes), RT_OK); /* faults-5.2: the same as before */
+    assert_int_equal(bytes, rt_graph_overhead(16));
+    assert_int_equal(rt_graph_overhead_v2(16, NULL), RT_ERR_MISUSE);
 }
 
 static void quiet(rt_log_level_t level, const char *message, void *user_data) {
@@ -317,6 +337,7 @@ int main(void) {
         cmocka_unit_test(test_graph),
         cmocka_unit_test(test_sched),
         cmocka_unit_test(test_gguf),
+        cmocka_unit_test(test_graph_sizes),
     };
     return cmocka_run_group_tests_name("faults", tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test-gallocr.c: the tensor and graph allocators (abi/rt_alloc.h) against
- * the seed's section 3. The MLP of its Figure 13 needs two blocks; a plan
+ * docs/memory.md §3. A two-layer MLP (x, W1·x + b1, gelu, W2·h + b2) needs
+ * two blocks; a plan
  * reserved for n_batch serves every smaller graph without allocating and a
  * larger one re-reserves; in-place reuse never overwrites a value still
  * needed (computed on the CPU device against a run without any reuse);
@@ -60,7 +61,7 @@ static rt_gallocr_t *gallocr_new(uint32_t flags) {
 
 static size_t aligned(size_t n) { return (n + 63) & ~(size_t)63; } /* the CPU's alignment */
 
-//===--- the seed's two-layer MLP (Figures 8 and 13) ---===//
+//===--- a two-layer MLP: two blocks with in-place ops and early frees ---===//
 
 enum { N_IN = 16, N_HID = 32, N_OUT = 8 };
 
@@ -91,6 +92,22 @@ static void mlp_init(mlp_t *m) {
 static void mlp_deinit(mlp_t *m) {
     rt_buffer_free(m->buf_w);
     rt_context_destroy(m->ctx_w);
+}
+
+/* The MLP's weights as a cmocka fixture: freed by the teardown even when
+ * an assertion fails half-way. */
+static int mlp_setup(void **state) {
+    mlp_t *m = calloc(1, sizeof *m);
+    if (m == NULL) return -1;
+    *state = m;
+    mlp_init(m);
+    return 0;
+}
+
+static int mlp_teardown(void **state) {
+    mlp_deinit(*state);
+    free(*state);
+    return 0;
 }
 
 /* y = W2 . gelu(W1 . x + b1) + b2 for n tokens; x INPUT, y OUTPUT. */
@@ -146,16 +163,14 @@ static void mlp_run_check(const mlp_t *m, rt_graph_t *g, rt_tensor_t *x, rt_tens
     free(got);
 }
 
-/* gallocr-1: Figure 13. Five intermediates in two blocks: ADD and GELU
+/* gallocr-1: the MLP's five intermediates in two blocks: ADD and GELU
  * write over the first MUL_MAT, the last ADD over the second, which reuses
  * the bytes of x, freed after the first MUL_MAT read it. */
 static void test_mlp_two_blocks(void **state) {
-    (void)state;
-    mlp_t m;
-    mlp_init(&m);
+    mlp_t *m = *state;
     rt_context_t *ctx = tu_context(1, true);
     rt_tensor_t *x, *y;
-    rt_graph_t *g = mlp_graph(ctx, &m, 4, &x, &y);
+    rt_graph_t *g = mlp_graph(ctx, m, 4, &x, &y);
     rt_gallocr_t *ga = gallocr_new(0);
     CHECK_OK(rt_gallocr_reserve(ga, g));
     const int32_t nl = rt_graph_n_leafs(g);
@@ -171,72 +186,66 @@ static void test_mlp_two_blocks(void **state) {
     assert_int_equal(rt_gallocr_get_n_allocs(ga), 1);
     CHECK_OK(rt_gallocr_alloc_graph(ga, g));
     assert_int_equal(rt_gallocr_get_n_allocs(ga), 1); /* gallocr-1.6 */
-    mlp_run_check(&m, g, x, y, 4, "gallocr-1.7");
+    mlp_run_check(m, g, x, y, 4, "gallocr-1.7");
     rt_gallocr_destroy(ga);
     rt_context_destroy(ctx);
-    mlp_deinit(&m);
 }
 
 /* gallocr-2: reserve the worst case once, then every smaller graph fits;
  * a larger one makes a one-buffer gallocr reserve again (one allocation)
  * and a two-buffer one return RT_ERR_DOES_NOT_FIT. */
 static void test_worst_case_reserve(void **state) {
-    (void)state;
-    mlp_t m;
-    mlp_init(&m);
+    mlp_t *m = *state;
     rt_gallocr_t *ga = gallocr_new(0);
     rt_context_t *ctx = tu_context(1, true);
     rt_tensor_t *x, *y;
-    CHECK_OK(rt_gallocr_reserve(ga, mlp_graph(ctx, &m, 8, &x, &y)));
+    CHECK_OK(rt_gallocr_reserve(ga, mlp_graph(ctx, m, 8, &x, &y)));
     rt_context_destroy(ctx);
     const size_t size8 = rt_gallocr_get_buffer_size(ga, 0);
     for (int n = 1; n <= 8; n++) {
         ctx = tu_context(1, true);
-        rt_graph_t *g = mlp_graph(ctx, &m, n, &x, &y);
+        rt_graph_t *g = mlp_graph(ctx, m, n, &x, &y);
         CHECK_OK(rt_gallocr_alloc_graph(ga, g));
         assert_int_equal(rt_gallocr_get_n_allocs(ga), 1); /* gallocr-2.1 */
-        mlp_run_check(&m, g, x, y, n, "gallocr-2.2");
+        mlp_run_check(m, g, x, y, n, "gallocr-2.2");
         CHECK_OK(rt_gallocr_alloc_graph(ga, g)); /* gallocr-2.3: again, same graph */
-        mlp_run_check(&m, g, x, y, n, "gallocr-2.3");
+        mlp_run_check(m, g, x, y, n, "gallocr-2.3");
         rt_context_destroy(ctx);
     }
     ctx = tu_context(1, true);
-    rt_graph_t *g = mlp_graph(ctx, &m, 16, &x, &y);
+    rt_graph_t *g = mlp_graph(ctx, m, 16, &x, &y);
     CHECK_OK(rt_gallocr_alloc_graph(ga, g));
     assert_int_equal(rt_gallocr_get_n_allocs(ga), 2); /* gallocr-2.4 */
     assert_true(rt_gallocr_get_buffer_size(ga, 0) > size8);
-    mlp_run_check(&m, g, x, y, 16, "gallocr-2.5");
+    mlp_run_check(m, g, x, y, 16, "gallocr-2.5");
     rt_context_destroy(ctx);
     rt_gallocr_destroy(ga);
 
     rt_buffer_type_t *two[2] = {cpu_buft(), cpu_buft()};
     CHECK_OK(rt_gallocr_create_n(two, 2, &ga));
     ctx = tu_context(1, true);
-    CHECK_OK(rt_gallocr_reserve(ga, mlp_graph(ctx, &m, 8, &x, &y)));
+    CHECK_OK(rt_gallocr_reserve(ga, mlp_graph(ctx, m, 8, &x, &y)));
     rt_context_destroy(ctx);
     ctx = tu_context(1, true);
-    g = mlp_graph(ctx, &m, 16, &x, &y);
+    g = mlp_graph(ctx, m, 16, &x, &y);
     assert_int_equal(rt_gallocr_alloc_graph(ga, g), RT_ERR_DOES_NOT_FIT); /* gallocr-2.6 */
     assert_non_null(strstr(rt_last_error(), "needs"));
     assert_int_equal(rt_gallocr_get_n_allocs(ga), 1);
     rt_context_destroy(ctx);
     rt_gallocr_destroy(ga);
-    mlp_deinit(&m);
 }
 
 /* gallocr-3: alloc_graph before any reserve reserves (one buffer), and a
  * graph with another structure re-reserves. */
 static void test_alloc_without_reserve(void **state) {
-    (void)state;
-    mlp_t m;
-    mlp_init(&m);
+    mlp_t *m = *state;
     rt_gallocr_t *ga = gallocr_new(0);
     rt_context_t *ctx = tu_context(1, true);
     rt_tensor_t *x, *y;
-    rt_graph_t *g = mlp_graph(ctx, &m, 3, &x, &y);
+    rt_graph_t *g = mlp_graph(ctx, m, 3, &x, &y);
     CHECK_OK(rt_gallocr_alloc_graph(ga, g));
     assert_int_equal(rt_gallocr_get_n_allocs(ga), 1); /* gallocr-3.1 */
-    mlp_run_check(&m, g, x, y, 3, "gallocr-3.2");
+    mlp_run_check(m, g, x, y, 3, "gallocr-3.2");
     rt_context_t *ctx2 = tu_context(1, true);
     rt_tensor_t *x2 = rt_new_tensor_2d(ctx2, RT_TYPE_F32, N_IN, 3);
     rt_tensor_t *z = rt_scale(ctx2, rt_silu(ctx2, x2), 2.0f); /* 1 leaf, 2 nodes */
@@ -249,7 +258,6 @@ static void test_alloc_without_reserve(void **state) {
     rt_context_destroy(ctx2);
     rt_context_destroy(ctx);
     rt_gallocr_destroy(ga);
-    mlp_deinit(&m);
 }
 
 //===--- in-place reuse ---===//
@@ -720,15 +728,13 @@ static void test_random_dags(void **state) {
 /* gallocr-7: the first layer in buffer 0, the second in buffer 1: the plan
  * says so, no block changes buffer in place, and the result is right. */
 static void test_two_buffers(void **state) {
-    (void)state;
-    mlp_t m;
-    mlp_init(&m);
+    mlp_t *m = *state;
     rt_buffer_type_t *two[2] = {cpu_buft(), cpu_buft()};
     rt_gallocr_t *ga;
     CHECK_OK(rt_gallocr_create_n(two, 2, &ga));
     rt_context_t *ctx = tu_context(1, true);
     rt_tensor_t *x, *y;
-    rt_graph_t *g = mlp_graph(ctx, &m, 5, &x, &y);
+    rt_graph_t *g = mlp_graph(ctx, m, 5, &x, &y);
     const int32_t node_ids[5] = {0, 0, 0, 1, 1}, bad[5] = {0, 0, 2, 1, 1};
     int32_t leaf_ids[16] = {0};
     assert_int_equal(rt_gallocr_reserve_n(ga, g, bad, leaf_ids), RT_ERR_INVALID_ARGUMENT);
@@ -743,10 +749,9 @@ static void test_two_buffers(void **state) {
     assert_true(rt_gallocr_get_buffer_size(ga, 0) > 0 && rt_gallocr_get_buffer_size(ga, 1) > 0);
     CHECK_OK(rt_gallocr_alloc_graph(ga, g));
     assert_ptr_equal(y->buffer, rt_gallocr_get_buffer(ga, 1)); /* gallocr-7.3 */
-    mlp_run_check(&m, g, x, y, 5, "gallocr-7.4");
+    mlp_run_check(m, g, x, y, 5, "gallocr-7.4");
     rt_gallocr_destroy(ga);
     rt_context_destroy(ctx);
-    mlp_deinit(&m);
 }
 
 //===--- the linear allocator ---===//
@@ -856,12 +861,10 @@ static void text_write(const char *s, size_t n, void *user_data) {
 
 /* gallocr-12: the text dump and the SVG picture. */
 static void test_plan_output(void **state) {
-    (void)state;
-    mlp_t m;
-    mlp_init(&m);
+    mlp_t *m = *state;
     rt_context_t *ctx = tu_context(1, true);
     rt_tensor_t *x, *y;
-    rt_graph_t *g = mlp_graph(ctx, &m, 4, &x, &y);
+    rt_graph_t *g = mlp_graph(ctx, m, 4, &x, &y);
     rt_set_name(rt_graph_node(g, 2), "a<&>\"");
     rt_gallocr_t *ga = gallocr_new(0);
     CHECK_OK(rt_gallocr_reserve(ga, g));
@@ -883,7 +886,6 @@ static void test_plan_output(void **state) {
     free(s.data);
     rt_gallocr_destroy(ga);
     rt_context_destroy(ctx);
-    mlp_deinit(&m);
 }
 
 /* A plan of 4 KiB on the fake device, whose buffer cannot be had:
@@ -919,7 +921,7 @@ static void test_errors(void **state) {
     rt_gallocr_t *ga = gallocr_new(0);
     rt_gallocr_plan_entry_t e = {.struct_size = sizeof e};
     assert_int_equal(rt_gallocr_plan_count(ga), 0);
-    assert_int_equal(rt_gallocr_plan_get(ga, 0, &e), RT_ERR_INVALID_ARGUMENT); /* gallocr-10.1 */
+    assert_int_equal(rt_gallocr_plan_get(ga, 0, &e), RT_ERR_MISUSE); /* gallocr-10.1 */
     assert_int_equal(rt_gallocr_get_buffer_size(ga, 5), 0);
     assert_null(rt_gallocr_get_buffer(ga, -1));
     rt_gallocr_t *none = NULL;
@@ -933,12 +935,18 @@ static void test_errors(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_mlp_two_blocks),   cmocka_unit_test(test_worst_case_reserve),
-        cmocka_unit_test(test_alloc_without_reserve), cmocka_unit_test(test_inplace_chain),
-        cmocka_unit_test(test_inplace_never),    cmocka_unit_test(test_random_dags),
-        cmocka_unit_test(test_two_buffers),      cmocka_unit_test(test_tallocr),
-        cmocka_unit_test(test_plan_output),      cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_views_keep_base),  cmocka_unit_test(test_ctx_tensors_split),
+        cmocka_unit_test_setup_teardown(test_mlp_two_blocks, mlp_setup, mlp_teardown),
+        cmocka_unit_test_setup_teardown(test_worst_case_reserve, mlp_setup, mlp_teardown),
+        cmocka_unit_test_setup_teardown(test_alloc_without_reserve, mlp_setup, mlp_teardown),
+        cmocka_unit_test(test_inplace_chain),
+        cmocka_unit_test(test_inplace_never),
+        cmocka_unit_test(test_random_dags),
+        cmocka_unit_test_setup_teardown(test_two_buffers, mlp_setup, mlp_teardown),
+        cmocka_unit_test(test_tallocr),
+        cmocka_unit_test_setup_teardown(test_plan_output, mlp_setup, mlp_teardown),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_views_keep_base),
+        cmocka_unit_test(test_ctx_tensors_split),
         cmocka_unit_test(test_inplace_ops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,7 +2,7 @@
 /* test-gguf.c: the GGUF reader and writer (abi/rt_gguf.h). Round trips of
  * every value type and every tensor type, one malformed file per rule the
  * reader enforces (each must fail with RT_ERR_FORMAT and name the field),
- * the real files in shared/models, allocation failure at every step, and
+ * the real files in models/, allocation failure at every step, and
  * the fuzzer's corpus (tests run from the repository root). Malformed
  * files are built byte by byte here, since the writer refuses to produce
  * them. */
@@ -254,7 +254,7 @@ static void test_values_round_trip(void **state) {
     uint64_t n;
     assert_int_equal(rt_gguf_get_array(g, "a.u32", RT_GGUF_TYPE_INT32, &data, &n),
                      RT_ERR_INVALID_ARGUMENT);
-    assert_int_equal(rt_gguf_get_array_str(g, "a.str", N(strs), &s), RT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(rt_gguf_get_array_str(g, "a.str", N(strs), &s), RT_ERR_MISUSE);
     assert_int_equal(rt_gguf_get_array_str(g, "a.u8", 0, &s), RT_ERR_INVALID_ARGUMENT);
     assert_int_equal(rt_gguf_find_key(g, "s.u"), -1);
     assert_string_equal(rt_gguf_type_name(RT_GGUF_TYPE_ARRAY), "arr");
@@ -408,11 +408,15 @@ static void test_tensor_info_struct_size(void **state) {
     assert_int_equal(rt_gguf_get_tensor_info(g, 0, &ti), RT_OK);
     assert_int_equal(ti.type, RT_TYPE_F32);
     assert_int_equal(ti.n_dims, (int32_t)0xabababab);
-    ti.struct_size = 0;
-    assert_int_equal(rt_gguf_get_tensor_info(g, 0, &ti), RT_ERR_INVALID_ARGUMENT);
+    memset(&ti, 0xab, sizeof ti);
+    ti.struct_size = 0; /* the 1.0 layout (rt_base.h, rule 9), which is the whole struct */
+    assert_int_equal(rt_gguf_get_tensor_info(g, 0, &ti), RT_OK);
+    assert_int_equal(ti.struct_size, sizeof ti);
+    assert_int_equal(ti.n_dims, 1);
+    assert_int_equal(ti.ne[0], 8);
     ti.struct_size = sizeof ti;
-    assert_int_equal(rt_gguf_get_tensor_info(g, 1, &ti), RT_ERR_INVALID_ARGUMENT);
-    assert_int_equal(rt_gguf_get_tensor_info(g, -1, &ti), RT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(rt_gguf_get_tensor_info(g, 1, &ti), RT_ERR_MISUSE);
+    assert_int_equal(rt_gguf_get_tensor_info(g, -1, &ti), RT_ERR_MISUSE);
     assert_null(rt_gguf_tensor_data(g, 1));
     const uint8_t zeros[32] = {0};
     assert_memory_equal(rt_gguf_tensor_data(g, 0), zeros, 32); /* NULL data writes zeros */
@@ -690,7 +694,7 @@ static void test_edge_layouts(void **state) {
     rt_gguf_destroy(g);
 }
 
-//===--- gguf-6: the files in shared/models ---===//
+//===--- gguf-6: the files in models/ ---===//
 
 static rt_gguf_t *open_model(const char *file) {
     char path[1024];
@@ -913,7 +917,7 @@ static void test_writer_errors(void **state) {
 #define REFUSED(call) assert_int_equal((call), RT_ERR_INVALID_ARGUMENT)
     REFUSED(rt_gguf_writer_set_u32(w, RT_GGUF_KEY_ALIGNMENT, 24));
     REFUSED(rt_gguf_writer_set_u64(w, RT_GGUF_KEY_ALIGNMENT, 64));
-    REFUSED(rt_gguf_writer_set_str(w, NULL, "x"));
+    assert_int_equal(rt_gguf_writer_set_str(w, NULL, "x"), RT_ERR_MISUSE); /* a NULL key */
     REFUSED(rt_gguf_writer_set_str(w, "k", NULL));
     REFUSED(rt_gguf_writer_set_array(w, "k", RT_GGUF_TYPE_ARRAY, ne, 1));
     REFUSED(rt_gguf_writer_set_array(w, "k", 13, ne, 1));

@@ -63,11 +63,6 @@ static const rt_plugin_info_t *find_plugin(const rt_registry_t *reg, const char 
     return NULL;
 }
 
-static void expect_contains(const char *haystack, const char *needle, const char *check) {
-    if (haystack == NULL || strstr(haystack, needle) == NULL)
-        fail_msg("%s: \"%s\" lacks \"%s\"", check, haystack ? haystack : "(null)", needle);
-}
-
 static char *make_temp_dir(char *buf) {
     const char *tmp = getenv("TMPDIR");
     snprintf(buf, PATH_SIZE, "%s/rt-loader-XXXXXX", tmp != NULL && *tmp ? tmp : "/tmp");
@@ -106,13 +101,13 @@ static void test_cpu_next_to_library(void **state) {
     const rt_plugin_info_t *cpu = find_plugin(reg, "cpu");
     if (cpu == NULL) fail_msg("loader-1.1: no cpu plugin; searched %s", rt_registry_search_path(reg));
     assert_int_equal(cpu->status, RT_OK);                               /* loader-1.2 */
-    expect_contains(cpu->path, "/lib/rt-plugins/rt-plugin-cpu.so", "loader-1.3");
+    tu_expect_contains(cpu->path, "/lib/rt-plugins/rt-plugin-cpu.so", "loader-1.3");
     assert_int_equal(cpu->abi_version >> 16, RT_ABI_VERSION_MAJOR);     /* loader-1.4 */
     assert_true(cpu->n_devices >= 1);                                   /* loader-1.5 */
     rt_device_t *dev = rt_registry_device_by_name(reg, "cpu0");
     assert_non_null(dev);                                               /* loader-1.6 */
     assert_string_equal(rt_device_plugin_name(dev), "cpu");
-    expect_contains(rt_registry_search_path(reg), "/lib/rt-plugins", "loader-1.7");
+    tu_expect_contains(rt_registry_search_path(reg), "/lib/rt-plugins", "loader-1.7");
     assert_true(rt_buffer_type_is_host(rt_device_buffer_type(dev, 0))); /* loader-1.8 */
     assert_null(rt_registry_device(reg, rt_registry_device_count(reg)));
     rt_registry_destroy(reg);
@@ -189,8 +184,8 @@ static void expect_refused(const rt_registry_t *reg, const char *name, rt_status
     if (p == NULL) fail_msg("loader-3: plugin %s is not listed", name);
     assert_int_equal(p->status, status);
     assert_int_equal(p->n_devices, 0);
-    expect_contains(p->message, p->path, name);    /* the message names the file */
-    expect_contains(p->message, needle, name);
+    tu_expect_contains(p->message, p->path, name);    /* the message names the file */
+    tu_expect_contains(p->message, needle, name);
 }
 
 static void test_refusals(void **state) {
@@ -201,7 +196,7 @@ static void test_refusals(void **state) {
     expect_refused(reg, "badmajor", RT_ERR_INCOMPATIBLE, "plugin ABI 2.0");   /* loader-3.1 */
     char runtime_abi[32]; /* the message names the runtime's version too */
     snprintf(runtime_abi, sizeof runtime_abi, "ABI %d.%d", RT_ABI_VERSION_MAJOR, RT_ABI_VERSION_MINOR);
-    expect_contains(find_plugin(reg, "badmajor")->message, runtime_abi, "loader-3.2");
+    tu_expect_contains(find_plugin(reg, "badmajor")->message, runtime_abi, "loader-3.2");
     assert_int_equal(find_plugin(reg, "badmajor")->abi_version, RT_ABI_MAKE_VERSION(2, 0));
     expect_refused(reg, "nosym", RT_ERR_NOT_FOUND, "rt_plugin_query");         /* loader-3.3 */
     expect_refused(reg, "initfail", RT_ERR_DEVICE, "unplugged");               /* loader-3.4 */
@@ -326,9 +321,9 @@ static void test_third_party_in_rt_devices(void **state) {
     int status = 0;
     char *out = rt_devices(env, "", &status);
     assert_int_equal(status, 0);                                               /* loader-7.1 */
-    expect_contains(out, "thirdparty0", "loader-7.2");
-    expect_contains(out, tmp, "loader-7.3");
-    expect_contains(out, "cpu0", "loader-7.4");
+    tu_expect_contains(out, "thirdparty0", "loader-7.2");
+    tu_expect_contains(out, tmp, "loader-7.3");
+    tu_expect_contains(out, "cpu0", "loader-7.4");
     free(out);
     remove_temp_dir(tmp);
 }
@@ -340,21 +335,21 @@ static void test_rt_devices_outputs(void **state) {
     int status = 0;
     char *out = rt_devices("", "--json", &status);
     assert_int_equal(status, 0);
-    expect_contains(out, "\"schema_version\": 1", "loader-8.1");
-    expect_contains(out, "\"name\": \"cpu0\"", "loader-8.2");
+    tu_expect_contains(out, "\"schema_version\": 1", "loader-8.1");
+    tu_expect_contains(out, "\"name\": \"cpu0\"", "loader-8.2");
     free(out);
     out = rt_devices("", "--ops", &status);
     assert_int_equal(status, 0);
-    expect_contains(out, "MUL_MAT", "loader-8.3");
+    tu_expect_contains(out, "MUL_MAT", "loader-8.3");
     free(out);
     out = rt_devices("RT_PLUGINS=nothing-matches", "", &status);
     assert_int_not_equal(status, 0);                                           /* loader-8.4 */
-    expect_contains(out, "no plugin loaded", "loader-8.5");
-    expect_contains(out, "/rt-plugins", "loader-8.6"); /* names the search path */
+    tu_expect_contains(out, "no plugin loaded", "loader-8.5");
+    tu_expect_contains(out, "/rt-plugins", "loader-8.6"); /* names the search path */
     free(out);
     out = rt_devices("", "--help", &status);
     assert_int_equal(status, 0);
-    expect_contains(out, "usage", "loader-8.7");
+    tu_expect_contains(out, "usage", "loader-8.7");
     free(out);
 }
 
@@ -443,11 +438,11 @@ static void test_topology_intel(void **state) {
     static char text[4096];
     text[0] = '\0';
     rt_topology_write_text(t, append_text, text);
-    expect_contains(text, "NUMA node 1", "loader-10.7");
+    tu_expect_contains(text, "NUMA node 1", "loader-10.7");
     rt_topology_destroy(t);
     assert_int_equal(rt_topology_create("tests/topologies/missing.xml", &t), RT_ERR_NOT_FOUND);
     assert_null(t);                                                            /* loader-10.8 */
-    expect_contains(rt_last_error(), "missing.xml", "loader-10.9");
+    tu_expect_contains(rt_last_error(), "missing.xml", "loader-10.9");
 }
 
 //===--- loader-11: explicit loading and shadowed files ---===//
@@ -463,7 +458,7 @@ static void test_explicit_and_shadowed(void **state) {
     assert_int_equal(rt_registry_load_plugin(reg, lib), RT_OK);                /* loader-11.2 */
     assert_non_null(rt_registry_device_by_name(reg, "fake0"));
     assert_int_equal(rt_registry_load_plugin(reg, lib), RT_ERR_UNSUPPORTED);   /* loader-11.3 */
-    expect_contains(rt_registry_plugin(reg, 1)->message, "already loaded", "loader-11.4");
+    tu_expect_contains(rt_registry_plugin(reg, 1)->message, "already loaded", "loader-11.4");
     assert_int_equal(rt_registry_device_count(reg), 1);
     rt_registry_destroy(reg);
 
@@ -481,7 +476,7 @@ static void test_explicit_and_shadowed(void **state) {
         const rt_plugin_info_t *p = rt_registry_plugin(reg, i);
         if (strstr(p->path, "/tests/plugins/rt-plugin-fake.so") == NULL) continue;
         assert_int_not_equal(p->status, RT_OK);
-        expect_contains(p->message, "shadowed by", "loader-11.6");
+        tu_expect_contains(p->message, "shadowed by", "loader-11.6");
         shadowed = true;
     }
     assert_true(shadowed);
@@ -520,12 +515,12 @@ static void test_buffer_limits(void **state) {
     rt_buffer_free(buf);
     assert_int_equal(rt_buffer_alloc(bt, 8192, &buf), RT_ERR_INVALID_ARGUMENT); /* loader-12.2 */
     assert_null(buf);
-    expect_contains(rt_last_error(), "Fake", "loader-12.3");
-    expect_contains(rt_last_error(), "8192", "loader-12.3");
+    tu_expect_contains(rt_last_error(), "Fake", "loader-12.3");
+    tu_expect_contains(rt_last_error(), "8192", "loader-12.3");
     rt_context_t *ctx = tu_context(1, true);
     rt_new_tensor_1d(ctx, RT_TYPE_F32, 2048);
     assert_int_equal(rt_alloc_ctx_tensors(ctx, bt, &buf), RT_ERR_UNSUPPORTED); /* loader-12.4 */
-    expect_contains(rt_last_error(), "8192", "loader-12.5");
+    tu_expect_contains(rt_last_error(), "8192", "loader-12.5");
     rt_context_destroy(ctx);
     rt_registry_destroy(reg);
 
@@ -533,8 +528,8 @@ static void test_buffer_limits(void **state) {
     setenv("FAKE_ALLOC_FAILS", "1", 1);
     reg = fake_registry();
     assert_int_equal(rt_buffer_alloc(fake_buft(reg), 100, &buf), RT_ERR_OUT_OF_MEMORY);
-    expect_contains(rt_last_error(), "fake0: out of memory", "loader-12.6");
-    expect_contains(rt_last_error(), "100 bytes", "loader-12.7");
+    tu_expect_contains(rt_last_error(), "fake0: out of memory", "loader-12.6");
+    tu_expect_contains(rt_last_error(), "100 bytes", "loader-12.7");
     rt_registry_destroy(reg);
 }
 
@@ -567,7 +562,7 @@ static void test_tensor_placement(void **state) {
     assert_float_equal(x[0] + x[1] + x[2] + x[3], 0, 0);
     rt_tensor_t *none = rt_new_tensor_1d(ctx, RT_TYPE_F32, 4);
     assert_int_equal(rt_tensor_set(none, x, 0, 16), RT_ERR_INVALID_ARGUMENT);  /* loader-12.12 */
-    expect_contains(rt_last_error(), "no data", "loader-12.12");
+    tu_expect_contains(rt_last_error(), "no data", "loader-12.12");
     assert_int_equal(rt_buffer_clear(buf, 0), RT_OK);
     rt_context_destroy(ctx);
     rt_registry_destroy(reg); /* frees buf, still alive: loader-12.13 */
@@ -614,8 +609,8 @@ static void test_queue_checks(void **state) {
     rt_queue_t *q = NULL;
     assert_int_equal(rt_queue_create(dev, &small, &q), RT_OK);                 /* loader-13.1 */
     assert_int_equal(rt_queue_compute(q, g), RT_ERR_INVALID_ARGUMENT);         /* loader-13.2 */
-    expect_contains(rt_last_error(), "fake0", "loader-13.3");
-    expect_contains(rt_last_error(), "no data", "loader-13.3");
+    tu_expect_contains(rt_last_error(), "fake0", "loader-13.3");
+    tu_expect_contains(rt_last_error(), "no data", "loader-13.3");
     /* Context memory is fine on a device whose default buffer type is host. */
     rt_context_t *host = tu_context(1, false);
     rt_tensor_t *ha = rt_new_tensor_1d(host, RT_TYPE_F32, 8);

@@ -14,7 +14,7 @@
  * only skip: configure built no Vulkan plugin); decoding builds a graph
  * once per 32 cache rows, not per token, allocates nothing in between and
  * gives the same tokens and logits as rebuilding every step. Tests run from
- * the repository root; RT_TEST_MODELS_DIR overrides ../shared/models. */
+ * the repository root; RT_TEST_MODELS_DIR overrides models/ (the bundled ones). */
 #include "testutil.h"
 
 #include "../model/rt_model.h"

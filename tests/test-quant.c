@@ -134,27 +134,10 @@ static void test_header_codecs(void **state) {
 
 //===--- quant-2: against the gguf package's decoder ---===//
 
-/* The pip-installed real files, by tests/pip_models.py: writes their paths
- * (space-separated, those present) into buf. */
-static const char *pip_models(char *buf, size_t size) {
-    int status = 0;
-    char *out = tu_run_capture("python3 tests/pip_models.py 2>/dev/null", &status);
-    buf[0] = 0;
-    if (out != NULL && status == 0) {
-        for (char *line = strtok(out, "\n"); line != NULL; line = strtok(NULL, "\n"))
-            if (line[0] != 0 && strlen(buf) + strlen(line) + 2 < size) {
-                strcat(buf, " ");
-                strcat(buf, line);
-            }
-    }
-    free(out);
-    return buf;
-}
-
 static void test_against_gguf(void **state) {
     (void)state;
     char models[4096], cmd[8192];
-    pip_models(models, sizeof models);
+    tu_pip_models(models, sizeof models);
     snprintf(cmd, sizeof cmd, "python3 tests/quant_gguf.py %s/lib/librtcore.so%s 2>&1",
              tu_build_dir(), models);
     int status = 0;

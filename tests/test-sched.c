@@ -10,7 +10,7 @@
  * by querying the already loaded plugin object again.
  *
  * The cases:
- *   sched-1  the seed's Figure 16: twelve nodes over a GPU and the CPU,
+ *   sched-1  twelve nodes over a GPU and the CPU,
  *            passes 1 and 2 only, three splits and two copies.
  *   sched-2  a small transformer (rms_norm, mul_mat, rope, soft_max,
  *            swiglu, a KV cache per layer) placed by rt_placement over the
@@ -81,6 +81,19 @@ static void env_close(env_t *e) {
     e->reg = NULL;
 }
 
+/* The fixture of the sched tests: an env_t the test opens with the devices
+ * it needs; the teardown closes it, also after a failed assertion. */
+static int env_setup(void **state) {
+    *state = calloc(1, sizeof(env_t));
+    return *state != NULL ? 0 : -1;
+}
+
+static int env_teardown(void **state) {
+    env_close(*state);
+    free(*state);
+    return 0;
+}
+
 
 static mockgpu_counters_t counters(uint32_t device) {
     mockgpu_counters_t c;
@@ -124,7 +137,7 @@ static void write_buf(const char *text, size_t len, void *user_data) {
     }
 }
 
-//===--- sched-1: the seed's Figure 16 ---===//
+//===--- sched-1: twelve nodes, passes 1 and 2 (docs/memory.md §4) ---===//
 
 enum { F16_N = 8 };
 
@@ -198,13 +211,12 @@ static void fig16_run(fig16_t *f, rt_sched_t *s, float *out) {
 }
 
 static void test_figure16(void **state) {
-    (void)state;
-    env_t e;
-    env_open(&e, 1, NULL, NULL);
+    env_t *e = *state;
+    env_open(e, 1, NULL, NULL);
     fig16_t f, r;
-    fig16_weights(&f, e.cpu, e.gpu[0]);
+    fig16_weights(&f, e->cpu, e->gpu[0]);
     fig16_graph(&f);
-    rt_device_t *devs[2] = {e.gpu[0], e.cpu};
+    rt_device_t *devs[2] = {e->gpu[0], e->cpu};
     rt_sched_t *s = sched_new(devs, 2, 1);
     float got[2 * F16_N], ref[2 * F16_N];
     fig16_run(&f, s, got);
@@ -234,9 +246,9 @@ static void test_figure16(void **state) {
     assert_memory_equal(got, again, sizeof got);
     rt_sched_reset(s);
     /* sched-1.5: the same numbers as the CPU alone */
-    fig16_weights(&r, e.cpu, e.cpu);
+    fig16_weights(&r, e->cpu, e->cpu);
     fig16_graph(&r);
-    rt_sched_t *cpu = sched_new(&e.cpu, 1, 1);
+    rt_sched_t *cpu = sched_new(&e->cpu, 1, 1);
     fig16_run(&r, cpu, ref);
     assert_int_equal(rt_sched_n_splits(cpu), 1);
     double rd[2 * F16_N];
@@ -247,7 +259,6 @@ static void test_figure16(void **state) {
     rt_sched_destroy(s);
     fig16_free(&r);
     fig16_free(&f);
-    env_close(&e);
 }
 
 //===--- a small transformer ---===//
@@ -349,7 +360,7 @@ typedef struct run {
 } run_t;
 
 /* Writes k and v into the layer's cache and reads the first N_TOK rows
- * back through views, as the seed's gpt-2 does. */
+ * back through views (docs/memory.md §2.1). */
 static rt_tensor_t *attention(run_t *r, rt_tensor_t *const *L, rt_tensor_t *h) {
     rt_context_t *c = r->ctx;
     rt_tensor_t *q = rt_rope(c, rt_reshape_3d(c, rt_mul_mat(c, L[L_WQ], h), HEAD_DIM, N_HEAD, N_TOK),
@@ -465,18 +476,17 @@ static rt_placement_t *place_auto(rt_device_t *const *devs, int n, const uint64_
 #define RESERVE ((uint64_t)512 << 10)
 
 static void test_transformer(void **state) {
-    (void)state;
     const uint64_t L = layer_size();
     char memory[64];
     /* sched-2.1: budgets of 2.5 and 1.5 layers: layers 1-2 on gpu0, 3 and
      * the output on gpu1, layer 0 and the input on the CPU */
     snprintf(memory, sizeof memory, "%llu,%llu", (unsigned long long)(RESERVE + 5 * L / 2),
              (unsigned long long)(RESERVE + 3 * L / 2));
-    env_t e;
-    env_open(&e, 2, memory, NULL);
+    env_t *e = *state;
+    env_open(e, 2, memory, NULL);
     double ref[N_VOCAB * N_TOK], got[N_VOCAB * N_TOK];
-    reference(&e, 1, ref);
-    rt_device_t *devs[3] = {e.gpu[0], e.gpu[1], e.cpu};
+    reference(e, 1, ref);
+    rt_device_t *devs[3] = {e->gpu[0], e->gpu[1], e->cpu};
     const uint64_t reserve[3] = {RESERVE, RESERVE, 0};
     rt_placement_t *p = place_auto(devs, 3, reserve);
     int32_t groups[N_GROUPS];
@@ -510,18 +520,16 @@ static void test_transformer(void **state) {
     rt_sched_destroy(s);
     model_destroy(&m);
     rt_placement_destroy(p);
-    env_close(&e);
 }
 
 //===--- sched-3: an op the GPUs lack ---===//
 
 static void test_fallback(void **state) {
-    (void)state;
-    env_t e;
-    env_open(&e, 1, NULL, "GET_ROWS,ADD,MUL,RMS_NORM,MUL_MAT,ROPE,SWIGLU,CONT,CPY,SCALE");
+    env_t *e = *state;
+    env_open(e, 1, NULL, "GET_ROWS,ADD,MUL,RMS_NORM,MUL_MAT,ROPE,SWIGLU,CONT,CPY,SCALE");
     double ref[N_VOCAB * N_TOK], got[N_VOCAB * N_TOK];
-    reference(&e, 2, ref);
-    rt_device_t *devs[2] = {e.gpu[0], e.cpu};
+    reference(e, 2, ref);
+    rt_device_t *devs[2] = {e->gpu[0], e->cpu};
     static const int32_t groups[N_GROUPS] = {0, 0, 0, 0, 1, 0}; /* all layers on the GPU */
     model_t m;
     expect_ok(model_create(&m, groups, devs, 2), "sched-3.1");
@@ -534,10 +542,10 @@ static void test_fallback(void **state) {
     for (int i = 0; i < rt_graph_n_nodes(r.g); i++) {
         const rt_tensor_t *node = rt_graph_node(r.g, i);
         if (node->op == RT_OP_SOFT_MAX) {
-            assert_ptr_equal(rt_sched_get_tensor_device(s, node), e.cpu);
+            assert_ptr_equal(rt_sched_get_tensor_device(s, node), e->cpu);
             n_soft_max++;
         }
-        if (node->op == RT_OP_MUL_MAT) assert_ptr_equal(rt_sched_get_tensor_device(s, node), e.gpu[0]);
+        if (node->op == RT_OP_MUL_MAT) assert_ptr_equal(rt_sched_get_tensor_device(s, node), e->gpu[0]);
     }
     assert_int_equal(n_soft_max, N_LAYER);
     /* sched-3.3: the CPU takes a split of its own in each layer (after the
@@ -554,7 +562,6 @@ static void test_fallback(void **state) {
     rt_context_destroy(r.ctx);
     rt_sched_destroy(s);
     model_destroy(&m);
-    env_close(&e);
 }
 
 //===--- sched-4: out of memory, re-planned ---===//
@@ -569,17 +576,16 @@ static rt_status_t reserve_model(model_t *m, rt_sched_t *s) {
 }
 
 static void test_oom_replan(void **state) {
-    (void)state;
     const uint64_t L = layer_size(), small = 2048;
     char memory[32];
     /* three layers and the output fit with `small` to spare: not the compute buffer */
     snprintf(memory, sizeof memory, "%llu",
              (unsigned long long)(small + 3 * L + output_size() + small / 2));
-    env_t e;
-    env_open(&e, 1, memory, NULL);
+    env_t *e = *state;
+    env_open(e, 1, memory, NULL);
     double ref[N_VOCAB * N_TOK], got[N_VOCAB * N_TOK];
-    reference(&e, 3, ref);
-    rt_device_t *devs[2] = {e.gpu[0], e.cpu};
+    reference(e, 3, ref);
+    rt_device_t *devs[2] = {e->gpu[0], e->cpu};
     const uint64_t reserve[2] = {small, 0};
     rt_placement_t *p = place_auto(devs, 2, reserve);
     assert_int_equal(rt_placement_device_layers(p, 0), 3);
@@ -594,7 +600,7 @@ static void test_oom_replan(void **state) {
     snprintf(msg, sizeof msg, "%s", rt_last_error());
     printf("sched-4.2: %s\n", msg);
     size_t bytes = 0;
-    assert_ptr_equal(rt_sched_last_oom(s, &bytes), e.gpu[0]);
+    assert_ptr_equal(rt_sched_last_oom(s, &bytes), e->gpu[0]);
     assert_true(bytes > small);
     snprintf(bytes_text, sizeof bytes_text, "%zu-byte", bytes);
     assert_non_null(strstr(msg, "mockgpu0"));
@@ -613,16 +619,14 @@ static void test_oom_replan(void **state) {
     rt_sched_destroy(s);
     model_destroy(&m);
     rt_placement_destroy(p);
-    env_close(&e);
 }
 
 //===--- sched-5: pipeline copies ---===//
 
 static void test_pipeline(void **state) {
-    (void)state;
-    env_t e;
-    env_open(&e, 2, NULL, NULL);
-    rt_device_t *devs[3] = {e.gpu[0], e.gpu[1], e.cpu};
+    env_t *e = *state;
+    env_open(e, 2, NULL, NULL);
+    rt_device_t *devs[3] = {e->gpu[0], e->gpu[1], e->cpu};
     static const int32_t groups[N_GROUPS] = {2, 0, 0, 1, 2, 1};
     model_t m;
     expect_ok(model_create(&m, groups, devs, 3), "sched-5.1");
@@ -631,7 +635,7 @@ static void test_pipeline(void **state) {
     void *token_bytes[3];
     for (int k = 0; k < 3; k++) {
         double ref[N_VOCAB * N_TOK], got[N_VOCAB * N_TOK];
-        reference(&e, 10 + k, ref);
+        reference(e, 10 + k, ref);
         run_t r;
         run_build(&r, &m);
         expect_ok(rt_sched_alloc_graph(s, r.g), "sched-5.2");
@@ -651,21 +655,19 @@ static void test_pipeline(void **state) {
     assert_ptr_equal(token_bytes[0], token_bytes[2]);
     rt_sched_destroy(s);
     model_destroy(&m);
-    env_close(&e);
 }
 
 //===--- sched-6: misuse ---===//
 
 static void test_misuse(void **state) {
-    (void)state;
-    env_t e;
-    env_open(&e, 1, NULL, NULL);
+    env_t *e = *state;
+    env_open(e, 1, NULL, NULL);
     fig16_t f, f2;
-    fig16_weights(&f, e.cpu, e.gpu[0]);
+    fig16_weights(&f, e->cpu, e->gpu[0]);
     fig16_graph(&f);
     f2 = f;
     fig16_graph(&f2); /* a second graph over the same weights */
-    rt_device_t *devs[2] = {e.gpu[0], e.cpu};
+    rt_device_t *devs[2] = {e->gpu[0], e->cpu};
     rt_sched_t *s = sched_new(devs, 2, 1);
     expect_ok(rt_sched_alloc_graph(s, f.g), "sched-6.1");
     assert_int_equal(rt_sched_alloc_graph(s, f2.g), RT_ERR_MISUSE);
@@ -679,35 +681,32 @@ static void test_misuse(void **state) {
     rt_sched_destroy(s);
     rt_context_destroy(f2.gctx);
     fig16_free(&f);
-    env_close(&e);
 }
 
 //===--- sched-7: what cannot be scheduled ---===//
 
 static void test_unschedulable(void **state) {
-    (void)state;
-    env_t e;
-    env_open(&e, 2, NULL, "MUL_MAT,ADD,GELU,SCALE,SILU,RMS_NORM");
+    env_t *e = *state;
+    env_open(e, 2, NULL, "MUL_MAT,ADD,GELU,SCALE,SILU,RMS_NORM");
     /* sched-7.1: weights on a device the scheduler does not have */
     fig16_t f;
-    fig16_weights(&f, e.cpu, e.gpu[1]);
+    fig16_weights(&f, e->cpu, e->gpu[1]);
     fig16_graph(&f);
-    rt_device_t *devs[2] = {e.gpu[0], e.cpu};
+    rt_device_t *devs[2] = {e->gpu[0], e->cpu};
     rt_sched_t *s = sched_new(devs, 2, 1);
     assert_int_equal(rt_sched_alloc_graph(s, f.g), RT_ERR_UNSUPPORTED);
     assert_non_null(strstr(rt_last_error(), "MockGPU1"));
     rt_sched_destroy(s);
     fig16_free(&f);
     /* sched-7.2: an op no device of the scheduler runs (SOFT_MAX) */
-    fig16_weights(&f, e.gpu[0], e.gpu[0]);
+    fig16_weights(&f, e->gpu[0], e->gpu[0]);
     fig16_graph(&f);
-    s = sched_new(&e.gpu[0], 1, 1);
+    s = sched_new(&e->gpu[0], 1, 1);
     assert_int_equal(rt_sched_alloc_graph(s, f.g), RT_ERR_UNSUPPORTED);
     assert_non_null(strstr(rt_last_error(), "SOFT_MAX"));
     assert_int_equal(rt_sched_n_splits(s), 0);
     rt_sched_destroy(s);
     fig16_free(&f);
-    env_close(&e);
 }
 
 //===--- placement ---===//
@@ -808,7 +807,7 @@ static void test_place_replan(void **state) {
     expect_plan(p, "1111 1 1", "place-4.1");
     /* place-4.2: nothing left to move, or not a GPU */
     assert_int_equal(rt_placement_replan(p, 0, 10), RT_ERR_OUT_OF_MEMORY);
-    assert_int_equal(rt_placement_replan(p, 1, 10), RT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(rt_placement_replan(p, 1, 10), RT_ERR_MISUSE);
     rt_placement_destroy(p);
     /* place-4.3: AUTO grows the reserve; layers may move to the other GPU */
     const uint64_t two[3] = {300, 300, 0};
@@ -846,13 +845,13 @@ static void test_place_invalid(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_figure16),
-        cmocka_unit_test(test_transformer),
-        cmocka_unit_test(test_fallback),
-        cmocka_unit_test(test_oom_replan),
-        cmocka_unit_test(test_pipeline),
-        cmocka_unit_test(test_misuse),
-        cmocka_unit_test(test_unschedulable),
+        cmocka_unit_test_setup_teardown(test_figure16, env_setup, env_teardown),
+        cmocka_unit_test_setup_teardown(test_transformer, env_setup, env_teardown),
+        cmocka_unit_test_setup_teardown(test_fallback, env_setup, env_teardown),
+        cmocka_unit_test_setup_teardown(test_oom_replan, env_setup, env_teardown),
+        cmocka_unit_test_setup_teardown(test_pipeline, env_setup, env_teardown),
+        cmocka_unit_test_setup_teardown(test_misuse, env_setup, env_teardown),
+        cmocka_unit_test_setup_teardown(test_unschedulable, env_setup, env_teardown),
         cmocka_unit_test(test_place_n_gpu_layers),
         cmocka_unit_test(test_place_auto_one_gpu),
         cmocka_unit_test(test_place_auto_two_gpus),

@@ -8,11 +8,18 @@
  * the search path. The relative-path rules are test-loader's (loader-5).
  *
  *   security-1  setgid: RT_PLUGIN_PATH ignored (needs root or a second group)
- *   security-2  world-writable file or directory (sticky or not): refused
- *   security-3  group-writable: refused unless owned by root or the user
- *               (the foreign owner needs root)
+ *   security-2  world-writable file or directory: refused; a sticky directory
+ *               holding our own file loads (nobody else can rename it)
+ *   security-3  owned by another user: refused, group-writable or not (a file
+ *               only its foreign owner can write too); ours group-writable
+ *               loads (the foreign owner needs root)
  *   security-4  symlinks: the directory as named and as resolved
  *   security-5  found by a scan: listed with the reason, others load
+ *   security-6  every directory up to "/": a 0755 plugin directory inside a
+ *               0777 parent is refused naming the parent; inside a sticky
+ *               1777 parent it loads while ours, not once another user's
+ *   security-7  checked before dlopen: a truncated plugin, a FIFO and a text
+ *               file named like plugins fail naming the file, no SIGBUS or hang
  *
  * Runs from the repository root; CI runs it as root. */
 #include "testutil.h"
@@ -65,11 +72,6 @@ static void install(const char *rel, const char *dir, const char *name, mode_t m
     assert_int_equal(chmod(out_path, mode), 0);
 }
 
-static void expect_contains(const char *haystack, const char *needle, const char *check) {
-    if (haystack == NULL || strstr(haystack, needle) == NULL)
-        fail_msg("%s: \"%s\" lacks \"%s\"", check, haystack ? haystack : "(null)", needle);
-}
-
 /* Warnings the runtime logs. */
 static char warnings[16384];
 
@@ -119,9 +121,9 @@ static void expect_refused(const char *path, const char *needle, const char *che
     warnings[0] = '\0';
     const rt_status_t st = load(path, msg, sizeof msg);
     if (st != RT_ERR_UNSUPPORTED) fail_msg("%s: %s gave %s", check, path, rt_status_name(st));
-    expect_contains(msg, path, check);
-    expect_contains(msg, needle, check);
-    expect_contains(warnings, needle, check); /* and it was said out loud */
+    tu_expect_contains(msg, path, check);
+    tu_expect_contains(msg, needle, check);
+    tu_expect_contains(warnings, needle, check); /* and it was said out loud */
 }
 
 //===--- security-1: setgid ignores RT_PLUGIN_PATH ---===//
@@ -161,8 +163,8 @@ static void test_setgid(void **state) {
     path_join(marker, dir, "marker-plugins");
     path_join(normal, tu_build_dir(), "tests/secure-probe");
     char *out = run_probe(normal, marker);
-    expect_contains(out, "at_secure=0", "security-1.1");      /* the control */
-    expect_contains(out, marker, "security-1.1");
+    tu_expect_contains(out, "at_secure=0", "security-1.1");      /* the control */
+    tu_expect_contains(out, marker, "security-1.1");
     install("tests/secure-probe", dir, "secure-probe", 0755, probe);
     assert_int_equal(chown(probe, geteuid(), gid), 0);
     assert_int_equal(chmod(probe, 02755), 0);
@@ -172,7 +174,7 @@ static void test_setgid(void **state) {
                  "mount, or no_new_privs?): %s", out);
     if (strstr(out, marker) != NULL)                           /* security-1.3 */
         fail_msg("security-1.3: a setgid process used RT_PLUGIN_PATH: %s", out);
-    expect_contains(out, "/rt-plugins", "security-1.4");     /* the rest of the path stays */
+    tu_expect_contains(out, "/rt-plugins", "security-1.4");     /* the rest of the path stays */
     remove_tree(dir);
 }
 
@@ -190,8 +192,8 @@ static void test_world_writable(void **state) {
     assert_int_equal(chmod(dir, 0777), 0);
     expect_refused(so, "directory", "security-2.3");
     expect_refused(so, "is writable by every user (mode 0777)", "security-2.3");
-    assert_int_equal(chmod(dir, 01777), 0);                   /* sticky: anyone may add files */
-    expect_refused(so, "is writable by every user (mode 1777)", "security-2.4");
+    assert_int_equal(chmod(dir, 01777), 0); /* sticky: only we can rename or remove our file */
+    expect_loads(so, "security-2.4");
     assert_int_equal(chmod(dir, 0755), 0);
     expect_loads(so, "security-2.5");
     remove_tree(dir);
@@ -211,8 +213,10 @@ static void test_group_writable(void **state) {
         skip();
     }
     assert_int_equal(chown(so, 65534, 65534), 0);
-    expect_refused(so, "is writable by group 65534 and owned by uid 65534", "security-3.2");
+    expect_refused(so, "is owned by uid 65534", "security-3.2");
     assert_int_equal(chmod(so, 0755), 0);                     /* only its owner can write */
+    expect_refused(so, "is owned by uid 65534", "security-3.3"); /* who could still swap it */
+    assert_int_equal(chown(so, geteuid(), getegid()), 0);
     expect_loads(so, "security-3.3");
     assert_int_equal(chown(dir, 65534, 65534), 0);
     assert_int_equal(chmod(dir, 0775), 0);
@@ -241,6 +245,73 @@ static void test_symlinks(void **state) {
     remove_tree(open_dir);
 }
 
+//===--- security-6: every directory up to the root ---===//
+
+static void test_parents(void **state) {
+    (void)state;
+    char parent[PATH_SIZE], dir[PATH_SIZE], so[PATH_SIZE];
+    temp_dir(parent);
+    path_join(dir, parent, "plugins");
+    assert_int_equal(mkdir(dir, 0755), 0);
+    install("tests/plugins/rt-plugin-fake.so", dir, "rt-plugin-fake.so", 0755, so);
+    expect_loads(so, "security-6.1");
+    assert_int_equal(chmod(parent, 0777), 0); /* anyone can rename plugins/ away */
+    expect_refused(so, parent, "security-6.2");
+    expect_refused(so, "is writable by every user (mode 0777)", "security-6.2");
+    assert_int_equal(chmod(parent, 01777), 0); /* sticky: plugins/ is ours, it stays */
+    expect_loads(so, "security-6.3");
+    if (geteuid() == 0) {
+        assert_int_equal(chown(dir, 65534, 65534), 0); /* another user's, in a sticky parent */
+        expect_refused(so, "is owned by uid 65534", "security-6.4");
+    } else {
+        print_message("security-6.4: needs root to give a directory to another user\n");
+    }
+    assert_int_equal(chmod(parent, 0755), 0);
+    remove_tree(parent);
+}
+
+//===--- security-7: what dlopen is never given ---===//
+
+static void expect_unloadable(const char *path, const char *needle, const char *check) {
+    char msg[2048];
+    alarm(20); /* a hang kills the program (a failure) rather than stalling the suite */
+    const rt_status_t st = load(path, msg, sizeof msg);
+    alarm(0);
+    if (st == RT_OK) fail_msg("%s: %s loaded", check, path);
+    tu_expect_contains(msg, path, check);
+    tu_expect_contains(msg, needle, check);
+}
+
+static void test_not_elf(void **state) {
+    (void)state;
+    char dir[PATH_SIZE], so[PATH_SIZE], fifo[PATH_SIZE], text[PATH_SIZE];
+    struct stat st;
+    temp_dir(dir);
+    install("tests/plugins/rt-plugin-fake.so", dir, "rt-plugin-fake.so", 0755, so);
+    assert_int_equal(stat(so, &st), 0);
+    assert_true(st.st_size > 8192);
+    assert_int_equal(truncate(so, 8192), 0); /* inside its loaded segments: dlopen would fault */
+    expect_unloadable(so, "truncated", "security-7.1");
+    path_join(fifo, dir, "rt-plugin-fifo.so");
+    assert_int_equal(mkfifo(fifo, 0644), 0);
+    expect_unloadable(fifo, "not a regular file", "security-7.2");
+    path_join(text, dir, "rt-plugin-text.so");
+    FILE *f = fopen(text, "w");
+    assert_non_null(f);
+    fputs("#!/bin/sh\n", f);
+    assert_int_equal(fclose(f), 0);
+    expect_unloadable(text, "not an ELF file", "security-7.3");
+    /* The same three found by a scan: listed, and the scan goes on. */
+    rt_registry_options_t opt = {.struct_size = sizeof opt, .plugin_path = dir};
+    rt_registry_t *reg = NULL;
+    alarm(20);
+    assert_int_equal(rt_registry_create(&opt, &reg), RT_OK);
+    alarm(0);
+    assert_non_null(rt_registry_device_by_name(reg, "cpu0"));               /* security-7.4 */
+    rt_registry_destroy(reg);
+    remove_tree(dir);
+}
+
 //===--- security-5: found by a scan ---===//
 
 static void test_scan(void **state) {
@@ -256,8 +327,8 @@ static void test_scan(void **state) {
     const rt_plugin_info_t *p = rt_registry_plugin(reg, 0);
     assert_string_equal(p->path, so);                                       /* security-5.2 */
     assert_int_equal(p->status, RT_ERR_UNSUPPORTED);
-    expect_contains(p->message, "writable by every user", "security-5.3");
-    expect_contains(warnings, so, "security-5.4");
+    tu_expect_contains(p->message, "writable by every user", "security-5.3");
+    tu_expect_contains(warnings, so, "security-5.4");
     rt_registry_destroy(reg);
     remove_tree(dir);
 }
@@ -269,6 +340,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_group_writable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_symlinks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scan, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_parents, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_not_elf, setup, teardown),
     };
     return cmocka_run_group_tests_name("security", tests, NULL, NULL);
 }

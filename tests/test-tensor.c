@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test-tensor.c: types, contexts, tensor headers and the view family, checked
- * against the seed note (ggml-memory-layout): the strides of Figure 1, the
- * transpose of section 2.3, the GPT-2 attention tensors of Table 2 and the
- * MUL_MAT refusal that makes V need rt_cont. No device is needed. */
+ * against docs/memory.md: the strides of §1, the transpose of §2.3, the
+ * GPT-2 attention tensors of §2.5's table and the MUL_MAT refusal that makes V need rt_cont. No device is needed. */
 #include "testutil.h"
 
 #include <inttypes.h>
@@ -209,12 +208,12 @@ static void test_context_full(void **state) {
     rt_context_destroy(ctx);
 }
 
-//===--- tensor-3: new tensors and the seed's Figure 1 ---===//
+//===--- tensor-3: new tensors and their strides (docs/memory.md §1) ---===//
 
 static void test_new_tensor(void **state) {
     (void)state;
     rt_context_t *ctx = tu_context(1, false);
-    rt_tensor_t *t = rt_new_tensor_2d(ctx, RT_TYPE_F32, 3, 2); /* tensor-3.1: Figure 1 */
+    rt_tensor_t *t = rt_new_tensor_2d(ctx, RT_TYPE_F32, 3, 2); /* tensor-3.1: docs/memory.md §1 */
     expect_layout(t, (int64_t[]){3, 2, 1, 1}, (size_t[]){4, 12, 24, 24}, "tensor-3.1");
     assert_int_equal(rt_nelements(t), 6);
     assert_int_equal(rt_nrows(t), 2);
@@ -389,7 +388,7 @@ static void test_cont_cpy_cast(void **state) {
     rt_context_destroy(ctx);
 }
 
-//===--- tensor-5: the seed's GPT-2 attention (Table 2) ---===//
+//===--- tensor-5: GPT-2 attention (docs/memory.md §2.5) ---===//
 
 enum { N_EMBD = 768, N_HEAD = 12, N_LAYER = 2, N_CTX = 64, HEAD = N_EMBD / N_HEAD };
 
@@ -397,7 +396,7 @@ typedef struct attn {
     rt_tensor_t *Qcur, *Q, *K, *V_perm, *V_trans, *KQ, *KQ_soft_max, *KQV, *out;
 } attn_t;
 
-/* The calls of the seed's main-backend.cpp for layer il. */
+/* The calls of docs/memory.md §2.5 for layer il. */
 static attn_t build_attention(rt_context_t *ctx, int N, int n_past, int il) {
     rt_tensor_t *memory_k = rt_new_tensor_1d(ctx, RT_TYPE_F32, (int64_t)N_LAYER * N_CTX * N_EMBD);
     rt_tensor_t *memory_v = rt_new_tensor_1d(ctx, RT_TYPE_F32, (int64_t)N_LAYER * N_CTX * N_EMBD);

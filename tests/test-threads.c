@@ -14,6 +14,7 @@
  *   threads-2  3 application threads, a queue each, buffers churned
  *   threads-3  2 schedulers in 2 threads, async compute with 2 copies */
 #include "testutil.h"
+#include "conform/rng.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -31,14 +32,10 @@
 //===--- a small graph and its reference ---===//
 
 /* Data for one thread's graph: testutil's generator has one global state,
- * which threads would share, so each work item has its own (splitmix64). */
+ * which threads would share, so each work item draws from its own state of
+ * the same generator (conform/rng.h). */
 static void fill(float *x, size_t n, uint64_t *state, float lo, float hi) {
-    for (size_t i = 0; i < n; i++) {
-        uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        x[i] = lo + (hi - lo) * (float)((z ^ (z >> 31)) >> 40) / (float)(1u << 24);
-    }
+    for (size_t i = 0; i < n; i++) x[i] = cf_rng_uniform(state, lo, hi);
 }
 
 typedef struct work {
@@ -77,6 +74,7 @@ static void work_init(work_t *k, uint64_t seed, rt_buffer_type_t *buft) {
     rt_set_output(k->y);
     k->g = rt_graph_create(k->ctx, 64);
     rt_graph_build_forward_expand(k->g, k->y);
+    seed = cf_rng_init(seed);
     fill(k->w_data, N_OUT * N_IN, &seed, -0.5f, 0.5f);
     fill(k->x_data, N_IN * N_TOK, &seed, -1, 1);
     reference(k);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* test-tokenizer.c: the tokenizers of the model library (model/rt_model.h)
- * against llama.cpp's fixtures in shared/models: for the SentencePiece
+ * against llama.cpp's fixtures in models/: for the SentencePiece
  * llama vocabulary and GPT-2's byte-level BPE, every case of the .inp file
  * must give exactly the ids of the .out file (tokenized as llama.cpp's
  * test-tokenizer-0 does: no BOS, special text not parsed), and decoding
@@ -10,7 +10,8 @@
  * absent), and BERT's WordPiece on its fixture (ids only). Then the stories260K vocabulary (BOS, special
  * tokens, byte pieces), output arrays that are too small, and vocabularies
  * that cannot be read. Tests run from the repository root;
- * RT_TEST_MODELS_DIR overrides ../shared/models. */
+ * RT_TEST_MODELS_DIR overrides models/ (the bundled ones) and
+ * ../shared/models (the other fixtures). */
 #include "testutil.h"
 
 #include "../model/rt_model.h"
@@ -21,6 +22,16 @@
 #include <unistd.h>
 
 //===--- helpers ---===//
+
+/* Where a fixture is: the bundled models/ (tu_model_path), except the
+ * other pre-tokenizers' fixtures ("vocab/..."), which are not bundled and
+ * are read from ../shared/models unless RT_TEST_MODELS_DIR names a folder. */
+static char *fixture_path(const char *file, char *buf, size_t size) {
+    const char *d = getenv("RT_TEST_MODELS_DIR");
+    if (strncmp(file, "vocab/", 6) != 0 || (d != NULL && *d)) return tu_model_path(file, buf, size);
+    snprintf(buf, size, "../shared/models/%s", file);
+    return buf;
+}
 
 /* The whole file, NUL-terminated; *out_len its bytes. */
 static char *read_file(const char *path, size_t *out_len) {
@@ -42,7 +53,7 @@ static rtm_vocab_t *open_vocab(const char *file) {
     char path[1024];
     rt_gguf_t *g = NULL;
     rtm_vocab_t *v = NULL;
-    if (rt_gguf_open(tu_model_path(file, path, sizeof path), NULL, &g) != RT_OK)
+    if (rt_gguf_open(fixture_path(file, path, sizeof path), NULL, &g) != RT_OK)
         fail_msg("%s: %s (set RT_TEST_MODELS_DIR)", path, rt_last_error());
     const rt_status_t st = rtm_vocab_create(g, &v);
     rt_gguf_destroy(g);
@@ -74,9 +85,9 @@ static void fixture_load(const char *vocab_file, fixture_t *f) {
     char path[1024], name[512];
     size_t len;
     snprintf(name, sizeof name, "%s.inp", vocab_file);
-    f->inp = read_file(tu_model_path(name, path, sizeof path), &len);
+    f->inp = read_file(fixture_path(name, path, sizeof path), &len);
     snprintf(name, sizeof name, "%s.out", vocab_file);
-    f->out = read_file(tu_model_path(name, path, sizeof path), &len);
+    f->out = read_file(fixture_path(name, path, sizeof path), &len);
     f->n = 0;
     for (char *p = f->inp, *sep; (sep = strstr(p, SEP)) != NULL; p = sep + strlen(SEP)) {
         assert_true(f->n < MAX_CASES);
@@ -199,7 +210,7 @@ static const char *const vocab_fixtures[] = {
 static void test_fixture_pretokenizers(void **state) {
     (void)state;
     char file[128], path[1024];
-    if (access(tu_model_path("vocab/SHA256SUMS", path, sizeof path), F_OK) != 0) {
+    if (access(fixture_path("vocab/SHA256SUMS", path, sizeof path), F_OK) != 0) {
         print_message("tokenizer-6: no %s (the shared vocab fixtures): skipped\n", path);
         skip();
     }

@@ -80,11 +80,6 @@ static int node_of(const int32_t nodes[2][64], const int32_t n_nodes[2], int32_t
     return -1;
 }
 
-static void expect_contains(const char *haystack, const char *needle, const char *check) {
-    if (haystack == NULL || strstr(haystack, needle) == NULL)
-        fail_msg("%s: output lacks \"%s\":\n%s", check, needle, haystack ? haystack : "(null)");
-}
-
 //===--- topo-1: the NUMA node of each GPU and its PUs ---===//
 
 static void test_numa_of_gpus(void **state) {
@@ -381,20 +376,20 @@ static void test_rt_devices(void **state) {
     (void)state;
     if (!have_hwloc()) skip();
     char *out = rt_devices("");
-    expect_contains(out, "NUMA node: 1 (PCI 000b:01:00.0 is attached under it; its PUs "
+    tu_expect_contains(out, "NUMA node: 1 (PCI 000b:01:00.0 is attached under it; its PUs "
                     "80-81,88-89,96-97,104-105)", "topo-5.1");
-    expect_contains(out, "[0] mockgpu1     discrete GPU, 3.0 GiB free", "topo-5.2");
-    expect_contains(out, "[2] cpu0         CPU, after every GPU and accelerator", "topo-5.3");
-    expect_contains(out, "placement compact, the default", "topo-5.4");
-    expect_contains(out, "0,8,16,24,1,9,17,25,80,88,96,104,81,89,97,105", "topo-5.5");
-    expect_contains(out, "a recorded topology: shown, never pinned", "topo-5.6");
+    tu_expect_contains(out, "[0] mockgpu1     discrete GPU, 3.0 GiB free", "topo-5.2");
+    tu_expect_contains(out, "[2] cpu0         CPU, after every GPU and accelerator", "topo-5.3");
+    tu_expect_contains(out, "placement compact, the default", "topo-5.4");
+    tu_expect_contains(out, "0,8,16,24,1,9,17,25,80,88,96,104,81,89,97,105", "topo-5.5");
+    tu_expect_contains(out, "a recorded topology: shown, never pinned", "topo-5.6");
     free(out);
     out = rt_devices("--json");
-    expect_contains(out, "\"schema_version\": 1", "topo-5.7");
-    expect_contains(out, "\"numa_node\": 1, \"numa_reason\": \"PCI 000b:01:00.0 is attached "
+    tu_expect_contains(out, "\"schema_version\": 1", "topo-5.7");
+    tu_expect_contains(out, "\"numa_node\": 1, \"numa_reason\": \"PCI 000b:01:00.0 is attached "
                     "under it\", \"numa_cpus\": [80, 81, 88, 89, 96, 97, 104, 105]", "topo-5.8");
-    expect_contains(out, "\"order_reason\": \"discrete GPU, 3.0 GiB free\"", "topo-5.9");
-    expect_contains(out, "\"device_order\": \"kind\", \"cpu_threads\": {\"placement\": "
+    tu_expect_contains(out, "\"order_reason\": \"discrete GPU, 3.0 GiB free\"", "topo-5.9");
+    tu_expect_contains(out, "\"device_order\": \"kind\", \"cpu_threads\": {\"placement\": "
                     "\"compact\", \"from_environment\": false, \"applied\": false, \"cpu_ids\": "
                     "[0, 8, 16, 24, 1, 9, 17, 25, 80,", "topo-5.10");
     free(out);

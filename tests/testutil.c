@@ -3,6 +3,8 @@
 #include "testutil.h"
 
 #include "../abi/rt_quant.h"
+#include "conform/nmse.h"
+#include "conform/rng.h"
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -11,20 +13,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint64_t rng_state = 0;
 
-void tu_seed(uint64_t seed) { rng_state = seed ? seed : 0x9e3779b97f4a7c15ull; }
+void tu_seed(uint64_t seed) { rng_state = cf_rng_init(seed); }
 
 uint64_t tu_next(void) {
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545f4914f6cdd1dull;
+    if (rng_state == 0) rng_state = cf_rng_init(0);
+    return cf_rng_next(&rng_state);
 }
 
 float tu_uniform(float lo, float hi) {
-    const double u = (double)(tu_next() >> 11) * (1.0 / 9007199254740992.0);
-    return (float)(lo + (hi - lo) * u);
+    if (rng_state == 0) rng_state = cf_rng_init(0);
+    return cf_rng_uniform(&rng_state, lo, hi);
 }
 
 void tu_fill(float *x, size_t n, float lo, float hi) {
@@ -41,16 +41,7 @@ void tu_q8_round(const float *x, int64_t K, double *out) {
     }
 }
 
-double tu_nmse_error(const double *ref, const float *got, size_t n) {
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        const double d = (double)got[i] - ref[i];
-        num += d * d;
-        den += ref[i] * ref[i];
-    }
-    if (isnan(num)) return INFINITY;
-    return den > 0 ? sqrt(num / den) : sqrt(num);
-}
+double tu_nmse_error(const double *ref, const float *got, size_t n) { return cf_nmse(ref, got, n); }
 
 double tu_max_abs_error(const double *ref, const float *got, size_t n) {
     double m = 0;
@@ -75,7 +66,7 @@ const char *tu_build_dir_abs(void) {
 
 char *tu_model_path(const char *file, char *buf, size_t size) {
     const char *d = getenv("RT_TEST_MODELS_DIR");
-    snprintf(buf, size, "%s/%s", d != NULL && *d ? d : "../shared/models", file);
+    snprintf(buf, size, "%s/%s", d != NULL && *d ? d : "models", file);
     return buf;
 }
 
@@ -89,6 +80,27 @@ void tu_report(const char *fmt, ...) {
     va_end(ap);
     print_error("%s\n", msg);
     tu_n_failed++;
+}
+
+void *tu_realloc(void *user_data, void *ptr, size_t old_size, size_t new_size) {
+    (void)user_data;
+    (void)old_size;
+    if (new_size == 0) {
+        free(ptr);
+        return NULL;
+    }
+    return realloc(ptr, new_size);
+}
+
+int tu_tmpdir_make(char *dir, size_t size, const char *prefix) {
+    const int n = snprintf(dir, size, "/tmp/%s-XXXXXX", prefix);
+    return n > 0 && (size_t)n < size && mkdtemp(dir) != NULL ? 0 : -1;
+}
+
+int tu_tmpdir_remove(const char *dir) {
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
 }
 
 char *tu_run_capture(const char *cmd, int *out_status) {
@@ -106,6 +118,21 @@ char *tu_run_capture(const char *cmd, int *out_status) {
     }
     *out_status = pclose(p);
     return out;
+}
+
+char *tu_pip_models(char *buf, size_t size) {
+    int status = 0;
+    char *out = tu_run_capture("python3 tests/pip_models.py 2>/dev/null", &status);
+    buf[0] = 0;
+    if (out != NULL && status == 0) {
+        for (char *line = strtok(out, "\n"); line != NULL; line = strtok(NULL, "\n"))
+            if (line[0] != 0 && strlen(buf) + strlen(line) + 2 < size) {
+                strcat(buf, " ");
+                strcat(buf, line);
+            }
+    }
+    free(out);
+    return buf;
 }
 
 const mockgpu_ext_counters_t *tu_mock_counters(void) {
@@ -163,4 +190,31 @@ rt_context_t *tu_context(size_t mb, bool no_alloc) {
     rt_context_params_t p = {.struct_size = sizeof p, .mem_size = mb << 20, .no_alloc = no_alloc};
     assert_int_equal(rt_context_create(&p, &ctx), RT_OK);
     return ctx;
+}
+
+void tu_expect_contains(const char *haystack, const char *needle, const char *check) {
+    if (haystack == NULL || strstr(haystack, needle) == NULL)
+        fail_msg("%s: no \"%s\" in:\n%s", check, needle, haystack ? haystack : "(null)");
+}
+
+const int tu_queue_threads[TU_N_QUEUES] = {0, 1, 3};
+
+int tu_queues_create(rt_device_t *dev, rt_queue_t *out[TU_N_QUEUES]) {
+    for (int q = 0; q < TU_N_QUEUES; q++) {
+        const rt_queue_options_t opt = {.struct_size = sizeof opt, .n_threads = tu_queue_threads[q]};
+        const rt_status_t st = dev != NULL ? rt_queue_create(dev, q == 0 ? NULL : &opt, &out[q]) : RT_ERR_NOT_FOUND;
+        if (st != RT_OK) {
+            print_error("rt_queue_create(%d threads): %s: %s\n", tu_queue_threads[q], rt_status_name(st),
+                        dev != NULL ? rt_last_error() : "no device");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void tu_queues_destroy(rt_queue_t *q[TU_N_QUEUES]) {
+    for (int k = 0; k < TU_N_QUEUES; k++) {
+        rt_queue_destroy(q[k]);
+        q[k] = NULL;
+    }
 }

@@ -38,7 +38,8 @@ const char *tu_build_dir(void);
  * takes absolute directories only). */
 const char *tu_build_dir_abs(void);
 
-/* ../shared/models/file (RT_TEST_MODELS_DIR overrides the directory),
+/* models/file, the repository's bundled models (RT_TEST_MODELS_DIR
+ * overrides the directory),
  * written into buf, which is returned. */
 char *tu_model_path(const char *file, char *buf, size_t size);
 
@@ -51,6 +52,18 @@ void tu_report(const char *fmt, ...) RT_PRINTF(1, 2);
  * the command redirects it), malloc'd, and its pclose status. */
 char *tu_run_capture(const char *cmd, int *out_status);
 
+/* An rt_allocator_t realloc over malloc, for host tables a test builds. */
+void *tu_realloc(void *user_data, void *ptr, size_t old_size, size_t new_size);
+/* A fresh directory /tmp/<prefix>-XXXXXX into dir (size bytes); 0 on
+ * success, -1 otherwise (cmocka setup's convention). tu_tmpdir_remove
+ * removes it with what it holds. */
+int tu_tmpdir_make(char *dir, size_t size, const char *prefix);
+int tu_tmpdir_remove(const char *dir);
+/* The real GGUF files .ci/deps installs through pip, by
+ * tests/pip_models.py: the paths of those present, each after a space,
+ * written into buf (empty when none is), which is returned. */
+char *tu_pip_models(char *buf, size_t size);
+
 /* The mockgpu plugin's counters, reached through the loaded object's own
  * rt_plugin_query (the registry must have loaded it). */
 const mockgpu_ext_counters_t *tu_mock_counters(void);
@@ -60,6 +73,15 @@ const mockgpu_ext_counters_t *tu_mock_counters(void);
 rt_registry_t *tu_registry(void);
 /* The CPU plugin's device; fails the test when it is missing. */
 rt_device_t *tu_cpu_device(void);
+
+/* The thread counts the tests run the CPU device at: its default (0), 1
+ * and 3. tu_queues_create makes one queue of dev for each, for a group
+ * setup (-1 with the reason printed when one fails); tu_queues_destroy is
+ * its teardown (NULL-safe). */
+#define TU_N_QUEUES 3
+extern const int tu_queue_threads[TU_N_QUEUES];
+int tu_queues_create(rt_device_t *dev, rt_queue_t *out[TU_N_QUEUES]);
+void tu_queues_destroy(rt_queue_t *q[TU_N_QUEUES]);
 
 /* Runs stmt with the abort hook redirected; passes when it aborted and the
  * message contains `needle`, fails otherwise. */
@@ -83,6 +105,10 @@ void tu_abort_hook(const char *message, void *user_data);
         if (strstr(tu_abort_message, (needle)) == NULL)                        \
             fail_msg("abort message \"%s\" lacks \"%s\"", tu_abort_message, (needle)); \
     } while (0)
+
+/* Fails the test (check names it) unless haystack contains needle; the
+ * message shows the haystack. */
+void tu_expect_contains(const char *haystack, const char *needle, const char *check);
 
 /* A no_alloc=false context of `mb` MiB; freed by the caller. */
 rt_context_t *tu_context(size_t mb, bool no_alloc);

@@ -7,10 +7,10 @@
  * runs (interference only ever lowers it). */
 #include "bench_ceilings.h"
 #include "bench.h"
+#include "tools_os.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,34 +23,34 @@
 
 //===--- running a loop on every thread ---===//
 
+/* A one-shot start line (pthread_barrier_t is not on every POSIX system):
+ * every thread waits until all n have arrived. */
+typedef struct mb_start {
+    pthread_mutex_t lock;
+    pthread_cond_t all_here;
+    int n, arrived;
+} mb_start_t;
+
+static void mb_start_wait(mb_start_t *s) {
+    pthread_mutex_lock(&s->lock);
+    if (++s->arrived == s->n) pthread_cond_broadcast(&s->all_here);
+    while (s->arrived < s->n) pthread_cond_wait(&s->all_here, &s->lock);
+    pthread_mutex_unlock(&s->lock);
+}
+
 typedef struct mb_thread {
     void (*fn)(void *state, int ith);
     void *state;
     int ith, cpu;
-    pthread_barrier_t *start;
+    mb_start_t *start;
 } mb_thread_t;
-
-static void mb_pin(int cpu) {
-    if (cpu < 0) return;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-}
 
 static void *mb_main(void *arg) {
     mb_thread_t *t = arg;
-    mb_pin(t->cpu);
-    pthread_barrier_wait(t->start);
+    if (t->cpu >= 0) rt_tools_pin_self(t->cpu);
+    mb_start_wait(t->start);
     t->fn(t->state, t->ith);
     return NULL;
-}
-
-/* The i-th processor of the affinity mask, or -1. */
-static int mb_cpu(const cpu_set_t *set, int i) {
-    for (int c = 0, seen = 0; c < CPU_SETSIZE; c++)
-        if (CPU_ISSET(c, set) && seen++ == i) return c;
-    return -1;
 }
 
 /* Seconds from the common start until the last thread is done. The caller
@@ -58,23 +58,22 @@ static int mb_cpu(const cpu_set_t *set, int i) {
 static double mb_run(int threads, void (*fn)(void *, int), void *state) {
     pthread_t tid[64];
     mb_thread_t t[64];
-    pthread_barrier_t start;
-    cpu_set_t mask;
-    const bool have_mask = pthread_getaffinity_np(pthread_self(), sizeof mask, &mask) == 0;
     if (threads > 64) threads = 64;
-    pthread_barrier_init(&start, NULL, (unsigned)threads);
+    mb_start_t start = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, threads, 0 };
     for (int i = 1; i < threads; i++) {
-        t[i] = (mb_thread_t){ fn, state, i, have_mask ? mb_cpu(&mask, i) : -1, &start };
+        t[i] = (mb_thread_t){ fn, state, i, rt_tools_cpu_nth(i), &start };
         pthread_create(&tid[i], NULL, mb_main, &t[i]);
     }
-    if (have_mask) mb_pin(mb_cpu(&mask, 0));
-    pthread_barrier_wait(&start);
+    const int cpu0 = rt_tools_cpu_nth(0);
+    if (cpu0 >= 0) rt_tools_pin_self(cpu0);
+    mb_start_wait(&start);
     const double t0 = bench_now();
     fn(state, 0);
     for (int i = 1; i < threads; i++) pthread_join(tid[i], NULL);
     const double dt = bench_now() - t0;
-    if (have_mask) pthread_setaffinity_np(pthread_self(), sizeof mask, &mask);
-    pthread_barrier_destroy(&start);
+    if (cpu0 >= 0) rt_tools_pin_self(-1);
+    pthread_cond_destroy(&start.all_here);
+    pthread_mutex_destroy(&start.lock);
     return dt;
 }
 

@@ -31,7 +31,7 @@ typedef struct model_args {
 
 static void usage(FILE *f) {
     fprintf(f, "usage: rt-bench model [-m FILE] [options]\n"
-            "  -m FILE        GGUF model (default: stories260K.gguf from ../shared/models)\n"
+            "  -m FILE        GGUF model (default: the bundled stories260K.gguf)\n"
             "  -p N           prompt tokens per prompt run (default 128)\n"
             "  -n N           tokens generated per generation run (default 64)\n"
             "  --device NAME  put every layer on this device (cpu0, vulkan0, ...; default:\n"

@@ -23,11 +23,11 @@
  * plain buffer type, in the GGUF layout. */
 #include "bench.h"
 #include "bench_ceilings.h"
+#include "tools_os.h"
 
 #include "../abi/rt.h"
 
 #include <math.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -620,10 +620,7 @@ static int open_queue(bench_t *b, rt_registry_t *reg) {
         return 1;
     }
     int threads = b->a->threads;
-    if (threads == 0) {
-        cpu_set_t set;
-        threads = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-    }
+    if (threads == 0) threads = rt_tools_cpu_count();
     const rt_queue_options_t o = {.struct_size = sizeof o, .n_threads = threads};
     const rt_status_t st = rt_queue_create(b->dev, &o, &b->q);
     if (st != RT_OK) {

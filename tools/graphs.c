@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* graphs.c: the built-in graphs of rt-plan and rt-bench (see graphs.h).
- * The llama block follows the seed's attention: K and V of the new tokens
+ * The llama block follows the attention of docs/memory.md §2.5: K and V of the new tokens
  * are copied into views of the cache, K is read back as a permuted view,
  * V through cont, and the heads are merged with permute + cont. */
 #include "graphs.h"
@@ -16,7 +16,7 @@
 #define KVTYPE RT_TYPE_F16 /* KV cache */
 
 const char tool_graph_usage[] =
-    "  --graph NAME   mlp (the seed's two-layer MLP, per layer) or llama\n"
+    "  --graph NAME   mlp (a two-layer MLP, per layer) or llama\n"
     "  --n-layer N    layers\n"
     "  --n-embd N     embedding width\n"
     "  --n-head N     attention heads (default n_embd/128)\n"
@@ -94,7 +94,7 @@ static rt_tensor_t *input(rt_context_t *ctx, rt_type_t type, int64_t ne0, int64_
     return t;
 }
 
-//===--- the seed's two-layer MLP ---===//
+//===--- a two-layer MLP (docs/memory.md §3.3) ---===//
 
 /* y = W2 . gelu(W1 . x + b1) + b2, n_embd -> n_ff -> n_embd, per layer. */
 static rt_tensor_t *build_mlp(rt_context_t *ctx, const tool_graph_params_t *p) {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* graphs.h: the built-in graphs the tools plan and measure. The seed's
+/* graphs.h: the built-in graphs the tools plan and measure. A
  * two-layer MLP and a llama-shaped stack of transformer blocks, built with
  * the public API into a no_alloc context, as model code would.
  *

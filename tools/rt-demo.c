@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* rt-demo.c: the seed's two-layer MLP (Figure 8), y = W2 . gelu(W1 . x + b1)
- * + b2, run on one device the seed's main-backend way. The weights and the
+/* rt-demo.c: a two-layer MLP, y = W2 . gelu(W1 . x + b1) + b2, run on one
+ * device with the allocators of docs/memory.md §3. The weights and the
  * input are declared in a no_alloc context and placed by rt_alloc_ctx_tensors
  * in one buffer of the device's buffer type 0, then filled with rt_tensor_set
  * from deterministic values. The graph is built in a second no_alloc context
- * whose intermediates are placed by a graph allocator (the seed's
- * main-alloc: reserve, then alloc_graph into one compute buffer, with
+ * whose intermediates are placed by a graph allocator (docs/memory.md
+ * §3.3: reserve, then alloc_graph into one compute buffer, with
  * early frees and in-place reuse). The output is printed with its shape,
  * next to the same MLP computed on the host in double, and the largest
  * difference; the exit status is 0 only when it is within 1e-4.
@@ -28,7 +28,7 @@ typedef struct demo_options {
     int32_t n_threads;  /* 0: the device's default */
 } demo_options_t;
 
-/* The leafs of Figure 8: weights, biases and the input, in one buffer. */
+/* The leafs: weights, biases and the input, in one buffer. */
 typedef struct mlp {
     rt_context_t *ctx;
     rt_buffer_t *buf;
@@ -131,7 +131,7 @@ static rt_status_t mlp_load(rt_buffer_type_t *buft, const mlp_host_t *h, mlp_t *
     return st;
 }
 
-/* Figure 8: five leafs, five nodes. */
+/* The graph: five leafs, five nodes. */
 static rt_tensor_t *mlp_forward(rt_context_t *ctx, const mlp_t *m) {
     rt_tensor_t *h = rt_gelu(ctx, rt_add(ctx, rt_mul_mat(ctx, m->w1, m->x), m->b1));
     rt_tensor_t *y = rt_add(ctx, rt_mul_mat(ctx, m->w2, h), m->b2);

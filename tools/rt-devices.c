@@ -5,9 +5,13 @@
  * why), the default device order (and why), where a CPU queue's threads
  * would be pinned, and the machine's topology; --json prints the same as
  * JSON (schema_version 1), --ops adds which ops and types each device
- * supports. HWLOC_XMLFILE explains a recorded machine instead. Uses the
- * public API only. Exits 1 when no plugin loaded, naming where it looked. */
+ * supports. HWLOC_XMLFILE explains a recorded machine instead. --probe
+ * starts each plugin in a child process first (plugin_probe.c), so that one
+ * that kills its process is named, with the signal and its last step, while
+ * the others load. Uses the public API only. Exits 1 when no plugin loaded,
+ * naming where it looked. */
 #include "../abi/rt.h"
+#include "plugin_probe.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -19,7 +23,11 @@
 typedef struct opts {
     bool json;
     bool ops;
+    bool probe;
+    double probe_timeout_s; /* 0 until parsed: PROBE_TIMEOUT_S */
 } opts_t;
+
+#define PROBE_TIMEOUT_S 10.0
 
 /* The representative node of each op for each type, for --ops. */
 typedef struct op_table {
@@ -547,10 +555,14 @@ static void print_topology_json(const rt_topology_t *topo) {
 //===--- main ---===//
 
 static void usage(FILE *f) {
-    fputs("usage: rt-devices [--json] [--ops] [--help]\n"
+    fputs("usage: rt-devices [--json] [--ops] [--probe] [--probe-timeout=S] [--help]\n"
           "Lists the plugins rt considered, their devices and the machine's topology.\n"
-          "  --json  the same as JSON (schema_version 1)\n"
-          "  --ops   which ops and types each device supports\n"
+          "  --json             the same as JSON (schema_version 1)\n"
+          "  --ops              which ops and types each device supports\n"
+          "  --probe            start each plugin in a child process first: one that\n"
+          "                     crashes, aborts, exits or hangs there is reported by\n"
+          "                     file and signal, and the others load\n"
+          "  --probe-timeout=S  seconds a plugin may take to start when probed (10)\n"
           "Environment: RT_PLUGIN_PATH (extra plugin directories), RT_PLUGINS and\n"
           "RT_PLUGINS_DISABLE (names or globs), HWLOC_XMLFILE (a recorded topology),\n"
           "RT_DEVICE_ORDER=plugin (plugin order, not best first), RT_CPU_PLACEMENT=\n"
@@ -561,6 +573,16 @@ static int parse_args(int argc, char **argv, opts_t *o) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) o->json = true;
         else if (strcmp(argv[i], "--ops") == 0) o->ops = true;
+        else if (strcmp(argv[i], "--probe") == 0) o->probe = true;
+        else if (strncmp(argv[i], "--probe-timeout=", 16) == 0) {
+            char *end = NULL;
+            o->probe_timeout_s = strtod(argv[i] + 16, &end);
+            if (end == argv[i] + 16 || *end != '\0' || !(o->probe_timeout_s > 0)) {
+                fprintf(stderr, "rt-devices: --probe-timeout wants seconds > 0, not '%s'\n",
+                        argv[i] + 16);
+                return 2;
+            }
+        }
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return 0;
         else {
             fprintf(stderr, "rt-devices: unknown option %s\n", argv[i]);
@@ -634,7 +656,11 @@ int main(int argc, char **argv) {
     }
     rt_registry_t *reg = NULL;
     static op_table_t ops;
-    if (rt_registry_create(NULL, &reg) != RT_OK) {
+    rt_probe_t probe = {.timeout_s = o.probe_timeout_s > 0 ? o.probe_timeout_s : PROBE_TIMEOUT_S};
+    const rt_registry_options_t ropt = {.struct_size = sizeof ropt,
+                                        .admit = o.probe ? rt_probe_admit : NULL,
+                                        .admit_user_data = &probe};
+    if (rt_registry_create(&ropt, &reg) != RT_OK) {
         fprintf(stderr, "rt-devices: %s\n", rt_last_error());
         return 1;
     }

@@ -6,12 +6,18 @@
  *
  * TYPE is one of quant_recipe.c's recipes: one type for every matrix
  * (q4_0 .. q6_K, f16, bf16; f32 converts every tensor) or a mix (q4_K_M,
- * q5_K_M). Every key and value is copied as it is (general.file_type set to
- * the llama.cpp number of the recipe); every tensor the recipe gives a new
- * type is read in whatever type it has (rt_dequantize) and converted
- * (rt_quantize, the GGUF block layouts); the others are copied. */
+ * q5_K_M). Every key and value is copied as it is (gguf_copy.c;
+ * general.file_type set to the llama.cpp number of the recipe); every
+ * tensor the recipe gives a new type is read in whatever type it has
+ * (rt_dequantize) and converted (rt_quantize, the GGUF block layouts); the
+ * others are copied. An output that is the input (the same file through
+ * any links) is refused; the writer replaces the output atomically, so a
+ * failure or an interrupt at any moment leaves the input and any previous
+ * output as they were. */
 #include "../abi/rt.h"
 #include "../abi/rt_gguf.h"
+#include "gguf_copy.h"
+#include "out_file.h"
 #include "quant_recipe.h"
 
 #include <stdio.h>
@@ -20,50 +26,9 @@
 
 //===--- keys ---===//
 
-/* Scalars by type: the getter's value handed to the setter. */
-#define COPY_AS(get, set, field)                                    \
-    do {                                                            \
-        st = get(g, k, &v.field);                                   \
-        if (st == RT_OK) st = set(w, k, v.field);                   \
-    } while (0)
-
-static rt_status_t copy_scalar(const rt_gguf_t *g, rt_gguf_writer_t *w, const char *k, rt_gguf_type_t t) {
-    union { uint8_t u8; int8_t i8; uint16_t u16; int16_t i16; uint32_t u32; int32_t i32; float f32;
-            bool b; uint64_t u64; int64_t i64; double f64; const char *s; } v;
-    rt_status_t st = RT_ERR_FORMAT;
-    switch (t) {
-    case RT_GGUF_TYPE_UINT8: COPY_AS(rt_gguf_get_u8, rt_gguf_writer_set_u8, u8); break;
-    case RT_GGUF_TYPE_INT8: COPY_AS(rt_gguf_get_i8, rt_gguf_writer_set_i8, i8); break;
-    case RT_GGUF_TYPE_UINT16: COPY_AS(rt_gguf_get_u16, rt_gguf_writer_set_u16, u16); break;
-    case RT_GGUF_TYPE_INT16: COPY_AS(rt_gguf_get_i16, rt_gguf_writer_set_i16, i16); break;
-    case RT_GGUF_TYPE_UINT32: COPY_AS(rt_gguf_get_u32, rt_gguf_writer_set_u32, u32); break;
-    case RT_GGUF_TYPE_INT32: COPY_AS(rt_gguf_get_i32, rt_gguf_writer_set_i32, i32); break;
-    case RT_GGUF_TYPE_FLOAT32: COPY_AS(rt_gguf_get_f32, rt_gguf_writer_set_f32, f32); break;
-    case RT_GGUF_TYPE_BOOL: COPY_AS(rt_gguf_get_bool, rt_gguf_writer_set_bool, b); break;
-    case RT_GGUF_TYPE_STRING: COPY_AS(rt_gguf_get_str, rt_gguf_writer_set_str, s); break;
-    case RT_GGUF_TYPE_UINT64: COPY_AS(rt_gguf_get_u64, rt_gguf_writer_set_u64, u64); break;
-    case RT_GGUF_TYPE_INT64: COPY_AS(rt_gguf_get_i64, rt_gguf_writer_set_i64, i64); break;
-    case RT_GGUF_TYPE_FLOAT64: COPY_AS(rt_gguf_get_f64, rt_gguf_writer_set_f64, f64); break;
-    default: break;
-    }
-    return st;
-}
-
 static rt_status_t copy_keys(const rt_gguf_t *g, rt_gguf_writer_t *w, const rt_quant_recipe_t *r) {
     rt_status_t st = RT_OK;
-    for (int64_t i = 0; i < rt_gguf_n_kv(g) && st == RT_OK; i++) {
-        const char *k = rt_gguf_kv_key(g, i);
-        const rt_gguf_type_t t = rt_gguf_kv_type(g, i);
-        if (t != RT_GGUF_TYPE_ARRAY) {
-            st = copy_scalar(g, w, k, t);
-            continue;
-        }
-        const void *data = NULL;
-        uint64_t n = 0;
-        const rt_gguf_type_t et = rt_gguf_kv_array_type(g, i);
-        st = rt_gguf_get_array(g, k, et, &data, &n);
-        if (st == RT_OK) st = rt_gguf_writer_set_array(w, k, et, data, n);
-    }
+    for (int64_t i = 0; i < rt_gguf_n_kv(g) && st == RT_OK; i++) st = rt_gguf_copy_key(g, w, i);
     if (st == RT_OK) st = rt_gguf_writer_set_u32(w, "general.file_type", (uint32_t)r->file_type);
     return st;
 }
@@ -108,16 +73,26 @@ static rt_status_t add_tensors(const rt_gguf_t *g, rt_gguf_writer_t *w, const rt
 
 //===--- main ---===//
 
-static rt_status_t quantize(const char *in, const char *out, const rt_quant_recipe_t *type) {
+/* Refused before reading anything: the input mapped while the output
+ * replaces it is how the input used to be destroyed. */
+static bool output_is_input(const char *in, const char *out) {
+    if (!rt_out_file_same(in, out)) return false;
+    fprintf(stderr, "rt-quantize: %s: refusing to write over the input %s (the same file)\n", out, in);
+    return true;
+}
+
+static rt_status_t quantize(const char *in, const char *out, const rt_quant_recipe_t *r) {
     rt_gguf_t *g = NULL;
     rt_gguf_writer_t *w = NULL;
     rt_status_t st = rt_gguf_open(in, NULL, &g);
     if (st == RT_OK) st = rt_gguf_writer_create(NULL, &w);
     void **owned = st == RT_OK ? calloc((size_t)rt_gguf_n_tensors(g) + 1, sizeof *owned) : NULL;
     if (st == RT_OK && owned == NULL) st = RT_ERR_OUT_OF_MEMORY;
-    if (st == RT_OK) st = copy_keys(g, w, type);
-    if (st == RT_OK) st = add_tensors(g, w, type, owned);
+    if (st == RT_OK) st = copy_keys(g, w, r);
+    if (st == RT_OK) st = add_tensors(g, w, r, owned);
+    /* The writer replaces out atomically (abi/rt_gguf.h). */
     if (st == RT_OK) st = rt_gguf_writer_write_file(w, out);
+    if (st != RT_OK) fprintf(stderr, "rt-quantize: %s: %s\n", rt_status_name(st), rt_last_error());
     for (int64_t i = 0; owned != NULL && i < rt_gguf_n_tensors(g); i++) free(owned[i]);
     free(owned);
     rt_gguf_writer_destroy(w);
@@ -130,11 +105,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: rt-quantize IN.gguf OUT.gguf %s\n", rt_quant_recipe_names());
         return 2;
     }
-    const rt_status_t st = quantize(argv[1], argv[2], rt_quant_recipe_find(argv[3]));
-    if (st != RT_OK) {
-        fprintf(stderr, "rt-quantize: %s: %s\n", rt_status_name(st), rt_last_error());
-        return 1;
-    }
+    if (output_is_input(argv[1], argv[2])) return 1;
+    if (quantize(argv[1], argv[2], rt_quant_recipe_find(argv[3])) != RT_OK) return 1;
     printf("rt-quantize: wrote %s\n", argv[2]);
     return 0;
 }

@@ -2,22 +2,29 @@
 /* rt-run.c: runs a language model (model/rt_model.h): loads the GGUF onto
  * the devices, feeds the prompt in ubatches, streams the generated text to
  * stdout, then reports on stderr the load time, prompt and generation
- * speed and where each layer ran. Without -m it runs stories260K from the
- * repository's ../shared/models (looked up next to the executable, then
- * from the current directory) on every device found.
+ * speed and where each layer ran. Without -m it runs the bundled
+ * stories260K (models/ of the build tree, or the installed share/rt: see
+ * bundled_model.h) on every device found.
  *
  *   rt-run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P]
  *          [--seed S] [--devices LIST] [--n-gpu-layers N | --split auto]
- *          [--threads N] [--n-batch N] [--ctx N] [--dump-logits FILE] [--special]
+ *          [--threads N] [--n-batch N] [--ctx N] [--dump-logits FILE]
+ *          [--check-numerics] [--special]
  *
  * --special parses special tokens' texts in the prompt ("<|im_start|>")
  * as those tokens; without it they are plain text.
  * --dump-logits writes one text line of n_vocab logits per position whose
  * logits were computed: every prompt token, then each generated one.
- * Every error is one line on stderr and exit status 1 (2 for usage). */
+ * Logits that are not finite always stop the run with an error naming the
+ * step; --check-numerics keeps every node of the graph so that the error
+ * also names the first node whose result was not finite.
+ * The dump is written through out_file.h: complete, or the previous file kept.
+ * Every error, a failed write to stdout or the dump included, is one line
+ * on stderr and exit status 1 (2 for usage). */
 #include "../abi/rt.h"
 #include "../model/rt_model.h"
 #include "bundled_model.h"
+#include "out_file.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -41,13 +48,15 @@ typedef struct run_options {
     int32_t n_gpu_layers;
     int32_t n_threads, n_batch, n_ctx;
     const char *dump_logits; /* file, or NULL */
+    bool check_numerics;
     bool special;            /* special tokens' texts in the prompt are those tokens */
 } run_options_t;
 
 static void usage(FILE *f) {
     fprintf(f, "usage: rt-run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P]\n"
                "              [--seed S] [--devices LIST] [--n-gpu-layers N | --split auto]\n"
-               "              [--threads N] [--n-batch N] [--ctx N] [--dump-logits FILE] [--special]\n");
+               "              [--threads N] [--n-batch N] [--ctx N] [--dump-logits FILE]\n"
+               "              [--check-numerics] [--special]\n");
 }
 
 //===--- options ---===//
@@ -141,6 +150,10 @@ static int parse_args(int argc, char **argv, run_options_t *o) {
             usage(stdout);
             return 1;
         }
+        if (strcmp(argv[i], "--check-numerics") == 0) {
+            o->check_numerics = true;
+            continue;
+        }
         if (strcmp(argv[i], "--special") == 0) {
             o->special = true;
             continue;
@@ -170,8 +183,12 @@ static bool find_devices(rt_registry_t *reg, const char *list, rt_device_t **dev
         snprintf(name, sizeof name, "%.*s", (int)len, p);
         p += len + (p[len] == ',');
         if (!name[0]) continue;
+        if (*n >= MAX_DEVICES) {
+            fprintf(stderr, "rt-run: --devices names more than %d devices\n", MAX_DEVICES);
+            return false;
+        }
         rt_device_t *dev = rt_registry_device_by_name(reg, name);
-        if (dev == NULL || *n >= MAX_DEVICES) {
+        if (dev == NULL) {
             fprintf(stderr, "rt-run: no device named '%s'; devices:", name);
             for (int32_t i = 0; i < rt_registry_device_count(reg); i++)
                 fprintf(stderr, " %s", rt_device_name(rt_registry_device(reg, i)));
@@ -191,7 +208,7 @@ typedef struct run {
     rtm_model_t *model;
     rtm_context_t *ctx;
     rtm_sampler_t *sampler;
-    FILE *dump;
+    rt_out_file_t dump;       /* dump.f is NULL without --dump-logits */
     rtm_token_t *prompt;
     int32_t n_prompt, n_generated;
     double t_prompt, t_gen;   /* seconds */
@@ -233,11 +250,13 @@ static int load(run_t *r) {
     if (rtm_model_load(file, &mp, &r->model) != RT_OK) return fail("%s", rtm_last_error());
     const rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = r->o->n_ctx,
                                      .n_batch = r->o->n_batch, .n_threads = r->o->n_threads,
-                                     .logits_all = r->o->dump_logits != NULL};
+                                     .logits_all = r->o->dump_logits != NULL,
+                                     .check_numerics = r->o->check_numerics};
     if (rtm_context_create(r->model, &cp, &r->ctx) != RT_OK) return fail("%s", rtm_last_error());
     if (rtm_sampler_create(&r->o->sampling, &r->sampler) != RT_OK) return fail("%s", rtm_last_error());
-    if (r->o->dump_logits && (r->dump = fopen(r->o->dump_logits, "w")) == NULL)
-        return fail("cannot write %s: %s", r->o->dump_logits, strerror(errno));
+    const char *inputs[] = {file, NULL};
+    if (r->o->dump_logits && rt_out_file_open(&r->dump, r->o->dump_logits, inputs) != 0)
+        return fail("%s", r->dump.error);
     return 0;
 }
 
@@ -259,19 +278,27 @@ static int tokenize_prompt(run_t *r) {
 
 static void dump_rows(run_t *r, int32_t n_rows) {
     const int32_t n_vocab = rtm_model_n_vocab(r->model);
-    for (int32_t i = 0; r->dump && i < n_rows; i++) {
+    for (int32_t i = 0; r->dump.f && i < n_rows; i++) {
         const float *l = rtm_get_logits_ith(r->ctx, i);
-        for (int32_t j = 0; j < n_vocab; j++) fprintf(r->dump, j ? " %.9g" : "%.9g", (double)l[j]);
-        fputc('\n', r->dump);
+        for (int32_t j = 0; j < n_vocab; j++) fprintf(r->dump.f, j ? " %.9g" : "%.9g", (double)l[j]);
+        fputc('\n', r->dump.f);
     }
 }
 
-static void print_token(const run_t *r, rtm_token_t t) {
-    char buf[256];
+/* The token's text on stdout, however long its piece; 1 after a message
+ * when it cannot be written. */
+static int print_token(const run_t *r, rtm_token_t t) {
+    char small[256], *buf = small;
     size_t len = 0;
-    if (rtm_vocab_token_to_piece(rtm_model_vocab(r->model), t, false, buf, sizeof buf, &len) == RT_OK)
-        fwrite(buf, 1, len, stdout);
-    fflush(stdout);
+    const rtm_vocab_t *v = rtm_model_vocab(r->model);
+    rt_status_t st = rtm_vocab_token_to_piece(v, t, false, buf, sizeof small, &len);
+    if (st == RT_ERR_DOES_NOT_FIT && (buf = malloc(len)) != NULL)
+        st = rtm_vocab_token_to_piece(v, t, false, buf, len, &len);
+    if (buf == NULL) return fail("no memory for the piece of token %d", t);
+    if (st == RT_OK) fwrite(buf, 1, len, stdout);
+    if (buf != small) free(buf);
+    if (st != RT_OK) return fail("token %d: %s", t, rtm_last_error());
+    return fflush(stdout) != 0 || ferror(stdout) ? fail("cannot write stdout: %s", strerror(errno)) : 0;
 }
 
 /* The prompt, then up to n_predict tokens, stopping at end of generation. */
@@ -284,17 +311,19 @@ static int generate(run_t *r) {
     fflush(stdout);
     const rtm_vocab_t *v = rtm_model_vocab(r->model);
     t0 = now();
-    for (; r->n_generated < r->o->n_predict; r->n_generated++) {
+    while (r->n_generated < r->o->n_predict) {
         rtm_token_t t = rtm_sampler_sample(r->sampler, rtm_get_logits(r->ctx), rtm_model_n_vocab(r->model));
         if (rtm_vocab_is_eog(v, t)) break;
-        print_token(r, t);
+        if (print_token(r, t) != 0) return 1;
+        r->n_generated++; /* counted as printed, also when the context is full */
         if (rtm_context_n_past(r->ctx) >= rtm_context_n_ctx(r->ctx)) break;
         if (rtm_decode(r->ctx, &t, 1) != RT_OK) return fail("%s", rtm_last_error());
         dump_rows(r, 1);
     }
     r->t_gen = now() - t0;
     fputc('\n', stdout);
-    return 0;
+    if (fflush(stdout) != 0 || ferror(stdout)) return fail("cannot write stdout: %s", strerror(errno));
+    return r->dump.f && rt_out_file_commit(&r->dump) != 0 ? fail("%s", r->dump.error) : 0;
 }
 
 static void report(const run_t *r) {
@@ -327,7 +356,7 @@ int main(int argc, char **argv) {
     if (rc == 0) rc = tokenize_prompt(&r);
     if (rc == 0) rc = generate(&r);
     if (rc == 0) report(&r);
-    if (r.dump) fclose(r.dump);
+    rt_out_file_abort(&r.dump); /* after a commit, nothing is left to remove */
     free(r.prompt);
     rtm_sampler_destroy(r.sampler);
     rtm_context_destroy(r.ctx);

@@ -11,10 +11,12 @@
 #include "../../abi/rt_base.h"
 #include "../../abi/rt_device.h"
 #include "../../abi/rt_plugin.h"
+#include "../../abi/rt_op_traits.h"
 #include "../../abi/rt_quant.h"
 #include "../../abi/rt_tensor.h"
 #include "kern.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #define RT_CPU_ALIGN 64 /* bytes: buffer alignment and scratch padding (one cache line) */
@@ -36,6 +38,16 @@ typedef struct rt_cpu_device {
 } rt_cpu_device_t;
 
 void rt_cpu_device_init(rt_cpu_device_t *dev, const rt_host_t *host);
+
+//===--- the operating system (os_linux.c, os_darwin.c) ---===//
+
+/* Processors this process may run on, >= 1: the default thread count. */
+int32_t rt_cpu_os_count(void);
+/* Pins thread to processor cpu: 0, or an errno value (ENOTSUP where the
+ * OS has no pinning). */
+int rt_cpu_os_pin(pthread_t thread, int32_t cpu);
+/* Bytes of memory available now, 0 when unknown. */
+uint64_t rt_cpu_os_avail_bytes(void);
 
 //===--- buffers (buffer.c) ---===//
 

@@ -7,24 +7,11 @@
  * checks every node before it runs any. */
 #include "cpu.h"
 
-#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 //===--- properties ---===//
-
-/* Processors this process may run on (its affinity mask, which taskset and
- * cpusets narrow), else the online ones: the default thread count. */
-static int32_t rt_cpu_count(void) {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) {
-        const int n = CPU_COUNT(&set);
-        if (n > 0) return n;
-    }
-    const long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int32_t)n : 1;
-}
 
 static int32_t rt_cpu_online(void) {
     const long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -68,10 +55,7 @@ static void rt_cpu_memory(uint64_t *out_total, uint64_t *out_free) {
         const long n = sysconf(_SC_PHYS_PAGES);
         if (n > 0) *out_total = (uint64_t)n * (uint64_t)page;
     }
-    if (*out_free == 0 && page > 0) {
-        const long n = sysconf(_SC_AVPHYS_PAGES);
-        if (n > 0) *out_free = (uint64_t)n * (uint64_t)page;
-    }
+    if (*out_free == 0) *out_free = rt_cpu_os_avail_bytes();
 }
 
 /* Writes each field only when the caller's struct has it (rt_device.h). */
@@ -101,23 +85,29 @@ static rt_status_t rt_cpu_get_props(void *device, rt_device_props_t *props) {
 
 //===--- buffer types ---===//
 
+/* CPU_Weights is a 1.1 feature: a core of 1.0 never sees it (rt_base.h,
+ * rule 8). */
+static bool rt_cpu_offers_weights(const rt_cpu_device_t *dev) {
+    return dev->weights && rt_plugin_abi(dev->host) >= RT_ABI_MAKE_VERSION(1, 1);
+}
+
 static uint32_t rt_cpu_buffer_type_count(void *device) {
     const rt_cpu_device_t *dev = device;
-    return dev && dev->weights ? 2 : 1;
+    return dev && rt_cpu_offers_weights(dev) ? 2 : 1;
 }
 
 static const rt_buffer_type_desc_t *rt_cpu_buffer_type(void *device, uint32_t index) {
     rt_cpu_device_t *dev = device;
     if (!dev) return NULL;
     if (index == 0) return &dev->buft;
-    return index == 1 && dev->weights ? &dev->wbuft : NULL;
+    return index == 1 && rt_cpu_offers_weights(dev) ? &dev->wbuft : NULL;
 }
 
 /* Any buffer type whose memory the CPU can address, whoever's it is, and
  * its own repacked weights. */
 static bool rt_cpu_supports_buft(void *device, const rt_buffer_type_desc_t *buft) {
     const rt_cpu_device_t *dev = device;
-    if (dev && buft == &dev->wbuft) return dev->weights;
+    if (dev && buft == &dev->wbuft) return rt_cpu_offers_weights(dev);
     return buft && RT_STRUCT_HAS(buft, rt_buffer_type_desc_t, flags) &&
            (buft->flags & RT_BUFT_FLAG_HOST) != 0;
 }
@@ -126,9 +116,11 @@ static bool rt_cpu_node_ok(const rt_tensor_t *node) {
     return rt_cpu_op_supported(node) && rt_cpu_repacked_uses_ok(node);
 }
 
+/* Nothing the negotiated version does not define (rt_plugin.h). */
 static bool rt_cpu_supports_op(void *device, const rt_tensor_t *node) {
-    (void)device;
-    return node && rt_cpu_node_ok(node);
+    const rt_cpu_device_t *dev = device;
+    return dev && node && rt_abi_defines_node(rt_plugin_abi(dev->host), node) &&
+           rt_cpu_node_ok(node);
 }
 
 //===--- queues ---===//
@@ -145,7 +137,7 @@ static bool rt_cpu_options_have(const rt_queue_options_t *o, size_t end) {
 
 static rt_status_t rt_cpu_queue_threads(const rt_cpu_device_t *dev, const rt_queue_options_t *o,
                                         int32_t *out_n) {
-    *out_n = rt_cpu_count();
+    *out_n = rt_cpu_os_count();
     if (!rt_cpu_options_have(o, offsetof(rt_queue_options_t, n_threads) + sizeof(int32_t)))
         return RT_OK;
     if (o->n_threads < 0 || o->n_threads > 4096)

@@ -77,23 +77,23 @@ static const rt_plugin_vtable_t rt_cpu_plugin_vtable = {
 };
 
 /* Not RT_PLUGIN_FLAG_UNLOAD_SAFE: queue threads are joined in queue_destroy,
- * but a queue the application leaks would keep running plugin code. */
-static const rt_plugin_t rt_cpu_plugin = {
-    .struct_size = sizeof(rt_plugin_t),
-    .abi_version = RT_ABI_VERSION,
-    .name = "cpu",
-    .description = "host CPU: SIMD kernels (scalar, AVX2, AVX-512, NEON) chosen at start",
-    .version = RT_VERSION_STRING,
-    .flags = 0,
-    .next = NULL,
-    .vtable = &rt_cpu_plugin_vtable,
-};
+ * but a queue the application leaks would keep running plugin code. One
+ * table per minor version the plugin speaks (rt_plugin.h). */
+#define RT_CPU_PLUGIN(minor)                                                          \
+    {                                                                                 \
+        .struct_size = sizeof(rt_plugin_t),                                           \
+        .abi_version = RT_ABI_MAKE_VERSION(RT_ABI_VERSION_MAJOR, minor), .name = "cpu", \
+        .description = "host CPU: SIMD kernels (scalar, AVX2, AVX-512, NEON) chosen at start", \
+        .version = RT_VERSION_STRING, .vtable = &rt_cpu_plugin_vtable,                \
+    }
+static const rt_plugin_t rt_cpu_plugin_versions[] = {RT_CPU_PLUGIN(0), RT_CPU_PLUGIN(1),
+                                                     RT_CPU_PLUGIN(2)};
+RT_STATIC_ASSERT(sizeof rt_cpu_plugin_versions / sizeof rt_cpu_plugin_versions[0] ==
+                     RT_ABI_VERSION_MINOR + 1, "one table per minor version");
 
 /* Declared in rt_plugin.h. query has no side effects (rt_plugin.h), so the
  * host is kept by create, per instance. */
 RT_PLUGIN_EXPORT const rt_plugin_t *rt_plugin_query(uint32_t max_abi, const rt_host_t *host) {
     (void)host;
-    if (RT_ABI_VERSION_GET_MAJOR(max_abi) != RT_ABI_VERSION_MAJOR) return NULL;
-    if (max_abi < RT_ABI_VERSION) return NULL; /* only reachable once this plugin speaks 1.x > 1.0 */
-    return &rt_cpu_plugin;
+    return rt_plugin_answer(rt_cpu_plugin_versions, RT_ABI_VERSION_MINOR + 1, max_abi);
 }

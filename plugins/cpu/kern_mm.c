@@ -11,7 +11,7 @@
  * place and broadcast one element per k (its 4*MM_KC bytes stay in L1 while
  * the tile walks the block's panels). So the weights are converted and
  * transposed once per product, whatever N is, and the activations (b) may
- * be any strided view with unit stride along k (the seed's permuted Q).
+ * be any strided view with unit stride along k (attention's permuted Q, docs/memory.md §2.5).
  *
  * matvec (small N, F32/F16/BF16 a) streams the rows of a once, converting on
  * the fly, and keeps an RM x NB grid of dot products along k in registers. */

@@ -303,9 +303,7 @@ static const rt_cpu_op_entry_t *rt_cpu_op_entry(rt_op_t op) {
     return rt_cpu_ops[op].compute ? &rt_cpu_ops[op] : NULL;
 }
 
-bool rt_cpu_op_computes(rt_op_t op) {
-    return op > RT_OP_TRANSPOSE;
-}
+bool rt_cpu_op_computes(rt_op_t op) { return rt_op_computes(op); }
 
 static bool rt_cpu_shape_sane(const rt_tensor_t *t) {
     for (int i = 0; i < RT_MAX_DIMS; i++)

@@ -3,7 +3,7 @@
  * share one kernel: each thread takes rows of the destination and fills
  * each one from a cursor that walks the source in logical order, in runs
  * that never cross a source row or a destination row. A run is a memcpy
- * when both sides are dense and of one type (the seed's row path), an
+ * when both sides are dense and of one type (docs/memory.md §2.4), an
  * element loop otherwise, and a conversion through floats when the types
  * differ; a quantised destination gathers its row as floats and quantises
  * it with abi/rt_quant.h's reference codec. Copies within one quantised

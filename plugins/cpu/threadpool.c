@@ -269,16 +269,10 @@ rt_status_t rt_cpu_pool_compute(rt_cpu_pool_t *pool, rt_tensor_t *const *nodes, 
 
 /* Pinning is a hint: a refused cpu id is logged and the worker runs anyway. */
 static void rt_cpu_pin(const rt_host_t *host, rt_cpu_worker_t *w, int32_t cpu) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (cpu < 0 || cpu >= CPU_SETSIZE) {
-        host->log(RT_LOG_WARN, "cpu: worker %d: cpu id %d out of range, not pinned", (int)w->ith,
-                  (int)cpu);
-        return;
-    }
-    CPU_SET(cpu, &set);
-    const int err = pthread_setaffinity_np(w->thread, sizeof set, &set);
-    if (err)
+    const int err = rt_cpu_os_pin(w->thread, cpu);
+    if (err == ENOTSUP)
+        host->log(RT_LOG_DEBUG, "cpu: worker %d: this OS does not pin threads", (int)w->ith);
+    else if (err)
         host->log(RT_LOG_WARN, "cpu: worker %d: cannot pin to cpu %d: %s", (int)w->ith, (int)cpu,
                   strerror(err));
 }

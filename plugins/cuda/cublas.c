@@ -65,7 +65,7 @@ static bool cu_cublas_resolve(rt_cu_cublas_t *lib, char *reason, size_t size) {
     };
     void *fn[sizeof names / sizeof names[0]];
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        fn[i] = rt_cu_dl_sym(lib->dl, names[i]);
+        fn[i] = rt_plugin_dl_sym(lib->dl, names[i]);
         if (!fn[i]) {
             snprintf(reason, size, "libcublas lacks %s", names[i]);
             return false;
@@ -84,7 +84,7 @@ static bool cu_cublas_resolve(rt_cu_cublas_t *lib, char *reason, size_t size) {
 }
 
 static void cu_cublas_version(rt_cu_cublas_t *lib) {
-    void *sym = rt_cu_dl_sym(lib->dl, "cublasGetProperty");
+    void *sym = rt_plugin_dl_sym(lib->dl, "cublasGetProperty");
     cu_get_property_fn get;
     int v[3] = { 0, 0, 0 };
     snprintf(lib->version, sizeof lib->version, "?");
@@ -98,21 +98,21 @@ static void cu_cublas_version(rt_cu_cublas_t *lib) {
 /* The soname of the cuBLAS the plugin was built with, then the toolkit's
  * usual place, unless RT_CUDA_CUBLAS names one. */
 static void *cu_cublas_open(char *reason, size_t size) {
-    const char *env = rt_cu_getenv("RT_CUDA_CUBLAS");
-    if (env && *env) return rt_cu_dl_open(env, reason, size);
+    const char *env = rt_plugin_getenv("RT_CUDA_CUBLAS");
+    if (env && *env) return rt_plugin_dl_open(env, reason, size);
     static const char *const names[] = {
         "libcublas.so." CU_STR(CUBLAS_VER_MAJOR),
         "/usr/local/cuda/lib64/libcublas.so." CU_STR(CUBLAS_VER_MAJOR),
     };
     void *dl = NULL;
     for (size_t i = 0; !dl && i < sizeof names / sizeof names[0]; i++)
-        dl = rt_cu_dl_open(names[i], reason, size);
+        dl = rt_plugin_dl_open(names[i], reason, size);
     return dl;
 }
 
 rt_cu_cublas_t *rt_cu_cublas_load(const rt_host_t *host, char *reason, size_t size) {
     reason[0] = '\0';
-    const char *off = rt_cu_getenv("RT_CUDA_CUBLAS");
+    const char *off = rt_plugin_getenv("RT_CUDA_CUBLAS");
     if (off && strcmp(off, "0") == 0) {
         snprintf(reason, size, "RT_CUDA_CUBLAS=0");
         return NULL;

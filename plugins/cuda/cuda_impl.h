@@ -28,25 +28,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include "../../abi/rt_op_traits.h"
 #include "../../abi/rt_plugin.h"
+#include "../common/plugin_os.h" /* OS services */
 #include "kernels/kernels.h"
-
-//===--- OS services (os_posix.c) ---===//
-
-/* Storage for a mutex; os_posix.c checks that the OS's fits. */
-typedef struct rt_cu_mutex {
-    _Alignas(8) unsigned char storage[64];
-} rt_cu_mutex_t;
-
-RT_CU_INTERNAL void *rt_cu_dl_open(const char *name, char *err, size_t err_size);
-RT_CU_INTERNAL void *rt_cu_dl_sym(void *dl, const char *name);
-RT_CU_INTERNAL void rt_cu_dl_close(void *dl);
-RT_CU_INTERNAL bool rt_cu_mutex_init(rt_cu_mutex_t *m);
-RT_CU_INTERNAL void rt_cu_mutex_deinit(rt_cu_mutex_t *m);
-RT_CU_INTERNAL void rt_cu_mutex_lock(rt_cu_mutex_t *m);
-RT_CU_INTERNAL void rt_cu_mutex_unlock(rt_cu_mutex_t *m);
-/* The value of an environment variable, NULL when unset. */
-RT_CU_INTERNAL const char *rt_cu_getenv(const char *name);
 
 //===--- cuBLAS, loaded at run time (cublas.c) ---===//
 
@@ -101,7 +86,7 @@ typedef struct rt_cu_pool_block {
 } rt_cu_pool_block_t;
 
 typedef struct rt_cu_pool {
-    rt_cu_mutex_t lock;           /* everything below */
+    rt_plugin_mutex_t lock;           /* everything below */
     rt_cu_pool_block_t *free;     /* n_free cached blocks */
     uint32_t n_free, cap_free;
     size_t cached;                /* bytes in free */

@@ -197,8 +197,8 @@ static void cu_device_deinit(rt_cu_device_t *dev) {
  * (the common case of a machine without an NVIDIA GPU), else at WARN. */
 static void cu_log_no_devices(const rt_cu_plugin_t *p, cudaError_t e) {
     char err[160];
-    void *drv = rt_cu_dl_open("libcuda.so.1", err, sizeof err);
-    rt_cu_dl_close(drv);
+    void *drv = rt_plugin_dl_open("libcuda.so.1", err, sizeof err);
+    rt_plugin_dl_close(drv);
     p->host->log(drv ? RT_LOG_WARN : RT_LOG_INFO, "cuda: no devices: cudaGetDeviceCount: %s: %s (%s)",
                  cudaGetErrorName(e), cudaGetErrorString(e),
                  drv ? "the driver, libcuda.so.1, is installed" : "no driver: libcuda.so.1 not found");

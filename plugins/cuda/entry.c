@@ -69,22 +69,21 @@ static const rt_plugin_vtable_t cu_plugin_vtable = {
 
 /* Not unload-safe: the statically linked CUDA runtime registers atexit
  * handlers and the driver keeps threads that must not outlive its code. */
-static const rt_plugin_t cu_plugin = {
-    .struct_size = sizeof(rt_plugin_t),
-    .abi_version = RT_ABI_VERSION,
-    .name = "cuda",
-    .description = "NVIDIA GPUs through the CUDA runtime (static) and cuBLAS (when present)",
-    .version = RT_VERSION_STRING,
-    .flags = 0,
-    .next = NULL,
-    .vtable = &cu_plugin_vtable,
-};
+#define CU_PLUGIN(minor)                                                              \
+    {                                                                                 \
+        .struct_size = sizeof(rt_plugin_t),                                           \
+        .abi_version = RT_ABI_MAKE_VERSION(RT_ABI_VERSION_MAJOR, minor), .name = "cuda", \
+        .description = "NVIDIA GPUs through the CUDA runtime (static) and cuBLAS (when present)", \
+        .version = RT_VERSION_STRING, .vtable = &cu_plugin_vtable,                    \
+    }
+/* One table per minor version the plugin speaks (rt_plugin.h). */
+static const rt_plugin_t cu_plugin_versions[] = {CU_PLUGIN(0), CU_PLUGIN(1), CU_PLUGIN(2)};
+RT_STATIC_ASSERT(sizeof cu_plugin_versions / sizeof cu_plugin_versions[0] ==
+                     RT_ABI_VERSION_MINOR + 1, "one table per minor version");
 
 /* Declared in rt_plugin.h. query has no side effects: nothing of CUDA is
  * touched before create. */
 RT_PLUGIN_EXPORT const rt_plugin_t *rt_plugin_query(uint32_t max_abi, const rt_host_t *host) {
     (void)host;
-    if (RT_ABI_VERSION_GET_MAJOR(max_abi) != RT_ABI_VERSION_MAJOR) return NULL;
-    if (max_abi < RT_ABI_VERSION) return NULL; /* our structs are the 1.0 ones */
-    return &cu_plugin;
+    return rt_plugin_answer(cu_plugin_versions, RT_ABI_VERSION_MINOR + 1, max_abi);
 }

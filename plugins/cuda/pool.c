@@ -18,7 +18,7 @@
 
 bool rt_cu_pool_init(rt_cu_pool_t *pool, size_t limit) {
     *pool = (rt_cu_pool_t){ .limit = limit };
-    return rt_cu_mutex_init(&pool->lock);
+    return rt_plugin_mutex_init(&pool->lock);
 }
 
 /* Gives every cached block back to CUDA (under the lock). */
@@ -34,7 +34,7 @@ void rt_cu_pool_deinit(const rt_host_t *host, rt_cu_pool_t *pool) {
     rt_cu_free(host, pool->free, pool->cap_free * sizeof pool->free[0]);
     pool->free = NULL;
     pool->cap_free = 0;
-    rt_cu_mutex_deinit(&pool->lock);
+    rt_plugin_mutex_deinit(&pool->lock);
 }
 
 /* Room for more cached blocks; false when the host allocator says no. */
@@ -78,16 +78,16 @@ rt_status_t rt_cu_pool_alloc(rt_cu_device_t *dev, size_t size, void **out_ptr, s
     if (*out_size == 0)
         return dev->host->set_error(RT_ERR_OUT_OF_MEMORY, "%s: CUDA%u: %zu bytes is too large",
                                     __func__, dev->index, size);
-    rt_cu_mutex_lock(&pool->lock);
+    rt_plugin_mutex_lock(&pool->lock);
     *out_ptr = cu_pool_take(pool, *out_size, out_size);
-    rt_cu_mutex_unlock(&pool->lock);
+    rt_plugin_mutex_unlock(&pool->lock);
     if (*out_ptr) return RT_OK;
     cudaError_t e = cudaMalloc(out_ptr, *out_size);
     if (e == cudaErrorMemoryAllocation) {
         (void)cudaGetLastError();
-        rt_cu_mutex_lock(&pool->lock);
+        rt_plugin_mutex_lock(&pool->lock);
         cu_pool_trim(pool);
-        rt_cu_mutex_unlock(&pool->lock);
+        rt_plugin_mutex_unlock(&pool->lock);
         e = cudaMalloc(out_ptr, *out_size);
     }
     if (e == cudaSuccess) return RT_OK;
@@ -102,7 +102,7 @@ rt_status_t rt_cu_pool_alloc(rt_cu_device_t *dev, size_t size, void **out_ptr, s
 void rt_cu_pool_free(rt_cu_device_t *dev, void *ptr, size_t size) {
     if (!ptr) return;
     rt_cu_pool_t *pool = &dev->pool;
-    rt_cu_mutex_lock(&pool->lock);
+    rt_plugin_mutex_lock(&pool->lock);
     bool kept = false;
     if (pool->cached + size <= pool->limit &&
         (pool->n_free < pool->cap_free || cu_pool_grow(dev->host, pool))) {
@@ -110,6 +110,6 @@ void rt_cu_pool_free(rt_cu_device_t *dev, void *ptr, size_t size) {
         pool->cached += size;
         kept = true;
     }
-    rt_cu_mutex_unlock(&pool->lock);
+    rt_plugin_mutex_unlock(&pool->lock);
     if (!kept && cudaFree(ptr) != cudaSuccess) (void)cudaGetLastError();
 }

@@ -24,7 +24,7 @@ static void cu_queue_placement(rt_cu_device_t *dev, const rt_queue_options_t *o)
 }
 
 static bool cu_graphs_enabled(void) {
-    const char *v = rt_cu_getenv("RT_CUDA_GRAPHS");
+    const char *v = rt_plugin_getenv("RT_CUDA_GRAPHS");
     return !v || strcmp(v, "0") != 0;
 }
 

@@ -103,9 +103,9 @@ rt_status_t rt_vk_submit(rt_vk_device_t *dev, VkCommandBuffer cmd, VkFence fence
         .commandBufferCount = 1,
         .pCommandBuffers = &cmd,
     };
-    rt_vk_mutex_lock(&dev->submit_lock);
+    rt_plugin_mutex_lock(&dev->submit_lock);
     const VkResult r = dev->fn.vkQueueSubmit(dev->queue, 1, &info, fence);
-    rt_vk_mutex_unlock(&dev->submit_lock);
+    rt_plugin_mutex_unlock(&dev->submit_lock);
     return RT_VK_TRY(dev->host, r);
 }
 
@@ -189,7 +189,7 @@ static rt_status_t vk_xfer_copy(rt_vk_device_t *dev, VkBuffer src, size_t src_of
  * With both NULL, fills the bytes with `fill`. */
 static rt_status_t vk_xfer(rt_vk_device_t *dev, VkBuffer buffer, size_t off, const void *in,
                            void *out, uint8_t fill, size_t size) {
-    rt_vk_mutex_lock(&dev->xfer_lock);
+    rt_plugin_mutex_lock(&dev->xfer_lock);
     rt_status_t st = vk_staging_reserve(dev, size);
     for (size_t done = 0; st == RT_OK && done < size;) {
         const size_t n = size - done < dev->staging.size ? size - done : dev->staging.size;
@@ -200,7 +200,7 @@ static rt_status_t vk_xfer(rt_vk_device_t *dev, VkBuffer buffer, size_t off, con
         if (st == RT_OK && out) memcpy((char *)out + done, dev->staging.mapped, n);
         done += n;
     }
-    rt_vk_mutex_unlock(&dev->xfer_lock);
+    rt_plugin_mutex_unlock(&dev->xfer_lock);
     return st;
 }
 
@@ -292,9 +292,9 @@ static rt_status_t vk_buffer_cpy_tensor(void *dst_state, const rt_tensor_t *src,
     rt_status_t st = vk_tensor_range(sb, src, 0, size, &soff);
     if (st == RT_OK) st = vk_tensor_range(db, dst, 0, size, &doff);
     if (st != RT_OK || size == 0) return st;
-    rt_vk_mutex_lock(&db->dev->xfer_lock);
+    rt_plugin_mutex_lock(&db->dev->xfer_lock);
     st = vk_xfer_copy(db->dev, sb->buffer, soff, db->buffer, doff, size);
-    rt_vk_mutex_unlock(&db->dev->xfer_lock);
+    rt_plugin_mutex_unlock(&db->dev->xfer_lock);
     return st;
 }
 
@@ -305,12 +305,12 @@ static rt_status_t vk_buffer_clear(void *state, uint8_t value) {
         return RT_OK;
     }
     rt_vk_device_t *dev = b->dev;
-    rt_vk_mutex_lock(&dev->xfer_lock);
+    rt_plugin_mutex_lock(&dev->xfer_lock);
     rt_status_t st = vk_xfer_begin(dev);
     if (st == RT_OK)
         dev->fn.vkCmdFillBuffer(dev->xfer_cmd, b->buffer, 0, VK_WHOLE_SIZE, value * 0x01010101u);
     if (st == RT_OK) st = vk_xfer_end(dev);
-    rt_vk_mutex_unlock(&dev->xfer_lock);
+    rt_plugin_mutex_unlock(&dev->xfer_lock);
     return st;
 }
 

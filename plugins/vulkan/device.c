@@ -5,11 +5,12 @@
  * physical device that has a compute queue and 16-bit storage buffers.
  * Also the device table, device properties (kind, memory with
  * VK_EXT_memory_budget, PCI bus id with VK_EXT_pci_bus_info, UUID) and the
- * plugin's error and memory helpers. */
+ * plugin's error helpers (memory.c has its memory helpers). */
 #include "vk_impl.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 //===--- errors and memory ---===//
@@ -48,29 +49,6 @@ rt_status_t rt_vk_status(const rt_host_t *host, VkResult r, const char *func, co
     if (r == VK_SUCCESS) return RT_OK;
     return host->set_error(vk_result_status(r), "%s: %s: %s (%d)", func, what,
                            rt_vk_result_name(r), (int)r);
-}
-
-void *rt_vk_alloc(const rt_host_t *host, size_t size) {
-    void *p = host->allocator.realloc(host->allocator.user_data, NULL, 0, size);
-    if (p) memset(p, 0, size);
-    return p;
-}
-
-void rt_vk_free(const rt_host_t *host, void *p, size_t size) {
-    if (p) host->allocator.realloc(host->allocator.user_data, p, size, 0);
-}
-
-bool rt_vk_grow(const rt_host_t *host, void **items, uint32_t *cap, uint32_t need, size_t elem) {
-    if (need <= *cap) return true;
-    uint32_t n = *cap ? *cap : 8;
-    while (n < need) n *= 2;
-    void *p = host->allocator.realloc(host->allocator.user_data, *items, (size_t)*cap * elem,
-                                      (size_t)n * elem);
-    if (!p) return false;
-    memset((char *)p + (size_t)*cap * elem, 0, (size_t)(n - *cap) * elem);
-    *items = p;
-    *cap = n;
-    return true;
 }
 
 //===--- start-up failures ---===//
@@ -193,6 +171,11 @@ static void vk_props_fill(rt_vk_device_t *dev, bool has_pci) {
     dev->bind_align = pp->limits.minStorageBufferOffsetAlignment < 4
                           ? 4 : pp->limits.minStorageBufferOffsetAlignment;
     dev->max_binding = pp->limits.maxStorageBufferRange - (dev->bind_align - 1);
+    /* A smaller limit, for tests: weights split into chunks of rows
+     * (ops_chunk.c) without allocating hundreds of megabytes. */
+    const char *env = getenv("RT_VULKAN_MAX_BINDING");
+    const unsigned long long lim = env ? strtoull(env, NULL, 10) : 0;
+    if (lim >= 4096 && lim < dev->max_binding) dev->max_binding = (size_t)lim;
 }
 
 /* Total and free bytes of the device-local heaps, now. */
@@ -279,15 +262,15 @@ static rt_status_t vk_logical_device_create(rt_vk_device_t *dev) {
 }
 
 static rt_status_t vk_device_locks_init(rt_vk_device_t *dev) {
-    if (!rt_vk_mutex_init(&dev->submit_lock)) goto fail0;
-    if (!rt_vk_mutex_init(&dev->xfer_lock)) goto fail1;
-    if (!rt_vk_mutex_init(&dev->pipe_lock)) goto fail2;
+    if (!rt_plugin_mutex_init(&dev->submit_lock)) goto fail0;
+    if (!rt_plugin_mutex_init(&dev->xfer_lock)) goto fail1;
+    if (!rt_plugin_mutex_init(&dev->pipe_lock)) goto fail2;
     dev->locks_ready = true;
     return RT_OK;
 fail2:
-    rt_vk_mutex_deinit(&dev->xfer_lock);
+    rt_plugin_mutex_deinit(&dev->xfer_lock);
 fail1:
-    rt_vk_mutex_deinit(&dev->submit_lock);
+    rt_plugin_mutex_deinit(&dev->submit_lock);
 fail0:
     return vk_note(dev->plugin, RT_ERR_OUT_OF_MEMORY, "no mutex");
 }
@@ -303,9 +286,9 @@ static void vk_device_destroy(rt_vk_device_t *dev) {
     /* vkDestroyDevice is loaded first, so it is there whenever a device is. */
     if (dev->device && dev->fn.vkDestroyDevice) dev->fn.vkDestroyDevice(dev->device, NULL);
     if (dev->locks_ready) {
-        rt_vk_mutex_deinit(&dev->pipe_lock);
-        rt_vk_mutex_deinit(&dev->xfer_lock);
-        rt_vk_mutex_deinit(&dev->submit_lock);
+        rt_plugin_mutex_deinit(&dev->pipe_lock);
+        rt_plugin_mutex_deinit(&dev->xfer_lock);
+        rt_plugin_mutex_deinit(&dev->submit_lock);
     }
     rt_vk_free(dev->host, dev, sizeof *dev);
 }

@@ -54,20 +54,19 @@ static const rt_plugin_vtable_t vk_plugin_vtable = {
 
 /* Not unload-safe: Vulkan drivers start threads (llvmpipe does) and
  * register atexit handlers that must not outlive their code. */
-static const rt_plugin_t vk_plugin = {
-    .struct_size = sizeof(rt_plugin_t),
-    .abi_version = RT_ABI_VERSION,
-    .name = "vulkan",
-    .description = "Vulkan compute (any Vulkan 1.1 device with 16-bit storage)",
-    .version = "0.1.0",
-    .flags = 0,
-    .next = NULL,
-    .vtable = &vk_plugin_vtable,
-};
+#define VK_PLUGIN(minor)                                                              \
+    {                                                                                 \
+        .struct_size = sizeof(rt_plugin_t),                                           \
+        .abi_version = RT_ABI_MAKE_VERSION(RT_ABI_VERSION_MAJOR, minor), .name = "vulkan", \
+        .description = "Vulkan compute (any Vulkan 1.1 device with 16-bit storage)", \
+        .version = RT_VERSION_STRING, .vtable = &vk_plugin_vtable,                    \
+    }
+/* One table per minor version the plugin speaks (rt_plugin.h). */
+static const rt_plugin_t vk_plugin_versions[] = {VK_PLUGIN(0), VK_PLUGIN(1), VK_PLUGIN(2)};
+RT_STATIC_ASSERT(sizeof vk_plugin_versions / sizeof vk_plugin_versions[0] ==
+                     RT_ABI_VERSION_MINOR + 1, "one table per minor version");
 
 RT_PLUGIN_EXPORT const rt_plugin_t *rt_plugin_query(uint32_t max_abi, const rt_host_t *host) {
     (void)host;
-    if (RT_ABI_VERSION_GET_MAJOR(max_abi) != RT_ABI_VERSION_MAJOR) return NULL;
-    if (max_abi < RT_ABI_VERSION) return NULL; /* our structs are the 1.0 ones */
-    return &vk_plugin;
+    return rt_plugin_answer(vk_plugin_versions, RT_ABI_VERSION_MINOR + 1, max_abi);
 }

@@ -46,9 +46,9 @@ static rt_status_t vk_fns_load(bool after_instance) {
 
 static rt_status_t vk_loader_open(void) {
     char err[200] = "";
-    vk_instance.dl = rt_vk_dl_open("libvulkan.so.1", err, sizeof err);
+    vk_instance.dl = rt_plugin_dl_open("libvulkan.so.1", err, sizeof err);
     if (!vk_instance.dl) return vk_fail(RT_ERR_NOT_FOUND, "no Vulkan loader: %s", err);
-    vk_instance.fn.vkGetInstanceProcAddr = (PFN_vkGetInstanceProcAddr)(void (*)(void))rt_vk_dl_sym(
+    vk_instance.fn.vkGetInstanceProcAddr = (PFN_vkGetInstanceProcAddr)(void (*)(void))rt_plugin_dl_sym(
         vk_instance.dl, "vkGetInstanceProcAddr");
     if (!vk_instance.fn.vkGetInstanceProcAddr)
         return vk_fail(RT_ERR_NOT_FOUND, "libvulkan.so.1 has no vkGetInstanceProcAddr");
@@ -86,6 +86,6 @@ static void vk_instance_init(void) {
 }
 
 const rt_vk_instance_t *rt_vk_instance_get(void) {
-    rt_vk_call_once(vk_instance_init);
+    rt_plugin_call_once(vk_instance_init);
     return &vk_instance;
 }

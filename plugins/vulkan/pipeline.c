@@ -130,11 +130,11 @@ rt_status_t rt_vk_pipeline_get(rt_vk_device_t *dev, const char *name,
     const uint32_t shader = vk_shader_find(name);
     if (shader == UINT32_MAX)
         return dev->host->set_error(RT_ERR_INTERNAL, "%s: no shader named %s", __func__, name);
-    rt_vk_mutex_lock(&dev->pipe_lock);
+    rt_plugin_mutex_lock(&dev->pipe_lock);
     rt_status_t st = dev->pipeline_cache ? RT_OK : vk_layouts_create(dev);
     if (st == RT_OK) *out_pipeline = vk_pipeline_find(dev, shader, spec);
     if (st == RT_OK && !*out_pipeline) st = vk_pipeline_add(dev, shader, spec, out_pipeline);
-    rt_vk_mutex_unlock(&dev->pipe_lock);
+    rt_plugin_mutex_unlock(&dev->pipe_lock);
     return st;
 }
 

@@ -152,9 +152,9 @@ rt_status_t rt_vk_event_record(void *event, void *queue) {
     rt_status_t st = rt_vk_event_synchronize(e);
     if (st == RT_OK) st = RT_VK_TRY(dev->host, dev->fn.vkResetFences(dev->device, 1, &e->fence));
     if (st != RT_OK) return st;
-    rt_vk_mutex_lock(&dev->submit_lock);
+    rt_plugin_mutex_lock(&dev->submit_lock);
     const VkResult r = dev->fn.vkQueueSubmit(dev->queue, 0, NULL, e->fence);
-    rt_vk_mutex_unlock(&dev->submit_lock);
+    rt_plugin_mutex_unlock(&dev->submit_lock);
     e->recorded = r == VK_SUCCESS;
     return RT_VK_TRY(dev->host, r);
 }

@@ -20,7 +20,10 @@
  * 1 rt_plugin_t, 2 rt_plugin_vtable_t, 3 rt_device_vtable_t,
  * 4 rt_buffer_type_desc_t, 5 an extension record smaller than its header,
  * 6 an extension chain that loops, 7 an async record whose struct_size
- * ends inside a function pointer (found by fuzz-plugin). */
+ * ends inside a function pointer (found by fuzz-plugin); and 8, not a
+ * refusal: query answers its own newer version whatever max_abi is, as a
+ * plugin that ignores rt_plugin.h's rule would, which the runtime still
+ * loads. Otherwise query answers min(max_abi, its own) (rt_plugin.h). */
 #include "../../abi/rt_plugin.h"
 
 #include <stdlib.h>
@@ -257,16 +260,23 @@ static const future_record_t plugin_record_a = {
     {FUTURE_PATTERN, 0, 0, 0, 0},
 };
 
-static const future_plugin_t plugin = {
-    {FUTURE_SHRINK == 1 ? offsetof(rt_plugin_t, vtable) : sizeof plugin, FUTURE_ABI,
-     FUTURE_NAME_STR, "a plugin one minor ABI version newer than the runtime", "9.9",
-     RT_PLUGIN_FLAG_UNLOAD_SAFE, &plugin_record_a.header, &plugin_vtable.base},
-    {FUTURE_PATTERN, FUTURE_PATTERN, FUTURE_PATTERN, FUTURE_PATTERN},
-};
+#define FUTURE_PLUGIN(abi)                                                                \
+    {                                                                                     \
+        {FUTURE_SHRINK == 1 ? offsetof(rt_plugin_t, vtable) : sizeof(future_plugin_t), (abi), \
+         FUTURE_NAME_STR, "a plugin one minor ABI version newer than the runtime", "9.9",  \
+         RT_PLUGIN_FLAG_UNLOAD_SAFE, &plugin_record_a.header, &plugin_vtable.base},       \
+        {FUTURE_PATTERN, FUTURE_PATTERN, FUTURE_PATTERN, FUTURE_PATTERN},                 \
+    }
+/* Its own version, and the version of the runtime it was built with: the
+ * two answers it can give (a plugin keeps one table per version). */
+static const future_plugin_t plugin = FUTURE_PLUGIN(FUTURE_ABI);
+static const future_plugin_t plugin_now = FUTURE_PLUGIN(RT_ABI_VERSION);
 
+/* Declines a version it has no table for (older runtimes). */
 RT_PLUGIN_EXPORT const rt_plugin_t *rt_plugin_query(uint32_t max_abi, const rt_host_t *host) {
     (void)host;
-    /* Declares its own newer minor regardless of max_abi: the runtime's
-     * check is what is tested. */
-    return RT_ABI_VERSION_GET_MAJOR(max_abi) == RT_ABI_VERSION_MAJOR ? &plugin.base : NULL;
+    const uint32_t v = rt_plugin_negotiate(max_abi, FUTURE_ABI);
+    if (v == 0) return NULL;
+    if (FUTURE_SHRINK == 8 || v == FUTURE_ABI) return &plugin.base;
+    return v == RT_ABI_VERSION ? &plugin_now.base : NULL;
 }

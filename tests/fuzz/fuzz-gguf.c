@@ -85,7 +85,7 @@ static void touch_array(const rt_gguf_t *g, const char *key, rt_gguf_type_t et, 
         touch(s, strlen(s) + 1);
     }
     const char *s;
-    CHECK(rt_gguf_get_array_str(g, key, n, &s) == RT_ERR_INVALID_ARGUMENT && s == NULL);
+    CHECK(rt_gguf_get_array_str(g, key, n, &s) == RT_ERR_MISUSE && s == NULL);
 }
 
 static void touch_kv(const rt_gguf_t *g, int64_t i) {

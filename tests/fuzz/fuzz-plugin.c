@@ -18,6 +18,7 @@
  * `ninja fuzz` with the runtime sources it needs; run it with
  * `ninja fuzz-run`, or build/fuzz/fuzz-plugin DIR... (libFuzzer flags).
  * The seed corpus is tests/fuzz/corpus/plugin. */
+#include "../../runtime/device_impl.h"
 #include "../../runtime/registry_impl.h"
 
 #include <stdio.h>

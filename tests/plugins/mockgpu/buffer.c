@@ -18,30 +18,29 @@ size_t mockgpu_buffer_state_size(void) { return sizeof(mockgpu_buffer_t); }
 rt_status_t mockgpu_buffer_alloc(void *ctx, size_t size, void *state) {
     mockgpu_device_t *d = ctx;
     mockgpu_buffer_t *b = state;
+    const rt_host_t *host = d->owner->host;
     const uint64_t used = atomic_fetch_add(&d->allocated, size);
     if (used + size > d->memory) {
         atomic_fetch_sub(&d->allocated, size);
-        return mockgpu_host->set_error(RT_ERR_OUT_OF_MEMORY,
-                                       "mockgpu%u: out of memory allocating %zu bytes "
-                                       "(%llu of %llu in use)",
-                                       d->index, size, (unsigned long long)used,
-                                       (unsigned long long)d->memory);
+        return host->set_error(RT_ERR_OUT_OF_MEMORY,
+                               "mockgpu%u: out of memory allocating %zu bytes (%llu of %llu in use)",
+                               d->index, size, (unsigned long long)used, (unsigned long long)d->memory);
     }
     b->device = d;
     b->size = size;
-    b->mem = size ? mockgpu_host->allocator.realloc(mockgpu_host->allocator.user_data, NULL, 0, size)
-                  : NULL;
+    b->mem = size ? host->allocator.realloc(host->allocator.user_data, NULL, 0, size) : NULL;
     if (size && b->mem == NULL) {
         atomic_fetch_sub(&d->allocated, size);
-        return mockgpu_host->set_error(RT_ERR_OUT_OF_MEMORY, "mockgpu%u: host memory for %zu bytes",
-                                       d->index, size);
+        return host->set_error(RT_ERR_OUT_OF_MEMORY, "mockgpu%u: host memory for %zu bytes",
+                               d->index, size);
     }
     return RT_OK;
 }
 
 static void buffer_destroy(void *state) {
     mockgpu_buffer_t *b = state;
-    if (b->mem) mockgpu_host->allocator.realloc(mockgpu_host->allocator.user_data, b->mem, b->size, 0);
+    const rt_host_t *host = b->device->owner->host;
+    if (b->mem) host->allocator.realloc(host->allocator.user_data, b->mem, b->size, 0);
     atomic_fetch_sub(&b->device->allocated, b->size);
 }
 
@@ -75,11 +74,11 @@ static rt_status_t memset_tensor(void *state, rt_tensor_t *t, uint8_t value, siz
     return RT_OK;
 }
 
-static bool is_mock_buffer(const struct rt_buffer *buffer) {
-    if (buffer == NULL || !RT_STRUCT_HAS(mockgpu_host, rt_host_t, buffer_type)) return false;
-    const rt_buffer_type_desc_t *desc = mockgpu_host->buffer_type(buffer);
-    for (uint32_t i = 0; i < mockgpu.n_devices; i++)
-        if (desc == &mockgpu.devices[i].buft) return true;
+static bool is_mock_buffer(const mockgpu_t *m, const struct rt_buffer *buffer) {
+    if (buffer == NULL || !RT_STRUCT_HAS(m->host, rt_host_t, buffer_type)) return false;
+    const rt_buffer_type_desc_t *desc = m->host->buffer_type(buffer);
+    for (uint32_t i = 0; i < m->n_devices; i++)
+        if (desc == &m->devices[i].buft) return true;
     return false;
 }
 
@@ -87,8 +86,9 @@ static bool is_mock_buffer(const struct rt_buffer *buffer) {
  * through host memory. */
 static rt_status_t cpy_tensor(void *dst_state, const rt_tensor_t *src, rt_tensor_t *dst) {
     mockgpu_buffer_t *b = dst_state;
-    if (!is_mock_buffer(src->buffer)) return RT_ERR_UNSUPPORTED;
-    const size_t n = mockgpu_host->tensor_nbytes(src);
+    const mockgpu_t *m = b->device->owner;
+    if (!is_mock_buffer(m, src->buffer)) return RT_ERR_UNSUPPORTED;
+    const size_t n = m->host->tensor_nbytes(src);
     memcpy(dst->data, src->data, n);
     b->device->counters.bytes_d2d += n;
     return RT_OK;

@@ -38,11 +38,10 @@ static const rt_buffer_type_desc_t *buffer_type(void *device, uint32_t index) {
     mockgpu_device_t *d = device;
     if (index != 0) return NULL;
     if (d->buft.struct_size == 0) {
-        static char names[MOCKGPU_MAX_DEVICES][16];
-        snprintf(names[d->index], sizeof names[0], "MockGPU%u", d->index);
+        snprintf(d->buft_name, sizeof d->buft_name, "MockGPU%u", d->index);
         d->buft = (rt_buffer_type_desc_t){
             .struct_size = sizeof d->buft,
-            .name = names[d->index],
+            .name = d->buft_name,
             .alignment = 256,
             .buffer_state_size = mockgpu_buffer_state_size(),
             .ctx = d,
@@ -54,9 +53,9 @@ static const rt_buffer_type_desc_t *buffer_type(void *device, uint32_t index) {
 }
 
 static bool supports_op(void *device, const rt_tensor_t *node) {
-    (void)device;
-    if (node->op < 0 || node->op >= RT_OP_COUNT || !mockgpu.op_allowed[node->op]) return false;
-    return mockgpu.cpu_vt->supports_op(mockgpu.cpu_device, node);
+    const mockgpu_t *m = ((mockgpu_device_t *)device)->owner;
+    if (node->op < 0 || node->op >= RT_OP_COUNT || !m->op_allowed[node->op]) return false;
+    return m->cpu_vt->supports_op(m->cpu_device, node);
 }
 
 static bool supports_buft(void *device, const rt_buffer_type_desc_t *buft) {
@@ -65,13 +64,13 @@ static bool supports_buft(void *device, const rt_buffer_type_desc_t *buft) {
 
 static rt_status_t queue_create(void *device, const rt_queue_options_t *options, void **out_queue) {
     *out_queue = NULL;
-    mockgpu_queue_t *q = mockgpu_host->allocator.realloc(mockgpu_host->allocator.user_data, NULL,
-                                                         0, sizeof *q);
-    if (q == NULL) return mockgpu_host->set_error(RT_ERR_OUT_OF_MEMORY, "mockgpu: queue");
+    const mockgpu_t *m = ((mockgpu_device_t *)device)->owner;
+    mockgpu_queue_t *q = m->host->allocator.realloc(m->host->allocator.user_data, NULL, 0, sizeof *q);
+    if (q == NULL) return m->host->set_error(RT_ERR_OUT_OF_MEMORY, "mockgpu: queue");
     q->device = device;
-    rt_status_t st = mockgpu.cpu_vt->queue_create(mockgpu.cpu_device, options, &q->cpu_queue);
+    rt_status_t st = m->cpu_vt->queue_create(m->cpu_device, options, &q->cpu_queue);
     if (st != RT_OK) {
-        mockgpu_host->allocator.realloc(mockgpu_host->allocator.user_data, q, sizeof *q, 0);
+        m->host->allocator.realloc(m->host->allocator.user_data, q, sizeof *q, 0);
         return st;
     }
     *out_queue = q;
@@ -81,43 +80,45 @@ static rt_status_t queue_create(void *device, const rt_queue_options_t *options,
 static void queue_destroy(void *queue) {
     mockgpu_queue_t *q = queue;
     if (q == NULL) return;
-    mockgpu.cpu_vt->queue_destroy(q->cpu_queue);
-    mockgpu_host->allocator.realloc(mockgpu_host->allocator.user_data, q, sizeof *q, 0);
+    const mockgpu_t *m = q->device->owner;
+    m->cpu_vt->queue_destroy(q->cpu_queue);
+    m->host->allocator.realloc(m->host->allocator.user_data, q, sizeof *q, 0);
 }
 
 static rt_status_t graph_compute(void *queue, rt_tensor_t *const *nodes, int32_t n_nodes) {
     mockgpu_queue_t *q = queue;
     q->device->counters.n_graphs++;
     q->device->counters.n_nodes += (uint64_t)n_nodes;
-    return mockgpu.cpu_vt->graph_compute(q->cpu_queue, nodes, n_nodes);
+    return q->device->owner->cpu_vt->graph_compute(q->cpu_queue, nodes, n_nodes);
 }
 
 static rt_status_t synchronize(void *queue) {
     mockgpu_queue_t *q = queue;
-    return mockgpu.cpu_vt->synchronize(q->cpu_queue);
+    return q->device->owner->cpu_vt->synchronize(q->cpu_queue);
 }
 
 //===--- async transfers and events: synchronous stand-ins ---===//
 
+static const rt_host_t *queue_host(void *queue) {
+    return ((mockgpu_queue_t *)queue)->device->owner->host;
+}
+
 static rt_status_t set_tensor_async(void *queue, rt_tensor_t *t, const void *data, size_t offset,
                                     size_t size) {
-    (void)queue;
-    return mockgpu_buffer_vtable.set_tensor(mockgpu_host->buffer_state(t->buffer), t, data, offset,
-                                            size);
+    return mockgpu_buffer_vtable.set_tensor(queue_host(queue)->buffer_state(t->buffer), t, data,
+                                            offset, size);
 }
 
 static rt_status_t get_tensor_async(void *queue, const rt_tensor_t *t, void *data, size_t offset,
                                     size_t size) {
-    (void)queue;
-    return mockgpu_buffer_vtable.get_tensor(mockgpu_host->buffer_state(t->buffer), t, data, offset,
-                                            size);
+    return mockgpu_buffer_vtable.get_tensor(queue_host(queue)->buffer_state(t->buffer), t, data,
+                                            offset, size);
 }
 
 static rt_status_t cpy_tensor_async(void *queue_src, void *queue_dst, const rt_tensor_t *src,
                                     rt_tensor_t *dst) {
     (void)queue_src;
-    (void)queue_dst;
-    return mockgpu_buffer_vtable.cpy_tensor(mockgpu_host->buffer_state(dst->buffer), src, dst);
+    return mockgpu_buffer_vtable.cpy_tensor(queue_host(queue_dst)->buffer_state(dst->buffer), src, dst);
 }
 
 static int event_token;
@@ -154,13 +155,15 @@ const rt_device_vtable_t mockgpu_device_vtable = {
 };
 
 bool mockgpu_get_counters(uint32_t device, mockgpu_counters_t *out) {
-    if (device >= mockgpu.n_devices) return false;
-    *out = mockgpu.devices[device].counters;
-    out->allocated = mockgpu.devices[device].allocated;
+    mockgpu_t *m = mockgpu_latest;
+    if (m == NULL || device >= m->n_devices) return false;
+    *out = m->devices[device].counters;
+    out->allocated = m->devices[device].allocated;
     return true;
 }
 
 void mockgpu_reset_counters(void) {
-    for (uint32_t i = 0; i < mockgpu.n_devices; i++)
-        memset(&mockgpu.devices[i].counters, 0, sizeof mockgpu.devices[i].counters);
+    mockgpu_t *m = mockgpu_latest;
+    for (uint32_t i = 0; m != NULL && i < m->n_devices; i++)
+        memset(&m->devices[i].counters, 0, sizeof m->devices[i].counters);
 }

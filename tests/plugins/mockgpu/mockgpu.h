@@ -20,7 +20,15 @@
  *
  * Counters are published as a vendor extension record on rt_plugin_t.next
  * (type MOCKGPU_EXT_COUNTERS), which the core skips as unknown; tests reach
- * it by calling rt_plugin_query on the same loaded object. */
+ * it by calling rt_plugin_query on the same loaded object.
+ *
+ * Like a real plugin, it keeps no state outside the objects it creates:
+ * each plugin_create (one per registry) makes its own instance with its
+ * host table, devices and CPU plugin handle, so registries on several
+ * threads share nothing. The one exception is the counters extension, a
+ * test hook without an instance argument: it reads the instance created
+ * last and still alive. RT_MOCKGPU_CPU_PLUGIN naming mockgpu itself is
+ * refused rather than followed into an endless recursion. */
 #ifndef MOCKGPU_H
 #define MOCKGPU_H
 
@@ -48,16 +56,21 @@ typedef struct mockgpu_ext_counters {
 #ifdef MOCKGPU_INTERNAL
 #include <stdatomic.h>
 
+struct mockgpu;
+
 typedef struct mockgpu_device {
+    struct mockgpu *owner;      /* the instance holding this device */
     uint32_t index;
     uint64_t memory;            /* bytes */
     _Atomic uint64_t allocated; /* bytes */
     char pci[32];
+    char buft_name[16];         /* "MockGPU<index>" */
     rt_buffer_type_desc_t buft;
     mockgpu_counters_t counters;
 } mockgpu_device_t;
 
 typedef struct mockgpu {
+    const rt_host_t *host;      /* given to plugin_create */
     uint32_t n_devices;
     mockgpu_device_t devices[MOCKGPU_MAX_DEVICES];
     bool op_allowed[RT_OP_COUNT];
@@ -69,8 +82,8 @@ typedef struct mockgpu {
     const rt_device_vtable_t *cpu_vt;
 } mockgpu_t;
 
-extern const rt_host_t *mockgpu_host;
-extern mockgpu_t mockgpu;
+/* The instance created last and still alive, for the counters hook only. */
+extern mockgpu_t *_Atomic mockgpu_latest;
 extern const rt_device_vtable_t mockgpu_device_vtable;
 extern const rt_buffer_vtable_t mockgpu_buffer_vtable;
 

@@ -5,35 +5,18 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "testutil.h"
+#include "types.h"
 
-
-
-bool lay_is_quant(rt_type_t t) { return t == RT_TYPE_Q8_0 || t == RT_TYPE_Q4_0; }
-int64_t lay_blck(rt_type_t t) { return lay_is_quant(t) ? 32 : 1; }
-
-/* Block sizes as rt_tensor.h states them. */
-size_t lay_type_bytes(rt_type_t t) {
-    switch (t) {
-    case RT_TYPE_F16:
-    case RT_TYPE_BF16: return 2;
-    case RT_TYPE_Q8_0: return 34;
-    case RT_TYPE_Q4_0: return 18;
-    default: return 4;
-    }
+static const cf_type_t *type_of(rt_type_t t) {
+    static const cf_type_t unknown = {RT_TYPE_COUNT, "?", 1, 4, 0, NULL, NULL};
+    const cf_type_t *ty = cf_type(t);
+    return ty != NULL ? ty : &unknown;
 }
 
-const char *lay_type_str(rt_type_t t) {
-    switch (t) {
-    case RT_TYPE_F32: return "f32";
-    case RT_TYPE_F16: return "f16";
-    case RT_TYPE_BF16: return "bf16";
-    case RT_TYPE_Q8_0: return "q8_0";
-    case RT_TYPE_Q4_0: return "q4_0";
-    case RT_TYPE_I32: return "i32";
-    default: return "?";
-    }
-}
+bool lay_is_quant(rt_type_t t) { return type_of(t)->blck > 1; }
+int64_t lay_blck(rt_type_t t) { return type_of(t)->blck; }
+size_t lay_type_bytes(rt_type_t t) { return type_of(t)->bytes; }
+const char *lay_type_str(rt_type_t t) { return type_of(t)->name; }
 
 void lay_norm_ne(const int64_t in[4], int64_t out[4]) {
     for (int i = 0; i < 4; i++) out[i] = in[i] > 0 ? in[i] : 1;
@@ -64,7 +47,7 @@ size_t lay_span(const layout_t *l) {
     return end;
 }
 
-/* The permute of the seed: dimension i goes to position axes[i]. */
+/* rt_permute's rule: dimension i goes to position axes[i]. */
 layout_t lay_permute(const layout_t *l, const int axes[4]) {
     layout_t r = *l;
     for (int i = 0; i < 4; i++) {
@@ -87,33 +70,17 @@ size_t lay_addr(const layout_t *l, const int64_t idx[4]) {
 }
 
 double lay_decode(rt_type_t type, const uint8_t *p, int64_t in_block) {
-    float f;
-    uint16_t h;
-    int32_t i;
-    switch (type) {
-    case RT_TYPE_F32: memcpy(&f, p, sizeof f); return f;
-    case RT_TYPE_F16: memcpy(&h, p, sizeof h); return rt_fp16_to_fp32(h);
-    case RT_TYPE_BF16: memcpy(&h, p, sizeof h); return rt_bf16_to_fp32(h);
-    case RT_TYPE_I32: memcpy(&i, p, sizeof i); return i;
-    default: {
-        float blk[32];
-        rt_dequantize(type, p, blk, 32); /* the library's own reading of the same bytes */
-        return blk[in_block];
-    }
-    }
+    float blk[CF_MAX_BLCK];
+    type_of(type)->decode(p, blk);
+    return blk[in_block];
 }
 
-/* Writes one element of a plain type with the contract's conversions (RNE). */
-void lay_encode(rt_type_t type, uint8_t *p, float v) {
-    uint16_t h;
-    int32_t i;
-    switch (type) {
-    case RT_TYPE_F32: memcpy(p, &v, sizeof v); break;
-    case RT_TYPE_F16: h = rt_fp32_to_fp16(v); memcpy(p, &h, sizeof h); break;
-    case RT_TYPE_BF16: h = rt_fp32_to_bf16(v); memcpy(p, &h, sizeof h); break;
-    case RT_TYPE_I32: i = (int32_t)v; memcpy(p, &i, sizeof i); break;
-    default: fail_msg("encode: %s is not a plain type", lay_type_str(type));
-    }
+/* Writes one element of a plain type with the contract's conversions (RNE);
+ * false for a block type, whose elements are not separately stored. */
+bool lay_encode(rt_type_t type, uint8_t *p, float v) {
+    if (lay_is_quant(type)) return false;
+    type_of(type)->encode(&v, p);
+    return true;
 }
 
 double lay_get(const layout_t *l, const uint8_t *base, const int64_t idx[4]) {
@@ -130,11 +97,12 @@ void lay_read(const layout_t *l, const uint8_t *base, double *out) {
 }
 
 /* Writes n floats, in logical order, into a layout (plain types, or a
- * contiguous quantised one through rt_quantize). */
+ * contiguous quantised one, block by block through its codec). */
 void lay_write(const layout_t *l, uint8_t *base, const float *v) {
     const int64_t n = lay_nelem(l);
-    if (lay_is_quant(l->type)) {
-        rt_quantize(l->type, v, base + l->offs, n);
+    const cf_type_t *ty = type_of(l->type);
+    if (ty->blck > 1) {
+        for (int64_t k = 0; k < n; k += ty->blck) ty->encode(v + k, base + l->offs + (size_t)(k / ty->blck) * ty->bytes);
         return;
     }
     int64_t idx[4];

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/* os_linux.c: what the CPU plugin asks of Linux (cpu.h, "the operating
+ * system"): the processors of the process's affinity mask, which taskset
+ * and cpusets narrow; pinning a worker to one processor; the memory
+ * available now. os_darwin.c answers the same on macOS. */
+#include "cpu.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
+
+int32_t rt_cpu_os_count(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        const int n = CPU_COUNT(&set);
+        if (n > 0) return n;
+    }
+    const long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int32_t)n : 1;
+}
+
+int rt_cpu_os_pin(pthread_t thread, int32_t cpu) {
+    if (cpu < 0 || cpu >= CPU_SETSIZE) return EINVAL;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return pthread_setaffinity_np(thread, sizeof set, &set);
+}
+
+uint64_t rt_cpu_os_avail_bytes(void) {
+    const long page = sysconf(_SC_PAGESIZE), n = sysconf(_SC_AVPHYS_PAGES);
+    return page > 0 && n > 0 ? (uint64_t)n * (uint64_t)page : 0;
+}

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/* test-rt-run.c: what tools/rt-run reports, checked from the outside as a
+ * user sees it (its exit status and its lines on stderr), on the bundled
+ * model and on malformed variants of it (model_corpus.h).
+ *
+ *   rtrun-1  the context fills: the generation count is the tokens printed
+ *   rtrun-2  more than 16 --devices: said so, not "no device named cpu0"
+ *   rtrun-3  NaN weights: exit 1 naming the step; --check-numerics names the node
+ *   rtrun-4  --temp nan / --top-p nan: exit 1 quoting the values
+ *   rtrun-5  the corpus's valid models that broke rt-run print what they must
+ *            (a 300-byte token piece was dropped) */
+#include "testutil.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "model_corpus.h"
+
+#define MODEL "stories260K.gguf"
+
+static char src[PATH_MAX];
+
+/* rt-run's output (stderr folded in) and exit code; the text is freed by
+ * the caller. */
+static char *rt_run(int *out_code, const char *fmt, ...) RT_PRINTF(2, 3);
+static char *rt_run(int *out_code, const char *fmt, ...) {
+    char args[2 * PATH_MAX], cmd[4 * PATH_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "RT_PLUGINS=cpu %s/bin/rt-run %s 2>&1", tu_build_dir_abs(), args);
+    int status = -1;
+    char *out = tu_run_capture(cmd, &status);
+    *out_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return out;
+}
+
+static void need_model(void) {
+    struct stat st;
+    if (stat(tu_model_path(MODEL, src, sizeof src), &st) != 0) {
+        print_message("skipped: no %s\n", src);
+        skip();
+    }
+}
+
+static void test_context_fills(void **state) {
+    (void)state;
+    need_model();
+    int code, n_prompt = -1, n_gen = -1;
+    char *out = rt_run(&code, "-m '%s' -n 64 --ctx 8 --temp 0", src);
+    const char *p = strstr(out, "prompt: "), *g = strstr(out, "generation: ");
+    if (p) sscanf(p, "prompt: %d", &n_prompt);
+    if (g) sscanf(g, "generation: %d", &n_gen);
+    /* The last token printed fills the context: prompt + generated - 1 = 8. */
+    if (code != 0 || n_prompt < 1 || n_gen != 8 - n_prompt + 1)
+        fail_msg("rtrun-1: exit %d, prompt %d, generation %d: %s", code, n_prompt, n_gen, out);
+    free(out);
+}
+
+static void test_many_devices(void **state) {
+    (void)state;
+    char list[17 * 5 + 1] = "";
+    for (int i = 0; i < 17; i++) strcat(list, i ? ",cpu0" : "cpu0");
+    int code;
+    char *out = rt_run(&code, "--devices %s -n 1", list);
+    if (code != 1 || strstr(out, "more than 16 devices") == NULL)
+        fail_msg("rtrun-2: exit %d: %s", code, out);
+    free(out);
+}
+
+static void test_nan_weights(void **state) {
+    (void)state;
+    need_model();
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/rt-rtrun-%d.gguf", (int)getpid());
+    const mc_variant_t *v = NULL;
+    for (int i = 0; i < mc_n_variants; i++)
+        if (mc_variants[i].kind == MC_NAN) v = &mc_variants[i];
+    assert_non_null(v);
+    assert_int_equal(mc_write(src, path, v, false), RT_OK);
+    int code;
+    char *out = rt_run(&code, "-m %s -n 4", path);
+    const bool plain_ok = code == 1 && strstr(out, "step 1") && strstr(out, "--check-numerics");
+    char *out2 = rt_run(&code, "-m %s -n 4 --check-numerics", path);
+    const bool checked_ok = code == 1 && strstr(out2, "the first node not finite is ") &&
+                            strstr(out2, "is none") == NULL;
+    unlink(path);
+    if (!plain_ok) fail_msg("rtrun-3: %s", out);
+    if (!checked_ok) fail_msg("rtrun-3: --check-numerics: %s", out2);
+    free(out);
+    free(out2);
+}
+
+static void test_nan_sampling(void **state) {
+    (void)state;
+    need_model();
+    const char *opts[] = {"--temp nan", "--top-p nan"};
+    for (int i = 0; i < 2; i++) {
+        int code;
+        char *out = rt_run(&code, "-m '%s' -n 2 %s", src, opts[i]);
+        if (code != 1 || strstr(out, "rtm_sampler_create: top_k") == NULL || strstr(out, "nan") == NULL)
+            fail_msg("rtrun-4: %s: exit %d: %s", opts[i], code, out);
+        free(out);
+    }
+}
+
+static void test_corpus_runs(void **state) {
+    (void)state;
+    need_model();
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/rt-rtrun-%d.gguf", (int)getpid());
+    for (int i = 0; i < mc_n_variants; i++) {
+        const mc_variant_t *v = &mc_variants[i];
+        if (v->stage != MC_RUNS) continue;
+        assert_int_equal(mc_write(src, path, v, false), RT_OK);
+        int code;
+        char *out = rt_run(&code, "-m %s -n 1 --temp 0", path);
+        unlink(path);
+        if (code != 0 || strstr(out, v->expect) == NULL) fail_msg("rtrun-5 %s: exit %d: %s", v->name, code, out);
+        free(out);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_context_fills),
+        cmocka_unit_test(test_many_devices),
+        cmocka_unit_test(test_nan_weights),
+        cmocka_unit_test(test_nan_sampling),
+        cmocka_unit_test(test_corpus_runs),
+    };
+    return cmocka_run_group_tests_name("rt-run", tests, NULL, NULL);
+}
