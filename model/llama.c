@@ -95,7 +95,7 @@ static rt_tensor_t *attend(build_t *b, int32_t il, rt_tensor_t *q) {
     rt_tensor_t *kq = rt_mul_mat(b->ctx, k, rt_permute(b->ctx, q, 0, 2, 1, 3));
     kq = rt_soft_max_ext(b->ctx, kq, b->mask, 1.0f / sqrtf((float)hd));
     rt_tensor_t *kqv = rt_mul_mat(b->ctx, vt, kq);
-    return rt_cont_2d(b->ctx, rt_permute(b->ctx, kqv, 0, 2, 1, 3), hp->n_embd, b->n_tokens);
+    return rt_cont_2d(b->ctx, rt_permute(b->ctx, kqv, 0, 2, 1, 3), hd * hp->n_head, b->n_tokens);
 }
 
 static rt_tensor_t *attention(build_t *b, int32_t il, rt_tensor_t *x) {
@@ -125,16 +125,42 @@ static rt_tensor_t *input(rt_tensor_t *t, const char *name) {
     return rt_set_name(t, name);
 }
 
+/* The layers (or the one block) of the part; a block gives its output
+ * before the residual add. */
+static rt_tensor_t *part_body(build_t *b, const rtm_part_t *part, rt_tensor_t *x) {
+    const rtm_layer_t *L = &b->m->layers[part->layer_begin];
+    if (part->block == RTM_BLOCK_ATTN) return attention(b, part->layer_begin, norm(b, x, L->attn_norm));
+    if (part->block == RTM_BLOCK_FFN) return ffn(b, L, norm(b, x, L->ffn_norm));
+    for (int32_t il = part->layer_begin; il < part->layer_end; il++) x = layer(b, il, x);
+    return x;
+}
+
+/* Inputs only where the part reads them: an input left out of the graph
+ * would have no bytes to be written into. */
+static rt_tensor_t *part_inputs(build_t *b, const rtm_ubatch_t *ub, rtm_graph_io_t *io) {
+    *io = (rtm_graph_io_t){.graph = b->g};
+    if (rtm_part_attends(&ub->part)) {
+        io->pos = b->pos = input(rt_new_tensor_1d(b->ctx, RT_TYPE_I32, b->n_tokens), "positions");
+        io->mask = b->mask = input(rt_new_tensor_2d(b->ctx, RT_TYPE_F32, b->n_kv, b->n_tokens), "kq_mask");
+    }
+    if (!rtm_part_embeds(&ub->part))
+        return io->hidden_in = input(rt_new_tensor_2d(b->ctx, RT_TYPE_F32, b->hp->n_embd, b->n_tokens),
+                                     "hidden_in");
+    io->tokens = input(rt_new_tensor_1d(b->ctx, RT_TYPE_I32, b->n_tokens), "tokens");
+    return rt_get_rows(b->ctx, b->m->tok_embd, io->tokens);
+}
+
 void rtm_llama_build(const rtm_model_t *m, const rtm_kv_cache_t *kv, rt_context_t *ctx,
                      const rtm_ubatch_t *ub, rtm_graph_io_t *io) {
     build_t b = {m, &m->hp, kv, ctx, rt_graph_create(ctx, (size_t)rtm_llama_graph_size(&m->hp)),
                  ub->n_tokens, ub->n_kv, ub->n_past, NULL, NULL};
-    io->graph = b.g;
-    io->tokens = input(rt_new_tensor_1d(ctx, RT_TYPE_I32, b.n_tokens), "tokens");
-    io->pos = b.pos = input(rt_new_tensor_1d(ctx, RT_TYPE_I32, b.n_tokens), "positions");
-    io->mask = b.mask = input(rt_new_tensor_2d(ctx, RT_TYPE_F32, b.n_kv, b.n_tokens), "kq_mask");
-    rt_tensor_t *x = rt_get_rows(ctx, m->tok_embd, io->tokens);
-    for (int32_t il = 0; il < m->hp.n_layer; il++) x = layer(&b, il, x);
+    rt_tensor_t *x = part_body(&b, &ub->part, part_inputs(&b, ub, io));
+    if (!rtm_part_heads(&ub->part, m->hp.n_layer)) {
+        io->hidden_out = rt_set_name(x, "hidden_out");
+        rt_set_output(x);
+        rt_graph_build_forward_expand(b.g, x);
+        return;
+    }
     if (!ub->all_logits)
         x = rt_view_2d(ctx, x, m->hp.n_embd, 1, x->nb[1], (size_t)(b.n_tokens - 1) * x->nb[1]);
     io->logits = rt_mul_mat(ctx, m->output, norm(&b, x, m->output_norm));

@@ -20,6 +20,7 @@ void rtm_model_destroy(rtm_model_t *m) {
         rt_buffer_free(m->buf_w[d]);
         rt_context_destroy(m->ctx_w[d]);
     }
+    rt_context_destroy(m->ctx_shard);
     free(m->layout.layer);
     free(m->layers);
     rtm_vocab_destroy(m->vocab);
@@ -82,8 +83,10 @@ rt_status_t rtm_model_load(const char *path, const rtm_model_params_t *caller_pa
     if (st == RT_OK) st = read_model(m, path);
     if (st == RT_OK) st = rtm_devices_choose(m, params);
     if (st == RT_OK) st = rtm_devices_place(m, params);
-    if (st == RT_OK) st = rtm_llama_declare(m, !params->no_repack);
+    const bool sharded = params->n_shards > 1; /* slices are views: the file's layout */
+    if (st == RT_OK) st = rtm_llama_declare(m, !params->no_repack && !sharded);
     if (st == RT_OK) st = rtm_weights_load(m, params->no_mmap, !params->no_progress);
+    if (st == RT_OK) st = rtm_model_shard(m, params->shard, params->n_shards);
     if (st != RT_OK) {
         rtm_model_destroy(m);
         return st;

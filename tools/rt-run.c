@@ -8,13 +8,17 @@
  *
  *   rt-run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P]
  *          [--seed S] [--devices LIST] [--n-gpu-layers N | --split auto]
- *          [--threads N] [--n-batch N] [--ctx N] [--dump-logits FILE]
+ *          [--threads N] [--n-batch N] [--ctx N] [--dump-logits FILE] [--tp N]
  *
  * --dump-logits writes one text line of n_vocab logits per position whose
  * logits were computed: every prompt token, then each generated one.
+ * Under mpirun (dist/rt_dist.h) the model is split over the ranks: its
+ * layers (pipeline), or with --tp N its heads and FFN columns; rank 0
+ * prints, the rank holding the logits writes --dump-logits.
  * Every error is one line on stderr and exit status 1 (2 for usage). */
 #include "../abi/rt.h"
 #include "../model/rt_model.h"
+#include "../dist/rt_dist.h"
 #include "bundled_model.h"
 
 #include <errno.h>
@@ -24,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define DEFAULT_PROMPT "Once upon a time"
 #define DEFAULT_N_PREDICT 64
@@ -39,12 +44,14 @@ typedef struct run_options {
     int32_t n_gpu_layers;
     int32_t n_threads, n_batch, n_ctx;
     const char *dump_logits; /* file, or NULL */
+    int32_t tp;              /* tensor-parallel ranks (mpirun -np N); 0: pipeline */
 } run_options_t;
 
 static void usage(FILE *f) {
     fprintf(f, "usage: rt-run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P]\n"
                "              [--seed S] [--devices LIST] [--n-gpu-layers N | --split auto]\n"
-               "              [--threads N] [--n-batch N] [--ctx N] [--dump-logits FILE]\n");
+               "              [--threads N] [--n-batch N] [--ctx N] [--dump-logits FILE]\n"
+               "              [--tp N]   (under mpirun -np N: see README)\n");
 }
 
 //===--- options ---===//
@@ -122,6 +129,7 @@ static bool value_option(const char *name, const char *v, run_options_t *o) {
     else if (strcmp(name, "--n-batch") == 0) return int_option(name, v, 1, 1 << 20, &o->n_batch);
     else if (strcmp(name, "--ctx") == 0) return int_option(name, v, 1, 1 << 24, &o->n_ctx);
     else if (strcmp(name, "--dump-logits") == 0) o->dump_logits = v;
+    else if (strcmp(name, "--tp") == 0) return int_option(name, v, 1, RTD_MAX_RANKS, &o->tp);
     else {
         fprintf(stderr, "rt-run: unknown option '%s'\n", name);
         return false;
@@ -180,6 +188,7 @@ static bool find_devices(rt_registry_t *reg, const char *list, rt_device_t **dev
 
 typedef struct run {
     const run_options_t *o;
+    rtd_t *dist;              /* NULL: this process runs alone */
     rt_registry_t *reg;
     rtm_model_t *model;
     rtm_context_t *ctx;
@@ -213,20 +222,61 @@ static int fail(const char *fmt, ...) {
     return 1;
 }
 
+//===--- over several processes (dist/) ---===//
+
+/* Every rank must run with the same settings: they go into the plan hash. */
+static int dist_setup(run_t *r, const char *file, rtm_context_params_t *cp) {
+    const run_options_t *o = r->o;
+    struct { int32_t n_predict, n_ctx, n_batch, top_k, tp, logits; float temp, top_p; uint64_t seed; }
+        settings;
+    memset(&settings, 0, sizeof settings); /* padding too: the bytes are hashed */
+    settings.n_predict = o->n_predict;
+    settings.n_ctx = o->n_ctx;
+    settings.n_batch = o->n_batch;
+    settings.top_k = o->sampling.top_k;
+    settings.tp = o->tp;
+    settings.logits = o->dump_logits != NULL;
+    settings.temp = o->sampling.temp;
+    settings.top_p = o->sampling.top_p;
+    settings.seed = o->sampling.seed;
+    if (rtd_setup(r->dist, file, r->model, &settings, sizeof settings, cp) == RT_OK) return 0;
+    return fail("%s", rtd_last_error());
+}
+
+static int dist_join(run_t *r, int *argc, char ***argv) {
+    const rtd_params_t p = {.struct_size = sizeof p, .tp = r->o->tp};
+    if (rtd_create(argc, argv, &p, &r->dist) != RT_OK) return fail("%s", rtd_last_error());
+    if (r->dist)
+        fprintf(stderr, "rt-run: rank %d of %d (pid %ld)\n", rtd_rank(r->dist), rtd_size(r->dist),
+                (long)getpid());
+    return 0;
+}
+
+static void dump_ubatch(void *user, const rtm_context_t *c, int32_t n_rows);
+
+/* Ranks other than 0 run their share of each decode until rank 0 is done. */
+static int dist_serve(run_t *r) {
+    if (rtd_serve(r->dist, r->ctx, r->sampler, dump_ubatch, r) != RT_OK)
+        return fail("%s", rtd_last_error());
+    return 0;
+}
+
 static int load(run_t *r) {
     char path[PATH_MAX];
     rt_device_t *devs[MAX_DEVICES];
     int32_t n_devs = 0;
     if (r->o->devices && !find_devices(r->reg, r->o->devices, devs, &n_devs)) return 1;
-    const rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = r->reg,
+    rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = r->reg,
                                    .devices = r->o->devices ? devs : NULL, .n_devices = n_devs,
                                    .split = r->o->split, .n_gpu_layers = r->o->n_gpu_layers,
                                    .n_ctx = r->o->n_ctx};
     const char *file = r->o->model ? r->o->model : rt_tools_bundled_model(path, sizeof path);
+    rtd_model_params(r->dist, &mp);
     if (rtm_model_load(file, &mp, &r->model) != RT_OK) return fail("%s", rtm_last_error());
-    const rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = r->o->n_ctx,
-                                     .n_batch = r->o->n_batch, .n_threads = r->o->n_threads,
-                                     .logits_all = r->o->dump_logits != NULL};
+    rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = r->o->n_ctx,
+                               .n_batch = r->o->n_batch, .n_threads = r->o->n_threads,
+                               .logits_all = r->o->dump_logits != NULL};
+    if (dist_setup(r, file, &cp) != 0) return 1;
     if (rtm_context_create(r->model, &cp, &r->ctx) != RT_OK) return fail("%s", rtm_last_error());
     if (rtm_sampler_create(&r->o->sampling, &r->sampler) != RT_OK) return fail("%s", rtm_last_error());
     if (r->o->dump_logits && (r->dump = fopen(r->o->dump_logits, "w")) == NULL)
@@ -254,9 +304,15 @@ static void dump_rows(run_t *r, int32_t n_rows) {
     const int32_t n_vocab = rtm_model_n_vocab(r->model);
     for (int32_t i = 0; r->dump && i < n_rows; i++) {
         const float *l = rtm_get_logits_ith(r->ctx, i);
+        if (l == NULL) return; /* another rank holds the logits */
         for (int32_t j = 0; j < n_vocab; j++) fprintf(r->dump, j ? " %.9g" : "%.9g", (double)l[j]);
         fputc('\n', r->dump);
     }
+}
+
+static void dump_ubatch(void *user, const rtm_context_t *c, int32_t n_rows) {
+    (void)c;
+    dump_rows(user, n_rows);
 }
 
 static void print_token(const run_t *r, rtm_token_t t) {
@@ -269,8 +325,9 @@ static void print_token(const run_t *r, rtm_token_t t) {
 
 /* The prompt, then up to n_predict tokens, stopping at end of generation. */
 static int generate(run_t *r) {
+    if (rtd_rank(r->dist) != 0) return dist_serve(r);
     double t0 = now();
-    if (rtm_decode(r->ctx, r->prompt, r->n_prompt) != RT_OK) return fail("%s", rtm_last_error());
+    if (rtd_decode(r->dist, r->ctx, r->prompt, r->n_prompt) != RT_OK) return fail("%s", rtd_last_error());
     r->t_prompt = now() - t0;
     dump_rows(r, r->n_prompt);
     fputs(r->o->prompt, stdout);
@@ -278,11 +335,13 @@ static int generate(run_t *r) {
     const rtm_vocab_t *v = rtm_model_vocab(r->model);
     t0 = now();
     for (; r->n_generated < r->o->n_predict; r->n_generated++) {
-        rtm_token_t t = rtm_sampler_sample(r->sampler, rtm_get_logits(r->ctx), rtm_model_n_vocab(r->model));
+        rtm_token_t t;
+        if (rtd_next_token(r->dist, r->ctx, r->sampler, rtm_model_n_vocab(r->model), &t) != RT_OK)
+            return fail("%s", rtd_last_error());
         if (rtm_vocab_is_eog(v, t)) break;
         print_token(r, t);
         if (rtm_context_n_past(r->ctx) >= rtm_context_n_ctx(r->ctx)) break;
-        if (rtm_decode(r->ctx, &t, 1) != RT_OK) return fail("%s", rtm_last_error());
+        if (rtd_decode(r->dist, r->ctx, &t, 1) != RT_OK) return fail("%s", rtd_last_error());
         dump_rows(r, 1);
     }
     r->t_gen = now() - t0;
@@ -315,11 +374,15 @@ int main(int argc, char **argv) {
     const int pa = parse_args(argc, argv, &o);
     if (pa != 0) return pa == 1 ? 0 : 2;
     run_t r = {.o = &o};
-    int rc = rt_registry_create(NULL, &r.reg) == RT_OK ? 0 : fail("%s", rt_last_error());
+    int rc = dist_join(&r, &argc, &argv);
+    if (rc == 0) rc = rt_registry_create(NULL, &r.reg) == RT_OK ? 0 : fail("%s", rt_last_error());
     if (rc == 0) rc = load(&r);
     if (rc == 0) rc = tokenize_prompt(&r);
     if (rc == 0) rc = generate(&r);
-    if (rc == 0) report(&r);
+    if (rc == 0 && rtd_finish(r.dist, write_stderr, NULL) != RT_OK) rc = fail("%s", rtd_last_error());
+    if (rc == 0 && rtd_rank(r.dist) == 0) report(&r);
+    if (rc != 0) rtd_abort(r.dist, rc); /* the other ranks would wait for this one */
+    rtd_destroy(r.dist);
     if (r.dump) fclose(r.dump);
     free(r.prompt);
     rtm_sampler_destroy(r.sampler);
