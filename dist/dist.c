@@ -135,11 +135,20 @@ rt_status_t rtd_next_token(rtd_t *d, rtm_context_t *c, rtm_sampler_t *s, int32_t
     return RT_OK;
 }
 
-rt_status_t rtd_serve(rtd_t *d, rtm_context_t *c, rtm_sampler_t *s, rtd_logits_fn on_logits,
-                      void *user) {
+void rtd_set_logits_fn(rtd_t *d, rtd_logits_fn fn, void *user) {
+    if (d == NULL) return;
+    d->on_logits = fn;
+    d->on_logits_user = user;
+}
+
+bool rtd_runs_head(const rtd_t *d) {
+    if (d == NULL) return true;
+    return d->comm->rank == (d->mode == RTD_MODE_TENSOR ? 0 : d->comm->size - 1);
+}
+
+rt_status_t rtd_serve(rtd_t *d, rtm_context_t *c, rtm_sampler_t *s) {
     if (d == NULL || d->comm->rank == 0) return RT_OK;
-    return d->mode == RTD_MODE_TENSOR ? rtd_tensor_serve(d, c)
-                                      : rtd_pipeline_serve(d, c, s, on_logits, user);
+    return d->mode == RTD_MODE_TENSOR ? rtd_tensor_serve(d, c) : rtd_pipeline_serve(d, c, s);
 }
 
 //===--- the end ---===//
@@ -178,8 +187,9 @@ static void report(const rtd_t *d, rt_write_fn write, void *user) {
     say(write, user, "dist: %s over %d ranks:", pp ? "pipeline" : "tensor parallel", d->comm->size);
     for (int32_t r = 0; pp && r < d->comm->size; r++)
         say(write, user, " rank %d layers %d-%d", r, d->plan[r].begin, d->plan[r].end - 1);
-    say(write, user, "\ndist: decode: %" PRId64 " steps, %" PRIu64 " bytes sent, %.1f bytes per "
-        "decoded token (n_embd %d); %" PRIu64 " bytes in all\n", s->decode_steps, s->decode_bytes,
+    say(write, user, "\ndist: decode: %" PRId64 " steps, %" PRIu64 " bytes %s, %.1f bytes per "
+        "decoded token (n_embd %d); %" PRIu64 " point-to-point bytes in all\n", s->decode_steps,
+        s->decode_bytes, pp ? "sent" : "into rank 0's allreduces and broadcasts",
         s->decode_steps ? (double)s->decode_bytes / (double)s->decode_steps : 0.0, d->n_embd,
         s->bytes_sent);
     for (int32_t r = 0; r < d->comm->size; r++)

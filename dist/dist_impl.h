@@ -39,6 +39,8 @@ struct rtd {
     int64_t call;                     /* decodes finished on this rank */
     uint64_t decode_bytes;            /* bytes sent during decodes with call >= 1 */
     double compute_seconds;
+    rtd_logits_fn on_logits;          /* on the rank that runs the head, or NULL */
+    void *on_logits_user;
     rtd_stats_t stats;                /* after rtd_finish */
 };
 
@@ -72,8 +74,7 @@ RTD_INTERNAL rt_status_t rtd_agree(rtd_t *d, uint64_t value, const char *what);
 RTD_INTERNAL rt_status_t rtd_pipeline_decode(rtd_t *d, rtm_context_t *c, const rtm_token_t *tokens,
                                                   int32_t n);
 RTD_INTERNAL rt_status_t rtd_pipeline_next_token(rtd_t *d, rtm_token_t *out);
-RTD_INTERNAL rt_status_t rtd_pipeline_serve(rtd_t *d, rtm_context_t *c, rtm_sampler_t *s,
-                                                 rtd_logits_fn on_logits, void *user);
+RTD_INTERNAL rt_status_t rtd_pipeline_serve(rtd_t *d, rtm_context_t *c, rtm_sampler_t *s);
 RTD_INTERNAL rt_status_t rtd_pipeline_stop(rtd_t *d);
 /* Waits for every send still in flight. */
 RTD_INTERNAL rt_status_t rtd_pipeline_drain(rtd_t *d);

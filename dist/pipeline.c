@@ -120,12 +120,11 @@ static rt_status_t receive_rows(rtd_t *d, int32_t *out_n, int32_t *out_tag) {
 }
 
 /* The last stage: layers, head, and after a decode's last ubatch the token. */
-static rt_status_t run_last(rtd_t *d, rtm_context_t *c, rtm_sampler_t *s, int32_t n, int32_t tag,
-                            rtd_logits_fn on_logits, void *user) {
+static rt_status_t run_last(rtd_t *d, rtm_context_t *c, rtm_sampler_t *s, int32_t n, int32_t tag) {
     const rtd_range_t r = d->plan[d->comm->rank];
     rt_status_t st = rtd_run_part(d, c, r.begin, r.end, RTM_BLOCK_LAYERS, NULL, d->recv_buf, n, NULL);
     if (st != RT_OK) return st;
-    if (on_logits) on_logits(user, c, n);
+    if (d->on_logits) d->on_logits(d->on_logits_user, c, n);
     if (tag != RTD_TAG_HIDDEN_LAST) return RT_OK;
     const int32_t t = rtm_sampler_sample(s, rtm_get_logits(c), d->n_vocab);
     return send_now(d, 0, RTD_TAG_TOKEN, &t, sizeof t);
@@ -139,8 +138,7 @@ static rt_status_t run_middle(rtd_t *d, rtm_context_t *c, int32_t n, int32_t tag
     return st == RT_OK ? send_rows(d, slot, n, tag) : st;
 }
 
-rt_status_t rtd_pipeline_serve(rtd_t *d, rtm_context_t *c, rtm_sampler_t *s, rtd_logits_fn on_logits,
-                               void *user) {
+rt_status_t rtd_pipeline_serve(rtd_t *d, rtm_context_t *c, rtm_sampler_t *s) {
     const bool last = d->comm->rank == d->comm->size - 1;
     for (;;) {
         int32_t n = 0, tag = 0;
@@ -148,7 +146,7 @@ rt_status_t rtd_pipeline_serve(rtd_t *d, rtm_context_t *c, rtm_sampler_t *s, rtd
         if (st == RT_OK && n == 0) /* stop: pass it on */
             return last ? RT_OK : (st = rtd_pipeline_drain(d)) == RT_OK
                    ? send_now(d, d->comm->rank + 1, RTD_TAG_STOP, NULL, 0) : st;
-        if (st == RT_OK) st = last ? run_last(d, c, s, n, tag, on_logits, user) : run_middle(d, c, n, tag);
+        if (st == RT_OK) st = last ? run_last(d, c, s, n, tag) : run_middle(d, c, n, tag);
         if (st == RT_OK && rtm_context_advance(c, n) != RT_OK) st = rtd_error_model(RT_ERR_DOES_NOT_FIT, "dist");
         if (st != RT_OK) return st;
         if (tag == RTD_TAG_HIDDEN_LAST) d->call++;

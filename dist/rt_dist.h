@@ -23,7 +23,7 @@
  *     if (rtd_rank(d) == 0) {
  *         rtd_decode(d, c, prompt, n);
  *         while (rtd_next_token(d, c, sampler, n_vocab, &t) == RT_OK && !done(t)) rtd_decode(d, c, &t, 1);
- *     } else rtd_serve(d, c, sampler, NULL, NULL);
+ *     } else rtd_serve(d, c, sampler);
  *     rtd_finish(d, write_fn, user);  rtd_destroy(d);
  *
  * At the start every rank must agree with rank 0 on the model file (a hash
@@ -80,12 +80,16 @@ RTD_API rt_status_t rtd_decode(rtd_t *d, rtm_context_t *c, const rtm_token_t *to
  * sampled; otherwise sampled here from the logits). */
 RTD_API rt_status_t rtd_next_token(rtd_t *d, rtm_context_t *c, rtm_sampler_t *s, int32_t n_vocab,
                                    rtm_token_t *out);
-/* What a rank's logits callback is given: the context that holds the
- * logits of the n rows of the ubatch just run (rtm_get_logits_ith). */
+/* What the logits callback is given: the context that holds the logits
+ * of the n rows of the ubatch just run (rtm_get_logits_ith). */
 typedef void (*rtd_logits_fn)(void *user, const rtm_context_t *c, int32_t n_rows);
+/* Calls fn on the rank that runs the head (pipeline: the last; tensor
+ * parallel: rank 0) after every ubatch, on the others never. */
+RTD_API void rtd_set_logits_fn(rtd_t *d, rtd_logits_fn fn, void *user);
+/* Whether this rank runs the head (true when d is NULL). */
+RTD_API bool rtd_runs_head(const rtd_t *d);
 /* Ranks > 0: runs their share of every decode until rank 0 finishes. */
-RTD_API rt_status_t rtd_serve(rtd_t *d, rtm_context_t *c, rtm_sampler_t *s, rtd_logits_fn on_logits,
-                              void *user);
+RTD_API rt_status_t rtd_serve(rtd_t *d, rtm_context_t *c, rtm_sampler_t *s);
 /* Every rank, at the end: stops the others (rank 0), then gathers the
  * statistics, which rank 0 writes as lines through write. Collective. */
 RTD_API rt_status_t rtd_finish(rtd_t *d, rt_write_fn write, void *user);

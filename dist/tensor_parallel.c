@@ -41,6 +41,7 @@ static rt_status_t ubatch(rtd_t *d, rtm_context_t *c, const rtm_token_t *tokens,
     for (int32_t il = 0; st == RT_OK && il < d->n_layer; il++) st = layer(d, c, il, x, n);
     if (st == RT_OK && d->comm->rank == 0)
         st = rtd_run_part(d, c, d->n_layer, d->n_layer, RTM_BLOCK_LAYERS, NULL, x, n, NULL);
+    if (st == RT_OK && d->comm->rank == 0 && d->on_logits) d->on_logits(d->on_logits_user, c, n);
     if (st == RT_OK && rtm_context_advance(c, n) != RT_OK) st = rtd_error_model(RT_ERR_DOES_NOT_FIT, "dist");
     return st;
 }

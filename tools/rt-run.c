@@ -256,7 +256,7 @@ static void dump_ubatch(void *user, const rtm_context_t *c, int32_t n_rows);
 
 /* Ranks other than 0 run their share of each decode until rank 0 is done. */
 static int dist_serve(run_t *r) {
-    if (rtd_serve(r->dist, r->ctx, r->sampler, dump_ubatch, r) != RT_OK)
+    if (rtd_serve(r->dist, r->ctx, r->sampler) != RT_OK)
         return fail("%s", rtd_last_error());
     return 0;
 }
@@ -277,9 +277,10 @@ static int load(run_t *r) {
                                .n_batch = r->o->n_batch, .n_threads = r->o->n_threads,
                                .logits_all = r->o->dump_logits != NULL};
     if (dist_setup(r, file, &cp) != 0) return 1;
+    rtd_set_logits_fn(r->dist, dump_ubatch, r); /* the rank with the head dumps per ubatch */
     if (rtm_context_create(r->model, &cp, &r->ctx) != RT_OK) return fail("%s", rtm_last_error());
     if (rtm_sampler_create(&r->o->sampling, &r->sampler) != RT_OK) return fail("%s", rtm_last_error());
-    if (r->o->dump_logits && (r->dump = fopen(r->o->dump_logits, "w")) == NULL)
+    if (r->o->dump_logits && rtd_runs_head(r->dist) && (r->dump = fopen(r->o->dump_logits, "w")) == NULL)
         return fail("cannot write %s: %s", r->o->dump_logits, strerror(errno));
     return 0;
 }
@@ -300,19 +301,23 @@ static int tokenize_prompt(run_t *r) {
     return 0;
 }
 
-static void dump_rows(run_t *r, int32_t n_rows) {
+static void dump_rows_now(run_t *r, int32_t n_rows) {
     const int32_t n_vocab = rtm_model_n_vocab(r->model);
     for (int32_t i = 0; r->dump && i < n_rows; i++) {
         const float *l = rtm_get_logits_ith(r->ctx, i);
-        if (l == NULL) return; /* another rank holds the logits */
         for (int32_t j = 0; j < n_vocab; j++) fprintf(r->dump, j ? " %.9g" : "%.9g", (double)l[j]);
         fputc('\n', r->dump);
     }
 }
 
+/* Alone, after each decode; in a job, dump_ubatch does it. */
+static void dump_rows(run_t *r, int32_t n_rows) {
+    if (r->dist == NULL) dump_rows_now(r, n_rows);
+}
+
 static void dump_ubatch(void *user, const rtm_context_t *c, int32_t n_rows) {
     (void)c;
-    dump_rows(user, n_rows);
+    dump_rows_now(user, n_rows);
 }
 
 static void print_token(const run_t *r, rtm_token_t t) {
