@@ -63,11 +63,6 @@ void rtd_abort(rtd_t *d, int code) {
 
 //===--- the rank's share ---===//
 
-void rtd_model_params(const rtd_t *d, rtm_model_params_t *mp) {
-    if (d == NULL || d->mode != RTD_MODE_TENSOR) return;
-    mp->shard = d->comm->rank;
-    mp->n_shards = d->comm->size;
-}
 
 static rt_status_t alloc_buffers(rtd_t *d) {
     const size_t rows = (size_t)d->n_batch * (size_t)d->n_embd * sizeof(float);
@@ -86,27 +81,43 @@ static int32_t batch_of(const rtm_model_t *m, const rtm_context_params_t *cp) {
     return n_batch < n_ctx ? n_batch : n_ctx;
 }
 
-rt_status_t rtd_setup(rtd_t *d, const char *path, const rtm_model_t *m, const void *settings,
-                      size_t settings_size, rtm_context_params_t *cp) {
+/* The rank's share into mp. */
+static void share(const rtd_t *d, rtm_model_params_t *mp) {
+    if (d->mode == RTD_MODE_TENSOR) {
+        mp->shard = d->comm->rank;
+        mp->n_shards = d->comm->size;
+        return;
+    }
+    mp->layer_begin = d->plan[d->comm->rank].begin;
+    mp->layer_end = d->plan[d->comm->rank].end;
+}
+
+rt_status_t rtd_plan(rtd_t *d, const char *path, const void *settings, size_t settings_size,
+                     rtm_model_params_t *mp) {
     if (d == NULL) return RT_OK;
-    d->n_layer = rtm_model_n_layer(m);
-    d->n_embd = rtm_model_n_embd(m);
-    d->n_vocab = rtm_model_n_vocab(m);
-    d->n_batch = batch_of(m, cp);
+    uint64_t model = 0;
+    rt_status_t st = rtd_model_hash(path, &model);
+    if (st == RT_OK) st = rtd_agree(d, model, "the model file (header, size or version)");
+    if (st == RT_OK) st = rtd_file_n_layer(path, &d->n_layer);
+    if (st != RT_OK) return st;
     if (d->mode == RTD_MODE_PIPELINE && d->comm->size > d->n_layer)
         return rtd_error(RT_ERR_INVALID_ARGUMENT, "dist: %d ranks for %d layers: at most one rank "
                          "a layer", d->comm->size, d->n_layer);
     if (d->mode == RTD_MODE_PIPELINE) rtd_plan_pipeline(d, d->n_layer);
     else rtd_plan_tensor(d, d->n_layer);
-    uint64_t model = 0;
-    rt_status_t st = rtd_model_hash(path, &model);
-    if (st == RT_OK) st = rtd_agree(d, model, "the model file (header, size or version)");
-    if (st == RT_OK) st = rtd_agree(d, rtd_plan_hash(d, settings, settings_size),
-                                    "the split plan or the run's settings");
-    if (st == RT_OK) st = alloc_buffers(d);
+    st = rtd_agree(d, rtd_plan_hash(d, settings, settings_size), "the split plan or the run's settings");
+    if (st == RT_OK) share(d, mp);
+    return st;
+}
+
+rt_status_t rtd_setup(rtd_t *d, const rtm_model_t *m, rtm_context_params_t *cp) {
+    if (d == NULL) return RT_OK;
+    d->n_embd = rtm_model_n_embd(m);
+    d->n_vocab = rtm_model_n_vocab(m);
+    d->n_batch = batch_of(m, cp);
     cp->layer_begin = d->plan[d->comm->rank].begin;
     cp->layer_end = d->plan[d->comm->rank].end;
-    return st;
+    return alloc_buffers(d);
 }
 
 //===--- running ---===//

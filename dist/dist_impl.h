@@ -59,6 +59,8 @@ RTD_INTERNAL void rtd_plan_tensor(rtd_t *d, int32_t n_layer);
 #define RTD_FNV_SEED 0xcbf29ce484222325ull
 RTD_INTERNAL uint64_t rtd_hash(uint64_t h, const void *data, size_t size);
 RTD_INTERNAL uint64_t rtd_plan_hash(const rtd_t *d, const void *settings, size_t size);
+/* The layer count in a GGUF's header (ARCH.block_count). */
+RTD_INTERNAL rt_status_t rtd_file_n_layer(const char *path, int32_t *out);
 
 //===--- check.c ---===//
 

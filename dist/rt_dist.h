@@ -18,8 +18,8 @@
  * W_down are allreduced before each residual add; rank 0 runs the head.
  *
  *     rtd_t *d;  rtd_create(&argc, &argv, &(rtd_params_t){sizeof(rtd_params_t)}, &d);
- *     rtd_model_params(d, &mp);  rtm_model_load(path, &mp, &m);
- *     rtd_setup(d, path, m, &settings, sizeof settings, &cp);  rtm_context_create(m, &cp, &c);
+ *     rtd_plan(d, path, &settings, sizeof settings, &mp);  rtm_model_load(path, &mp, &m);
+ *     rtd_setup(d, m, &cp);  rtm_context_create(m, &cp, &c);
  *     if (rtd_rank(d) == 0) {
  *         rtd_decode(d, c, prompt, n);
  *         while (rtd_next_token(d, c, sampler, n_vocab, &t) == RT_OK && !done(t)) rtd_decode(d, c, &t, 1);
@@ -64,14 +64,16 @@ RTD_API int32_t rtd_size(const rtd_t *d);  /* 1 when d is NULL */
 /* Ends every rank with exit status code (a failure on one rank). */
 RTD_API void rtd_abort(rtd_t *d, int code);
 
-/* The rank's shard (tensor parallel) into mp. */
-RTD_API void rtd_model_params(const rtd_t *d, rtm_model_params_t *mp);
-/* Plans the split for model m (loaded from path), checks that every rank
- * agrees on the file and on the plan with the settings (bytes every rank
- * computed from its own command line: sizes, sampling, lengths), and sets
- * the rank's layers in cp. Collective. */
-RTD_API rt_status_t rtd_setup(rtd_t *d, const char *path, const rtm_model_t *m,
-                              const void *settings, size_t settings_size, rtm_context_params_t *cp);
+/* Plans the split of the model file at path (its layer count read from
+ * the header), checks that every rank agrees on the file and on the plan
+ * with the settings (bytes every rank computed from its own command line:
+ * sizes, sampling, lengths), and sets the rank's share in mp: its layers
+ * (pipeline) or its shard (tensor parallel). Collective; before loading. */
+RTD_API rt_status_t rtd_plan(rtd_t *d, const char *path, const void *settings, size_t settings_size,
+                             rtm_model_params_t *mp);
+/* After loading: the rank's layers into cp, and the buffers for the
+ * context cp describes. */
+RTD_API rt_status_t rtd_setup(rtd_t *d, const rtm_model_t *m, rtm_context_params_t *cp);
 
 /* Rank 0: decodes n tokens across the job (returns once its own share is
  * done and sent). */

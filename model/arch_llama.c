@@ -237,10 +237,13 @@ rt_status_t rtm_llama_declare(rtm_model_t *m, bool repack) {
         if (st == RT_OK && m->weights_buft[d] != NULL) st = rt_context_create(&p, &m->ctx_w[d]);
         if (st != RT_OK) return rtm_error_core(st, "rtm_model_load: weight context");
     }
-    m->tok_embd = declare(m, m->layout.input, "token_embd.weight");
-    m->output_norm = declare(m, m->layout.output, "output_norm.weight");
+    /* a process that holds some layers only has the ends of the model it runs */
+    if (m->layer_begin == 0) m->tok_embd = declare(m, m->layout.input, "token_embd.weight");
     const bool tied = find(m, "output.weight") < 0; /* then also read by GET_ROWS */
-    m->output = declare_as(m, m->layout.output, tied ? "token_embd.weight" : "output.weight", !tied);
-    for (int32_t il = 0; il < m->hp.n_layer; il++) declare_layer(m, il);
+    if (m->layer_end == m->hp.n_layer) {
+        m->output_norm = declare(m, m->layout.output, "output_norm.weight");
+        m->output = declare_as(m, m->layout.output, tied ? "token_embd.weight" : "output.weight", !tied);
+    }
+    for (int32_t il = m->layer_begin; il < m->layer_end; il++) declare_layer(m, il);
     return RT_OK;
 }

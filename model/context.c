@@ -125,11 +125,15 @@ static rt_status_t set_layers(rtm_context_t *c, const rtm_context_params_t *p) {
     const bool all = p->layer_begin == 0 && p->layer_end == 0;
     c->layers = (rtm_part_t){sizeof c->layers, all ? 0 : p->layer_begin, all ? n_layer : p->layer_end,
                              RTM_BLOCK_LAYERS};
-    if (c->layers.layer_begin >= 0 && c->layers.layer_begin < c->layers.layer_end &&
-        c->layers.layer_end <= n_layer)
+    const rtm_model_t *m = c->model;
+    if (all && (m->layer_begin > 0 || m->layer_end < n_layer))
+        c->layers = (rtm_part_t){sizeof c->layers, m->layer_begin, m->layer_end, RTM_BLOCK_LAYERS};
+    if (c->layers.layer_begin >= m->layer_begin && c->layers.layer_begin < c->layers.layer_end &&
+        c->layers.layer_end <= m->layer_end)
         return RT_OK;
     return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_context_create: layers [%d, %d) are not a "
-                     "range of the model's %d", p->layer_begin, p->layer_end, n_layer);
+                     "range of the model's [%d, %d)", p->layer_begin, p->layer_end,
+                     m->layer_begin, m->layer_end);
 }
 
 static void set_sizes(rtm_context_t *c, const rtm_context_params_t *p) {

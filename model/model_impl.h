@@ -60,6 +60,8 @@ struct rtm_model {
     rt_device_t *devices[RTM_MAX_DEVICES];  /* GPUs in order, then the CPU */
     bool holds_weights[RTM_MAX_DEVICES];    /* the caller allowed weights there */
     rtm_layout_t layout;
+    int32_t layer_begin, layer_end;         /* the layers held; the others' weights are
+                                               neither placed nor loaded (layers[] NULL) */
     rt_context_t *ctx[RTM_MAX_DEVICES];     /* weight headers, per device */
     rt_buffer_t *buf[RTM_MAX_DEVICES];      /* weight bytes, per device */
     bool mapped[RTM_MAX_DEVICES];           /* buf wraps the mapping */
@@ -74,6 +76,9 @@ struct rtm_model {
 };
 
 static inline rt_device_t *rtm_cpu_device(const rtm_model_t *m) { return m->devices[m->n_devices - 1]; }
+static inline bool rtm_holds_layer(const rtm_model_t *m, int32_t il) {
+    return il >= m->layer_begin && il < m->layer_end;
+}
 
 //===--- arch_llama.c: the llama architecture in a GGUF ---===//
 

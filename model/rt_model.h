@@ -166,6 +166,9 @@ typedef struct rtm_model_params {
                                       every layer's attention heads and feed-forward columns
                                       (the KV cache too); n_shards 0 or 1: the whole model.
                                       Implies no_repack. */
+    int32_t layer_begin, layer_end; /* pipeline parallel: hold (and place on the devices)
+                                       layers [begin, end) only, with the embeddings and the
+                                       head; 0, 0: every layer */
 } rtm_model_params_t;
 
 /* Opens the GGUF at path and loads it onto the devices (the seed's 4.3):

@@ -35,7 +35,7 @@ static rt_status_t check_split(const rtm_model_t *m, int32_t n_shards) {
                          "%d KV heads and %d FFN columns", n_shards, hp->n_head, hp->n_head_kv,
                          hp->n_ff);
     const int64_t q_cols = (int64_t)hp->head_dim * (hp->n_head / n_shards);
-    for (int32_t il = 0; il < hp->n_layer; il++) {
+    for (int32_t il = m->layer_begin; il < m->layer_end; il++) {
         const rtm_layer_t *L = &m->layers[il];
         if (cuts_blocks(L->wo, q_cols) || cuts_blocks(L->ffn_down, hp->n_ff / n_shards))
             return rtm_error(RT_ERR_UNSUPPORTED, "rtm_model_load: %d shards would cut the %s blocks "
@@ -67,7 +67,7 @@ rt_status_t rtm_model_shard(rtm_model_t *m, int32_t shard, int32_t n_shards) {
                                    .mem_size = 7 * (size_t)m->hp.n_layer * rt_tensor_overhead()};
     if (st == RT_OK && (st = rt_context_create(&p, &m->ctx_shard)) != RT_OK)
         return rtm_error_core(st, "rtm_model_load: shard context");
-    for (int32_t il = 0; st == RT_OK && il < m->hp.n_layer; il++)
+    for (int32_t il = m->layer_begin; st == RT_OK && il < m->layer_end; il++)
         shard_layer(m->ctx_shard, &m->layers[il], &m->hp, shard, n_shards);
     if (st != RT_OK) return st;
     m->hp.n_head /= n_shards;

@@ -225,7 +225,7 @@ static int fail(const char *fmt, ...) {
 //===--- over several processes (dist/) ---===//
 
 /* Every rank must run with the same settings: they go into the plan hash. */
-static int dist_setup(run_t *r, const char *file, rtm_context_params_t *cp) {
+static int dist_plan(run_t *r, const char *file, rtm_model_params_t *mp) {
     const run_options_t *o = r->o;
     struct { int32_t n_predict, n_ctx, n_batch, top_k, tp, logits; float temp, top_p; uint64_t seed; }
         settings;
@@ -239,7 +239,7 @@ static int dist_setup(run_t *r, const char *file, rtm_context_params_t *cp) {
     settings.temp = o->sampling.temp;
     settings.top_p = o->sampling.top_p;
     settings.seed = o->sampling.seed;
-    if (rtd_setup(r->dist, file, r->model, &settings, sizeof settings, cp) == RT_OK) return 0;
+    if (rtd_plan(r->dist, file, &settings, sizeof settings, mp) == RT_OK) return 0;
     return fail("%s", rtd_last_error());
 }
 
@@ -271,12 +271,12 @@ static int load(run_t *r) {
                                    .split = r->o->split, .n_gpu_layers = r->o->n_gpu_layers,
                                    .n_ctx = r->o->n_ctx};
     const char *file = r->o->model ? r->o->model : rt_tools_bundled_model(path, sizeof path);
-    rtd_model_params(r->dist, &mp);
+    if (dist_plan(r, file, &mp) != 0) return 1;
     if (rtm_model_load(file, &mp, &r->model) != RT_OK) return fail("%s", rtm_last_error());
     rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = r->o->n_ctx,
                                .n_batch = r->o->n_batch, .n_threads = r->o->n_threads,
                                .logits_all = r->o->dump_logits != NULL};
-    if (dist_setup(r, file, &cp) != 0) return 1;
+    if (rtd_setup(r->dist, r->model, &cp) != RT_OK) return fail("%s", rtd_last_error());
     rtd_set_logits_fn(r->dist, dump_ubatch, r); /* the rank with the head dumps per ubatch */
     if (rtm_context_create(r->model, &cp, &r->ctx) != RT_OK) return fail("%s", rtm_last_error());
     if (rtm_sampler_create(&r->o->sampling, &r->sampler) != RT_OK) return fail("%s", rtm_last_error());
