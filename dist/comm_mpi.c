@@ -93,15 +93,21 @@ static MPI_Datatype mpi_type(rtd_dtype_t t) {
     return t == RTD_DTYPE_F32 ? MPI_FLOAT : t == RTD_DTYPE_F64 ? MPI_DOUBLE : MPI_INT64_T;
 }
 
+/* Collectives are started non-blocking and waited for by polling, as
+ * receives are: a blocking MPI collective spins. */
 static rt_status_t mpi_allreduce(rtd_comm_t *c, void *data, size_t n, rtd_dtype_t type) {
     if (n > INT_MAX) return rtd_error(RT_ERR_INVALID_ARGUMENT, "dist: allreduce of %zu values", n);
-    const int err = MPI_Allreduce(MPI_IN_PLACE, data, (int)n, mpi_type(type), MPI_SUM, MPI_COMM_WORLD);
+    MPI_Request req;
+    int err = MPI_Iallreduce(MPI_IN_PLACE, data, (int)n, mpi_type(type), MPI_SUM, MPI_COMM_WORLD, &req);
+    if (err == MPI_SUCCESS) err = poll_request(&req, MPI_STATUS_IGNORE);
     return err == MPI_SUCCESS ? RT_OK : mpi_fail(err, c, "an allreduce with", -1);
 }
 
 static rt_status_t mpi_broadcast(rtd_comm_t *c, int32_t root, void *data, size_t bytes) {
     if (bytes > INT_MAX) return rtd_error(RT_ERR_INVALID_ARGUMENT, "dist: broadcast of %zu bytes", bytes);
-    const int err = MPI_Bcast(data, (int)bytes, MPI_BYTE, root, MPI_COMM_WORLD);
+    MPI_Request req;
+    int err = MPI_Ibcast(data, (int)bytes, MPI_BYTE, root, MPI_COMM_WORLD, &req);
+    if (err == MPI_SUCCESS) err = poll_request(&req, MPI_STATUS_IGNORE);
     return err == MPI_SUCCESS ? RT_OK : mpi_fail(err, c, "a broadcast from", root);
 }
 

@@ -332,7 +332,10 @@ static void print_token(const run_t *r, rtm_token_t t) {
 static int generate(run_t *r) {
     if (rtd_rank(r->dist) != 0) return dist_serve(r);
     double t0 = now();
-    if (rtd_decode(r->dist, r->ctx, r->prompt, r->n_prompt) != RT_OK) return fail("%s", rtd_last_error());
+    rtm_token_t t; /* the prompt's: over several ranks, it comes when every stage is done */
+    if (rtd_decode(r->dist, r->ctx, r->prompt, r->n_prompt) != RT_OK ||
+        rtd_next_token(r->dist, r->ctx, r->sampler, rtm_model_n_vocab(r->model), &t) != RT_OK)
+        return fail("%s", rtd_last_error());
     r->t_prompt = now() - t0;
     dump_rows(r, r->n_prompt);
     fputs(r->o->prompt, stdout);
@@ -340,8 +343,8 @@ static int generate(run_t *r) {
     const rtm_vocab_t *v = rtm_model_vocab(r->model);
     t0 = now();
     for (; r->n_generated < r->o->n_predict; r->n_generated++) {
-        rtm_token_t t;
-        if (rtd_next_token(r->dist, r->ctx, r->sampler, rtm_model_n_vocab(r->model), &t) != RT_OK)
+        if (r->n_generated > 0 &&
+            rtd_next_token(r->dist, r->ctx, r->sampler, rtm_model_n_vocab(r->model), &t) != RT_OK)
             return fail("%s", rtd_last_error());
         if (rtm_vocab_is_eog(v, t)) break;
         print_token(r, t);
