@@ -204,6 +204,20 @@ static void test_tensor_2(void **state) {
     free(split_run(2, true, 2, 1e-4));
 }
 
+//===--- the wire ---===//
+
+/* dist-4: what the communicator accepts (tests/dist-wire.c, 2 ranks). */
+static void test_wire_bounds(void **state) {
+    (void)state;
+    need_mpi();
+    int status = 0;
+    char *out = run(&status, "%s -np 2 '%s/tests/dist-wire' 2>&1", mpirun(), tu_build_dir_abs());
+    print_message("%s", out);
+    assert_int_equal(status, 0);
+    assert_non_null(strstr(out, "dist-wire: 6 checks, 0 failures"));
+    free(out);
+}
+
 //===--- faults ---===//
 
 static double now(void) {
@@ -364,6 +378,7 @@ int main(void) {
         cmocka_unit_test(test_pipeline_2),
         cmocka_unit_test(test_pipeline_3),
         cmocka_unit_test(test_tensor_2),
+        cmocka_unit_test(test_wire_bounds),
         cmocka_unit_test(test_kill_rank),
         cmocka_unit_test(test_mismatch_refused),
         cmocka_unit_test(test_smollm2_pipeline),
