@@ -5,7 +5,9 @@
 # in ubatches of 32, then N_PREDICT greedy tokens (default 32), and prints
 # one line per configuration: prompt throughput, per-token decode latency,
 # and each rank's compute and communication time (waiting included), as
-# rt-run reports them. One run each: a short benchmark, not a study.
+# rt-run reports them; then what one message costs between two ranks (the
+# latency and bandwidth of the network model in the report). One run each:
+# a short benchmark, not a study.
 set -eu
 b=$1
 model=$2
@@ -21,7 +23,10 @@ mpirun="mpirun --oversubscribe --allow-run-as-root --bind-to none"
 one() { # NAME COMMAND...: one configuration's line
     name=$1
     shift
-    "$@" -m "$model" -p "$prompt" -n "$n" --n-batch 32 >/dev/null 2>"$log" || { cat "$log"; exit 1; }
+    if ! "$@" -m "$model" -p "$prompt" -n "$n" --n-batch 32 >/dev/null 2>"$log"; then
+        printf '%-6s failed: %s\n' "$name" "$(grep -v 'rt-run: rank [0-9]* of' "$log" | grep -m1 'rt-run: ')"
+        return 0
+    fi
     awk -v name="$name" '
         /^prompt:/ { pt = $2; ps = $5 }
         /^generation:/ { gt = $2; gs = $5 }
@@ -35,3 +40,7 @@ one "1"    "$b/bin/rt-run"
 one "pp2"  $mpirun -np 2 "$b/bin/rt-run"
 one "pp3"  $mpirun -np 3 "$b/bin/rt-run"
 one "tp2"  $mpirun -np 2 "$b/bin/rt-run" --tp 2
+echo "what one message costs between two ranks (rt_comm, MPI on loopback):"
+for bytes in 4 2304 65536 1048576; do
+    $mpirun -np 2 "$b/tests/dist-wire" --pingpong $bytes | sed 's/^dist-wire: /  /'
+done
