@@ -23,6 +23,12 @@ static rt_status_t check_peer(const rtd_comm_t *c, int32_t peer, const char *wha
                     what, c->rank, peer, c->size);
 }
 
+/* Adds the time since t0 to the statistics; passes st on. */
+static rt_status_t timed(rtd_comm_t *c, double t0, rt_status_t st) {
+    c->stats.seconds += rtd_time_seconds() - t0;
+    return st;
+}
+
 void rtd_comm_destroy(rtd_comm_t *c) {
     if (c != NULL) c->vt->destroy(c);
 }
@@ -31,9 +37,7 @@ rt_status_t rtd_comm_send(rtd_comm_t *c, int32_t peer, int32_t tag, const void *
                           int32_t *out_ticket) {
     rt_status_t st = check_peer(c, peer, "send");
     if (st != RT_OK) return st;
-    const double t0 = rtd_time_seconds();
-    st = c->vt->send(c, peer, tag, data, bytes, out_ticket);
-    c->stats.seconds += rtd_time_seconds() - t0;
+    st = timed(c, rtd_time_seconds(), c->vt->send(c, peer, tag, data, bytes, out_ticket));
     if (st == RT_OK) {
         c->stats.bytes_sent += bytes;
         c->stats.messages_sent++;
@@ -42,10 +46,7 @@ rt_status_t rtd_comm_send(rtd_comm_t *c, int32_t peer, int32_t tag, const void *
 }
 
 rt_status_t rtd_comm_wait(rtd_comm_t *c, int32_t ticket) {
-    const double t0 = rtd_time_seconds();
-    const rt_status_t st = c->vt->wait(c, ticket);
-    c->stats.seconds += rtd_time_seconds() - t0;
-    return st;
+    return timed(c, rtd_time_seconds(), c->vt->wait(c, ticket));
 }
 
 rt_status_t rtd_comm_recv(rtd_comm_t *c, int32_t peer, void *data, size_t cap, size_t *out_bytes,
@@ -54,9 +55,7 @@ rt_status_t rtd_comm_recv(rtd_comm_t *c, int32_t peer, void *data, size_t cap, s
     *out_tag = 0;
     rt_status_t st = check_peer(c, peer, "recv");
     if (st != RT_OK) return st;
-    const double t0 = rtd_time_seconds();
-    st = c->vt->recv(c, peer, data, cap, out_bytes, out_tag);
-    c->stats.seconds += rtd_time_seconds() - t0;
+    st = timed(c, rtd_time_seconds(), c->vt->recv(c, peer, data, cap, out_bytes, out_tag));
     if (st == RT_OK && *out_bytes > cap) /* an implementation's bug must not become ours */
         return rtd_error(RT_ERR_FORMAT, "dist: rank %d got %zu bytes from rank %d into %zu",
                         c->rank, *out_bytes, peer, cap);
@@ -69,8 +68,7 @@ rt_status_t rtd_comm_allreduce(rtd_comm_t *c, void *data, size_t n, rtd_dtype_t 
     if (type < 0 || type >= RTD_DTYPE_COUNT)
         return rtd_error(RT_ERR_INVALID_ARGUMENT, "dist: allreduce of type %d", type);
     const double t0 = rtd_time_seconds();
-    const rt_status_t st = c->size == 1 ? RT_OK : c->vt->allreduce(c, data, n, type);
-    c->stats.seconds += rtd_time_seconds() - t0;
+    const rt_status_t st = timed(c, t0, c->size == 1 ? RT_OK : c->vt->allreduce(c, data, n, type));
     if (st == RT_OK) c->stats.bytes_reduced += n * dtype_size(type);
     return st;
 }
@@ -79,8 +77,7 @@ rt_status_t rtd_comm_broadcast(rtd_comm_t *c, int32_t root, void *data, size_t b
     if (root < 0 || root >= c->size)
         return rtd_error(RT_ERR_INVALID_ARGUMENT, "dist: broadcast from rank %d of %d", root, c->size);
     const double t0 = rtd_time_seconds();
-    const rt_status_t st = c->size == 1 ? RT_OK : c->vt->broadcast(c, root, data, bytes);
-    c->stats.seconds += rtd_time_seconds() - t0;
+    const rt_status_t st = timed(c, t0, c->size == 1 ? RT_OK : c->vt->broadcast(c, root, data, bytes));
     if (st == RT_OK && c->rank == root) c->stats.bytes_broadcast += bytes;
     return st;
 }

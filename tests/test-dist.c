@@ -180,20 +180,21 @@ static void check_pipeline_bytes(const char *err, int np) {
  * rounding (1e-6 of the largest logit; they are in fact equal). With 3
  * ranks the prompt goes in ubatches of 2 tokens, which overlap across the
  * stages. */
+static void pipeline(int np, int n_batch) {
+    need_mpi();
+    char *err = split_run(np, false, n_batch, 1e-6);
+    check_pipeline_bytes(err, np);
+    free(err);
+}
+
 static void test_pipeline_2(void **state) {
     (void)state;
-    need_mpi();
-    char *err = split_run(2, false, 32, 1e-6);
-    check_pipeline_bytes(err, 2);
-    free(err);
+    pipeline(2, 32);
 }
 
 static void test_pipeline_3(void **state) {
     (void)state;
-    need_mpi();
-    char *err = split_run(3, false, 2, 1e-6);
-    check_pipeline_bytes(err, 3);
-    free(err);
+    pipeline(3, 2);
 }
 
 /* Tensor parallel sums each row-parallel product in two halves: float
