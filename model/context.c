@@ -18,7 +18,7 @@
  * the plan and the plan must end up being the largest graph's. Every
  * ubatch after that has the same structure with smaller sizes, fits the
  * plan, and allocates nothing; the stats count what would say otherwise. */
-#include "model_impl.h"
+#include "arch.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -39,6 +39,8 @@ struct rtm_context {
     int32_t *tok_buf, *pos_buf;   /* n_batch each: input staging */
     const float *hidden_in;       /* the current part's input, borrowed for one run */
     float *mask_buf;              /* n_ctx * n_batch */
+    float *mask_swa_buf;          /* the same for sliding-window layers, when the model has them */
+    float *pool_buf;              /* n_batch: 1/n each, for an embedding model's mean */
     bool no_graph_reuse;
     struct {                      /* the allocated graph, while gctx is not NULL */
         rt_context_t *gctx;
@@ -70,7 +72,7 @@ static rt_status_t reserve(rtm_context_t *c, const rtm_ubatch_t *ub, bool keep_s
     rtm_graph_io_t io;
     rt_status_t st = graph_context(c, &gctx);
     if (st != RT_OK) return st;
-    rtm_llama_build(c->model, &c->kv, gctx, ub, &io);
+    rtm_graph_build(c->model, &c->kv, gctx, ub, &io);
     st = rt_sched_reserve(c->sched, io.graph);
     if (st != RT_OK) st = rtm_error_core(st, "rtm_context_create: reserving compute buffers");
     if (st == RT_OK && keep_stats) {
@@ -98,20 +100,26 @@ static rt_status_t make_sched(rtm_context_t *c, int32_t n_threads) {
     const rtm_model_t *m = c->model;
     const rt_sched_options_t o = {.struct_size = sizeof o, .devices = m->devices,
                                   .n_devices = m->n_devices,
-                                  .graph_size = rtm_llama_graph_size(&m->hp),
+                                  .graph_size = rtm_graph_size(&m->hp),
                                   .n_threads = n_threads};
     const rt_status_t st = rt_sched_create(&o, &c->sched);
     return st == RT_OK ? RT_OK : rtm_error_core(st, "rtm_context_create: scheduler");
 }
 
 static rt_status_t alloc_host(rtm_context_t *c) {
-    const size_t graph_size = (size_t)rtm_llama_graph_size(&c->model->hp);
+    const size_t graph_size = (size_t)rtm_graph_size(&c->model->hp);
     c->graph_mem_size = 2 * graph_size * rt_tensor_overhead() + rt_graph_overhead(graph_size);
     c->graph_mem = malloc(c->graph_mem_size);
     c->tok_buf = malloc((size_t)c->n_batch * sizeof c->tok_buf[0]);
     c->pos_buf = malloc((size_t)c->n_batch * sizeof c->pos_buf[0]);
-    c->mask_buf = malloc((size_t)c->n_batch * (size_t)c->n_ctx * sizeof c->mask_buf[0]);
-    if (c->graph_mem && c->tok_buf && c->pos_buf && c->mask_buf) return RT_OK;
+    const size_t mask_bytes = (size_t)c->n_batch * (size_t)c->n_ctx * sizeof c->mask_buf[0];
+    c->mask_buf = malloc(mask_bytes);
+    const bool swa = c->model->hp.n_swa > 0;
+    if (swa) c->mask_swa_buf = malloc(mask_bytes);
+    c->pool_buf = malloc((size_t)c->n_batch * sizeof c->pool_buf[0]);
+    if (c->graph_mem && c->tok_buf && c->pos_buf && c->mask_buf && (!swa || c->mask_swa_buf) &&
+        c->pool_buf)
+        return RT_OK;
     return rtm_error(RT_ERR_OUT_OF_MEMORY, "rtm_context_create: no host memory for n_ctx %d, "
                      "n_batch %d", c->n_ctx, c->n_batch);
 }
@@ -167,7 +175,7 @@ static rt_status_t prepare_graph(rtm_context_t *c, const rtm_ubatch_t *ub) {
     rt_status_t st = graph_context(c, &c->cur.gctx);
     if (st != RT_OK) return st;
     c->cur.ub = *ub;
-    rtm_llama_build(c->model, &c->kv, c->cur.gctx, ub, &c->cur.io);
+    rtm_graph_build(c->model, &c->kv, c->cur.gctx, ub, &c->cur.io);
     st = rt_sched_alloc_graph(c->sched, c->cur.io.graph);
     if (st != RT_OK) {
         rt_context_destroy(c->cur.gctx);
@@ -187,6 +195,8 @@ void rtm_context_destroy(rtm_context_t *c) {
     free(c->tok_buf);
     free(c->pos_buf);
     free(c->mask_buf);
+    free(c->mask_swa_buf);
+    free(c->pool_buf);
     free(c->logits);
     free(c);
 }
@@ -226,15 +236,23 @@ rt_status_t rtm_context_create(rtm_model_t *m, const rtm_context_params_t *param
 //===--- decoding ---===//
 
 /* Token i goes to position (and cache row) n_past + i. Causal: it sees
- * positions 0..n_past + i of the n_kv rows read. A part that reads hidden
- * states has no tokens. */
+ * positions 0..n_past + i of the n_kv rows read; on a sliding-window
+ * layer only the last n_swa of them (p - j < n_swa, as llama.cpp's
+ * standard window). An encoder's tokens see every token of the input. A
+ * part that reads hidden states has no tokens. */
 static void fill_inputs(rtm_context_t *c, const rtm_token_t *tokens, int32_t n, int32_t n_kv) {
+    const int32_t n_swa = c->model->hp.n_swa;
+    const bool causal = c->model->hp.causal;
     for (int32_t i = 0; i < n; i++) {
-        const int32_t p = c->n_past + i;
+        const int32_t p = c->n_past + i, last = causal ? p : c->n_past + n - 1;
         c->tok_buf[i] = tokens ? tokens[i] : 0;
         c->pos_buf[i] = p;
-        for (int32_t j = 0; j < n_kv; j++)
-            c->mask_buf[(size_t)i * (size_t)n_kv + (size_t)j] = j <= p ? 0.0f : -INFINITY;
+        c->pool_buf[i] = 1.0f / (float)n;
+        float *row = c->mask_buf + (size_t)i * (size_t)n_kv;
+        for (int32_t j = 0; j < n_kv; j++) row[j] = j <= last ? 0.0f : -INFINITY;
+        if (n_swa == 0) continue;
+        float *row_swa = c->mask_swa_buf + (size_t)i * (size_t)n_kv;
+        for (int32_t j = 0; j < n_kv; j++) row_swa[j] = j <= p && p - j < n_swa ? 0.0f : -INFINITY;
     }
 }
 
@@ -247,6 +265,8 @@ static rt_status_t set_inputs(rtm_context_t *c, const rtm_graph_io_t *io) {
     rt_status_t st = set_input(io->tokens, c->tok_buf);
     if (st == RT_OK) st = set_input(io->pos, c->pos_buf);
     if (st == RT_OK) st = set_input(io->mask, c->mask_buf);
+    if (st == RT_OK) st = set_input(io->mask_swa, c->mask_swa_buf);
+    if (st == RT_OK) st = set_input(io->pool, c->pool_buf);
     if (st == RT_OK) st = set_input(io->hidden_in, c->hidden_in);
     return st;
 }
@@ -301,6 +321,10 @@ static rt_status_t check_decode(const rtm_context_t *c, const rtm_token_t *token
     if (n > c->n_ctx - c->n_past)
         return rtm_error(RT_ERR_DOES_NOT_FIT, "rtm_decode: %d tokens after %d do not fit a "
                          "context of %d", n, c->n_past, c->n_ctx);
+    if (c->model->hp.embeddings && (c->n_past > 0 || n > c->n_batch))
+        return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_decode: an embedding model takes its whole "
+                         "input in one decode of at most n_batch (%d) tokens, after "
+                         "rtm_context_clear (%d tokens, %d before)", c->n_batch, n, c->n_past);
     return RT_OK;
 }
 
@@ -366,7 +390,9 @@ rt_status_t rtm_decode_part(rtm_context_t *c, const rtm_part_t *part, const rtm_
         return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_decode_part: NULL context or part");
     rtm_part_t p = {sizeof p, 0, 0, RTM_BLOCK_LAYERS};
     rtm_params_copy(&p, sizeof p, part);
-    rt_status_t st = check_part(c, &p);
+    rt_status_t st = c->model->desc->parts ? check_part(c, &p)
+                   : rtm_error(RT_ERR_UNSUPPORTED, "rtm_decode_part: architecture %s does not run "
+                               "in parts", c->model->arch);
     if (st == RT_OK) st = check_part_inputs(c, &p, tokens, hidden_in, n);
     if (st == RT_OK && n > c->n_batch)
         st = rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_decode_part: %d positions, n_batch is %d", n,
@@ -393,8 +419,13 @@ rt_status_t rtm_context_advance(rtm_context_t *c, int32_t n) {
 
 //===--- getters ---===//
 
+const float *rtm_get_embeddings(const rtm_context_t *c) {
+    if (c == NULL || c->n_logits == 0 || !c->model->hp.embeddings) return NULL;
+    return c->logits;
+}
+
 const float *rtm_get_logits(const rtm_context_t *c) {
-    if (c == NULL || c->n_logits == 0) return NULL;
+    if (c == NULL || c->n_logits == 0 || c->model->hp.embeddings) return NULL;
     return c->logits + (size_t)(c->n_logits - 1) * (size_t)c->model->hp.n_vocab;
 }
 

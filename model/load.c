@@ -6,7 +6,7 @@
  * shape, choose the devices, place the layers (checking that the model
  * fits), declare the weights per device, and only then bring their bytes
  * onto the devices (weights.c). */
-#include "model_impl.h"
+#include "arch.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,17 +40,19 @@ static rt_status_t read_arch(rtm_model_t *m, const char *path) {
     if (rt_gguf_get_str(m->gguf, "general.architecture", &arch) != RT_OK)
         return rtm_error(RT_ERR_FORMAT, "rtm_model_load: %s has no general.architecture key", path);
     snprintf(m->arch, sizeof m->arch, "%s", arch);
-    if (strcmp(arch, "llama") != 0)
-        return rtm_error(RT_ERR_UNSUPPORTED, "rtm_model_load: %s: unknown architecture '%s' "
-                         "(supported: llama)", path, arch);
-    return RT_OK;
+    m->desc = rtm_arch_find(arch);
+    if (m->desc != NULL) return RT_OK;
+    char names[256];
+    rtm_arch_names(names, sizeof names);
+    return rtm_error(RT_ERR_UNSUPPORTED, "rtm_model_load: %s: unknown architecture '%s' "
+                     "(supported: %s)", path, arch, names);
 }
 
 static rt_status_t read_model(rtm_model_t *m, const char *path) {
     rt_status_t st = read_arch(m, path);
     if (st == RT_OK && (st = rtm_vocab_create(m->gguf, &m->vocab)) != RT_OK)
         st = rtm_error(st, "rtm_model_load: %s: %s", path, rtm_last_error());
-    if (st == RT_OK) st = rtm_llama_read(m, path);
+    if (st == RT_OK) st = rtm_arch_read(m, path);
     if (st == RT_OK) {
         m->layers = calloc((size_t)m->hp.n_layer, sizeof m->layers[0]);
         if (m->layers == NULL) st = rtm_error(RT_ERR_OUT_OF_MEMORY, "rtm_model_load: no memory");
@@ -62,6 +64,9 @@ static rt_status_t held_layers(rtm_model_t *m, const rtm_model_params_t *p) {
     const bool all = p->layer_begin == 0 && p->layer_end == 0;
     m->layer_begin = all ? 0 : p->layer_begin;
     m->layer_end = all ? m->hp.n_layer : p->layer_end;
+    if ((!all || p->n_shards > 1) && !m->desc->parts)
+        return rtm_error(RT_ERR_UNSUPPORTED, "rtm_model_load: architecture %s does not run in parts "
+                         "(layer ranges or shards)", m->arch);
     if (m->layer_begin >= 0 && m->layer_begin < m->layer_end && m->layer_end <= m->hp.n_layer &&
         (all || p->n_shards <= 1))
         return RT_OK;
@@ -97,7 +102,7 @@ rt_status_t rtm_model_load(const char *path, const rtm_model_params_t *caller_pa
     if (st == RT_OK) st = rtm_devices_choose(m, params);
     if (st == RT_OK) st = rtm_devices_place(m, params);
     const bool sharded = params->n_shards > 1; /* slices are views: the file's layout */
-    if (st == RT_OK) st = rtm_llama_declare(m, !params->no_repack && !sharded);
+    if (st == RT_OK) st = rtm_arch_declare(m, !params->no_repack && !sharded);
     if (st == RT_OK) st = rtm_weights_load(m, params->no_mmap, !params->no_progress);
     if (st == RT_OK) st = rtm_model_shard(m, params->shard, params->n_shards);
     if (st != RT_OK) {
@@ -117,6 +122,7 @@ const char *rtm_model_arch(const rtm_model_t *m) { return m->arch; }
 int32_t rtm_model_n_vocab(const rtm_model_t *m) { return m->hp.n_vocab; }
 int32_t rtm_model_n_layer(const rtm_model_t *m) { return m->hp.n_layer; }
 int32_t rtm_model_n_embd(const rtm_model_t *m) { return m->hp.n_embd; }
+bool rtm_model_is_embedding(const rtm_model_t *m) { return m->hp.embeddings; }
 int32_t rtm_model_n_ctx_train(const rtm_model_t *m) { return m->hp.n_ctx_train; }
 
 rt_device_t *rtm_model_layer_device(const rtm_model_t *m, int32_t il) {

@@ -30,7 +30,8 @@ static bool space_at(const pretok_t *p, size_t i) {
 
 /* Neither whitespace, letter nor number, and inside the text. */
 static bool punct_at(const pretok_t *p, size_t i) {
-    return i < p->n && !space_at(p, i) && class_at(p, i) == RTM_CPT_OTHER;
+    const int c = class_at(p, i);
+    return i < p->n && !space_at(p, i) && c != RTM_CPT_LETTER && c != RTM_CPT_NUMBER;
 }
 
 static void emit(pretok_t *p, size_t end) {

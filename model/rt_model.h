@@ -75,7 +75,8 @@ typedef struct rtm_vocab rtm_vocab_t;
 typedef int32_t rtm_vocab_type_t;
 enum {
     RTM_VOCAB_SPM = 1,
-    RTM_VOCAB_BPE = 2
+    RTM_VOCAB_BPE = 2,
+    RTM_VOCAB_WPM = 3       /* BERT's WordPiece ("bert") */
 };
 
 /* tokenizer.ggml.token_type values (GGUF's). */
@@ -191,6 +192,8 @@ RTM_API const char *rtm_model_arch(const rtm_model_t *model);      /* "llama" */
 RTM_API int32_t rtm_model_n_vocab(const rtm_model_t *model);
 RTM_API int32_t rtm_model_n_layer(const rtm_model_t *model);
 RTM_API int32_t rtm_model_n_embd(const rtm_model_t *model);
+/* Whether the model outputs a sentence embedding (BERT) rather than logits. */
+RTM_API bool rtm_model_is_embedding(const rtm_model_t *model);
 RTM_API int32_t rtm_model_n_ctx_train(const rtm_model_t *model);
 /* The device holding layer il's weights and KV cache; -1 is the input
  * (token embeddings), n_layer the output. NULL when out of range. */
@@ -246,8 +249,13 @@ RTM_API void rtm_context_destroy(rtm_context_t *ctx);
  * (nothing is run then). */
 RTM_API rt_status_t rtm_decode(rtm_context_t *ctx, const rtm_token_t *tokens, int32_t n);
 /* n_vocab logits of the last token of the last decode (valid until the next
- * decode); NULL before any. */
+ * decode); NULL before any, and for an embedding model. */
 RTM_API const float *rtm_get_logits(const rtm_context_t *ctx);
+/* An embedding model's (rtm_model_is_embedding) n_embd floats for the
+ * input of the last decode, mean-pooled and of unit length (valid until
+ * the next decode); NULL before any and for other models. The whole input
+ * goes in one decode of at most n_batch tokens, from an empty context. */
+RTM_API const float *rtm_get_embeddings(const rtm_context_t *ctx);
 /* With logits_all: logits of token i of the last decode; NULL otherwise. */
 RTM_API const float *rtm_get_logits_ith(const rtm_context_t *ctx, int32_t i);
 RTM_API int32_t rtm_context_n_past(const rtm_context_t *ctx);

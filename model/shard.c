@@ -37,6 +37,9 @@ static rt_status_t check_split(const rtm_model_t *m, int32_t n_shards) {
     const int64_t q_cols = (int64_t)hp->head_dim * (hp->n_head / n_shards);
     for (int32_t il = m->layer_begin; il < m->layer_end; il++) {
         const rtm_layer_t *L = &m->layers[il];
+        if (L->bq || L->bk || L->bv || L->bo) /* a bias would be sliced, and W_o's added once */
+            return rtm_error(RT_ERR_UNSUPPORTED, "rtm_model_load: shards of a model with attention "
+                             "biases (layer %d)", il);
         if (cuts_blocks(L->wo, q_cols) || cuts_blocks(L->ffn_down, hp->n_ff / n_shards))
             return rtm_error(RT_ERR_UNSUPPORTED, "rtm_model_load: %d shards would cut the %s blocks "
                              "of layer %d's W_o or W_down", n_shards, rt_type_name(L->wo->type), il);

@@ -37,9 +37,10 @@ static rt_status_t read_type(const rt_gguf_t *g, rtm_vocab_t *v) {
         return rtm_error(RT_ERR_FORMAT, "vocabulary: the file has no string key %s", KEY_MODEL);
     if (strcmp(model, "llama") == 0) v->type = RTM_VOCAB_SPM;
     else if (strcmp(model, "gpt2") == 0) v->type = RTM_VOCAB_BPE;
+    else if (strcmp(model, "bert") == 0) v->type = RTM_VOCAB_WPM;
     else
         return rtm_error(RT_ERR_UNSUPPORTED, "vocabulary: tokenizer '%s' is not supported "
-                         "(supported: llama, gpt2)", model);
+                         "(supported: llama, gpt2, bert)", model);
     return RT_OK;
 }
 
@@ -135,7 +136,21 @@ static bool read_flag(const rt_gguf_t *g, const char *key, bool def) {
     return rt_gguf_get_bool(g, key, &b) == RT_OK ? b : def;
 }
 
+/* WordPiece: [CLS] text [SEP], as BERT was trained; the defaults are
+ * bert-base-uncased's ids, as llama.cpp's. */
+static void read_specials_wpm(const rt_gguf_t *g, rtm_vocab_t *v) {
+    v->bos = read_id(g, "tokenizer.ggml.cls_token_id", 101, v->n_tokens);
+    v->eos = read_id(g, "tokenizer.ggml.seperator_token_id", 102, v->n_tokens);
+    v->unk = read_id(g, "tokenizer.ggml.unknown_token_id", 100, v->n_tokens);
+    v->add_bos = read_flag(g, "tokenizer.ggml.add_bos_token", true) && v->bos != RTM_TOKEN_NULL;
+    v->add_eos = read_flag(g, "tokenizer.ggml.add_eos_token", true) && v->eos != RTM_TOKEN_NULL;
+}
+
 static void read_specials(const rt_gguf_t *g, rtm_vocab_t *v) {
+    if (v->type == RTM_VOCAB_WPM) {
+        read_specials_wpm(g, v);
+        return;
+    }
     const bool spm = v->type == RTM_VOCAB_SPM;
     v->bos = read_id(g, "tokenizer.ggml.bos_token_id", spm ? 1 : RTM_TOKEN_NULL, v->n_tokens);
     v->eos = read_id(g, "tokenizer.ggml.eos_token_id", spm ? 2 : RTM_TOKEN_NULL, v->n_tokens);
@@ -163,6 +178,19 @@ static void find_byte_tokens(rtm_vocab_t *v) {
         }
         v->byte_token[b] = rtm_strmap_get(&v->token_map, buf, n);
     }
+}
+
+/* BPE: the pre-tokenizer the file names; without the key, GPT-2's, as
+ * llama.cpp assumes ("default"). */
+static rt_status_t read_pretok(const rt_gguf_t *g, rtm_vocab_t *v) {
+    const char *pre = "default";
+    if (rt_gguf_find_key(g, "tokenizer.ggml.pre") >= 0 && rt_gguf_get_str(g, "tokenizer.ggml.pre", &pre) != RT_OK)
+        return rtm_error(RT_ERR_FORMAT, "vocabulary: tokenizer.ggml.pre is not a string");
+    v->pretok = rtm_pretok_find(pre);
+    if (v->pretok == NULL)
+        return rtm_error(RT_ERR_UNSUPPORTED, "vocabulary: pre-tokenizer '%s' (tokenizer.ggml.pre) "
+                         "is not supported", pre);
+    return RT_OK;
 }
 
 static bool is_special_type(int32_t type) {
@@ -201,6 +229,7 @@ rt_status_t rtm_vocab_create(const rt_gguf_t *g, rtm_vocab_t **out_vocab) {
     rt_status_t st = read_type(g, v);
     if (st == RT_OK) st = read_tokens(g, v);
     if (st == RT_OK && v->type == RTM_VOCAB_BPE) st = read_merges(g, v);
+    if (st == RT_OK && v->type == RTM_VOCAB_BPE) st = read_pretok(g, v);
     if (st == RT_OK) st = list_specials(v);
     if (st == RT_OK) {
         read_specials(g, v);
