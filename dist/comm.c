@@ -23,7 +23,9 @@ static rt_status_t check_peer(const rtd_comm_t *c, int32_t peer, const char *wha
                     what, c->rank, peer, c->size);
 }
 
-/* Adds the time since t0 to the statistics; passes st on. */
+/* Adds the time since t0 to the statistics; passes st on. t0 is taken in a
+ * statement of its own before the call: the order in which a call's
+ * arguments are evaluated is unspecified. */
 static rt_status_t timed(rtd_comm_t *c, double t0, rt_status_t st) {
     c->stats.seconds += rtd_time_seconds() - t0;
     return st;
@@ -37,7 +39,8 @@ rt_status_t rtd_comm_send(rtd_comm_t *c, int32_t peer, int32_t tag, const void *
                           int32_t *out_ticket) {
     rt_status_t st = check_peer(c, peer, "send");
     if (st != RT_OK) return st;
-    st = timed(c, rtd_time_seconds(), c->vt->send(c, peer, tag, data, bytes, out_ticket));
+    const double t0 = rtd_time_seconds();
+    st = timed(c, t0, c->vt->send(c, peer, tag, data, bytes, out_ticket));
     if (st == RT_OK) {
         c->stats.bytes_sent += bytes;
         c->stats.messages_sent++;
@@ -46,7 +49,8 @@ rt_status_t rtd_comm_send(rtd_comm_t *c, int32_t peer, int32_t tag, const void *
 }
 
 rt_status_t rtd_comm_wait(rtd_comm_t *c, int32_t ticket) {
-    return timed(c, rtd_time_seconds(), c->vt->wait(c, ticket));
+    const double t0 = rtd_time_seconds();
+    return timed(c, t0, c->vt->wait(c, ticket));
 }
 
 rt_status_t rtd_comm_recv(rtd_comm_t *c, int32_t peer, void *data, size_t cap, size_t *out_bytes,
@@ -55,7 +59,8 @@ rt_status_t rtd_comm_recv(rtd_comm_t *c, int32_t peer, void *data, size_t cap, s
     *out_tag = 0;
     rt_status_t st = check_peer(c, peer, "recv");
     if (st != RT_OK) return st;
-    st = timed(c, rtd_time_seconds(), c->vt->recv(c, peer, data, cap, out_bytes, out_tag));
+    const double t0 = rtd_time_seconds();
+    st = timed(c, t0, c->vt->recv(c, peer, data, cap, out_bytes, out_tag));
     if (st == RT_OK && *out_bytes > cap) /* an implementation's bug must not become ours */
         return rtd_error(RT_ERR_FORMAT, "dist: rank %d got %zu bytes from rank %d into %zu",
                         c->rank, *out_bytes, peer, cap);

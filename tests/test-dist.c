@@ -174,6 +174,11 @@ static void check_pipeline_bytes(const char *err, int np) {
     print_message("%d ranks: %ld decode steps, %ld bytes\n", np, steps, bytes);
     assert_int_equal(steps, N_PREDICT);  /* dist-2.1: every generated token is decoded */
     assert_int_equal(bytes, steps * ((long)(np - 1) * N_EMBD * 4 + 4)); /* dist-2.2 */
+    double compute = 0, comm = 0; /* dist-2.3: rank 1 waits for rank 0: its time is counted */
+    const char *r1 = strstr(err, "dist: rank 1: ");
+    assert_non_null(r1);
+    assert_int_equal(sscanf(r1, "dist: rank 1: compute %lf s, communication %lf s", &compute, &comm), 2);
+    assert_true(compute > 0 && comm > 0);
 }
 
 /* Pipeline ranks run the very ops of one process: the logits agree to
