@@ -384,11 +384,15 @@ rt_status_t rtm_arch_declare(rtm_model_t *m, bool repack) {
         if (st == RT_OK && m->weights_buft[d] != NULL) st = rt_context_create(&p, &m->ctx_w[d]);
         if (st != RT_OK) return rtm_error_core(st, "rtm_model_load: weight context");
     }
+    /* a process that holds some layers only has the ends of the model it runs */
+    const bool first = m->layer_begin == 0, last = m->layer_end == m->hp.n_layer;
     for (size_t i = 0; i < a->n_tensors; i++) {
         const rtm_tensor_spec_t *s = &a->tensors[i];
-        if (!s->layer) declare_spec(m, s, 0, s->flags & RTM_T_OUTPUT ? m->layout.output : m->layout.input);
+        const bool out = (s->flags & RTM_T_OUTPUT) != 0;
+        if (!s->layer && (out ? last : first))
+            declare_spec(m, s, 0, out ? m->layout.output : m->layout.input);
     }
-    for (int32_t il = 0; il < m->hp.n_layer; il++)
+    for (int32_t il = m->layer_begin; il < m->layer_end; il++)
         for (size_t i = 0; i < a->n_tensors; i++)
             if (a->tensors[i].layer) declare_spec(m, &a->tensors[i], il, m->layout.layer[il]);
     return RT_OK;

@@ -99,6 +99,8 @@ struct rtm_arch {
     bool no_rope;                         /* positions are learned instead (rtm_rope passes x) */
     bool bidirectional;                   /* every token sees every token (encoders) */
     bool embeddings;                      /* outputs a pooled embedding (rtm_get_embeddings) */
+    bool parts;                           /* build honours b->part (dist/: pipeline and tensor
+                                             parallel); else only every layer at once */
     const rtm_tensor_spec_t *tensors;
     size_t n_tensors;
     /* the forward graph of one ubatch: b holds the inputs; sets b->io->logits */

@@ -24,19 +24,38 @@ static const rtm_hparam_key_t keys[] = {
 
 static const rtm_tensor_spec_t tensors[] = {RTM_LLAMA_TENSORS};
 
-static rt_tensor_t *layer(rtm_build_t *b, int32_t il, rt_tensor_t *x) {
-    const rtm_layer_t *L = rtm_layer(b, il);
-    rt_tensor_t *h = rt_add(b->ctx, rtm_self_attention(b, il, rtm_rms_norm(b, x, L->attn_norm)), x);
-    return rt_add(b->ctx, rtm_ffn_swiglu(b, L, rtm_rms_norm(b, h, L->ffn_norm)), h);
+static rt_tensor_t *attention(rtm_build_t *b, int32_t il, rt_tensor_t *x) {
+    return rtm_self_attention(b, il, rtm_rms_norm(b, x, rtm_layer(b, il)->attn_norm));
 }
 
+static rt_tensor_t *ffn(rtm_build_t *b, int32_t il, rt_tensor_t *h) {
+    const rtm_layer_t *L = rtm_layer(b, il);
+    return rtm_ffn_swiglu(b, L, rtm_rms_norm(b, h, L->ffn_norm));
+}
+
+static rt_tensor_t *layer(rtm_build_t *b, int32_t il, rt_tensor_t *x) {
+    rt_tensor_t *h = rt_add(b->ctx, attention(b, il, x), x);
+    return rt_add(b->ctx, ffn(b, il, h), h);
+}
+
+/* The part's layers, or one block of one layer (its output before the
+ * residual add), then the head where the part ends with it. */
 void rtm_llama_build(rtm_build_t *b) {
+    const rtm_part_t *p = b->part;
     rt_tensor_t *x = rtm_embed(b);
-    for (int32_t il = 0; il < b->hp->n_layer; il++) x = layer(b, il, x);
+    if (p->block != RTM_BLOCK_LAYERS) {
+        rtm_hidden_out(b, (p->block == RTM_BLOCK_ATTN ? attention : ffn)(b, p->layer_begin, x));
+        return;
+    }
+    for (int32_t il = p->layer_begin; il < p->layer_end; il++) x = layer(b, il, x);
+    if (!rtm_part_heads(p, b->hp->n_layer)) {
+        rtm_hidden_out(b, x);
+        return;
+    }
     rtm_logits(b, rtm_rms_norm(b, rtm_head_rows(b, x), b->m->output_norm));
 }
 
 const rtm_arch_t rtm_arch_llama = {
     .name = "llama", .keys = keys, .n_keys = RTM_COUNT(keys), .rope_mode = RT_ROPE_MODE_NORMAL,
-    .tensors = tensors, .n_tensors = RTM_COUNT(tensors), .build = rtm_llama_build,
+    .tensors = tensors, .n_tensors = RTM_COUNT(tensors), .build = rtm_llama_build, .parts = true,
 };

@@ -17,5 +17,5 @@ static const rtm_tensor_spec_t tensors[] = {
 
 const rtm_arch_t rtm_arch_qwen2 = {
     .name = "qwen2", .keys = keys, .n_keys = RTM_COUNT(keys), .rope_mode = RT_ROPE_MODE_NEOX,
-    .tensors = tensors, .n_tensors = RTM_COUNT(tensors), .build = rtm_llama_build,
+    .tensors = tensors, .n_tensors = RTM_COUNT(tensors), .build = rtm_llama_build, .parts = true,
 };

@@ -23,7 +23,11 @@
 
 #include <math.h>
 
-rt_tensor_t *rtm_embed(rtm_build_t *b) { return rt_get_rows(b->ctx, b->m->tok_embd, b->io->tokens); }
+/* A part that does not embed starts from the hidden state it is given. */
+rt_tensor_t *rtm_embed(rtm_build_t *b) {
+    if (b->io->hidden_in != NULL) return b->io->hidden_in;
+    return rt_get_rows(b->ctx, b->m->tok_embd, b->io->tokens);
+}
 
 rt_tensor_t *rtm_rms_norm(rtm_build_t *b, rt_tensor_t *x, rt_tensor_t *w) {
     return rt_mul(b->ctx, rt_rms_norm(b->ctx, x, b->hp->norm_eps), w);
@@ -165,6 +169,12 @@ void rtm_output(rtm_build_t *b, rt_tensor_t *t, const char *name) {
     b->io->logits = rt_set_name(t, name);
     rt_set_output(t);
     rt_graph_build_forward_expand(b->g, t);
+}
+
+void rtm_hidden_out(rtm_build_t *b, rt_tensor_t *x) {
+    b->io->hidden_out = rt_set_name(x, "hidden_out");
+    rt_set_output(x);
+    rt_graph_build_forward_expand(b->g, x);
 }
 
 void rtm_logits(rtm_build_t *b, rt_tensor_t *x) { rtm_output(b, rt_mul_mat(b->ctx, b->m->output, x), "logits"); }

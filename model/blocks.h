@@ -24,6 +24,7 @@ struct rtm_build {
     int32_t n_tokens, n_kv, n_past;
     bool all_logits;
     rtm_graph_io_t *io;      /* inputs set; the architecture sets logits */
+    const rtm_part_t *part;  /* what to build: every layer, or a part (rtm_decode_part) */
 };
 
 static inline const rtm_layer_t *rtm_layer(const rtm_build_t *b, int32_t il) { return &b->m->layers[il]; }
@@ -66,5 +67,7 @@ RTM_INTERNAL rt_tensor_t *rtm_head_rows(rtm_build_t *b, rt_tensor_t *x);
 RTM_INTERNAL void rtm_output(rtm_build_t *b, rt_tensor_t *t, const char *name);
 /* logits = output . x, the graph's output. */
 RTM_INTERNAL void rtm_logits(rtm_build_t *b, rt_tensor_t *x);
+/* A part short of the head ends with the hidden state x (io->hidden_out). */
+RTM_INTERNAL void rtm_hidden_out(rtm_build_t *b, rt_tensor_t *x);
 
 #endif /* RTM_BLOCKS_H */

@@ -18,7 +18,7 @@
  * the plan and the plan must end up being the largest graph's. Every
  * ubatch after that has the same structure with smaller sizes, fits the
  * plan, and allocates nothing; the stats count what would say otherwise. */
-#include "model_impl.h"
+#include "arch.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -29,6 +29,7 @@ struct rtm_context {
     rtm_model_t *model;
     int32_t n_ctx, n_batch;
     bool logits_all;
+    rtm_part_t layers;            /* the layers the context runs (all, unless a part's) */
     rtm_kv_cache_t kv;
     rt_sched_t *sched;
     void *graph_mem;              /* headers of one graph at a time */
@@ -37,6 +38,7 @@ struct rtm_context {
     float *logits;                /* n_logits rows of n_vocab */
     int32_t n_logits, logits_cap; /* rows held, rows allocated */
     int32_t *tok_buf, *pos_buf;   /* n_batch each: input staging */
+    const float *hidden_in;       /* the current part's input, borrowed for one run */
     float *mask_buf;              /* n_ctx * n_batch */
     float *mask_swa_buf;          /* the same for sliding-window layers, when the model has them */
     float *pool_buf;              /* n_batch: 1/n each, for an embedding model's mean */
@@ -88,8 +90,8 @@ static rt_status_t reserve(rtm_context_t *c, const rtm_ubatch_t *ub, bool keep_s
 }
 
 static rt_status_t reserve_all(rtm_context_t *c) {
-    const rtm_ubatch_t pp = {c->n_batch, c->n_ctx, c->n_ctx - c->n_batch, c->logits_all};
-    const rtm_ubatch_t tg = {1, c->n_ctx, c->n_ctx - 1, c->logits_all};
+    const rtm_ubatch_t pp = {c->n_batch, c->n_ctx, c->n_ctx - c->n_batch, c->logits_all, c->layers};
+    const rtm_ubatch_t tg = {1, c->n_ctx, c->n_ctx - 1, c->logits_all, c->layers};
     rt_status_t st = reserve(c, &pp, false);
     if (st == RT_OK) st = reserve(c, &tg, true);
     if (st == RT_OK) st = reserve(c, &pp, false);
@@ -133,6 +135,26 @@ static rt_status_t alloc_host(rtm_context_t *c) {
                      "n_batch %d", c->n_ctx, c->n_batch);
 }
 
+static bool same_part(const rtm_part_t *a, const rtm_part_t *b) {
+    return a->layer_begin == b->layer_begin && a->layer_end == b->layer_end && a->block == b->block;
+}
+
+static rt_status_t set_layers(rtm_context_t *c, const rtm_context_params_t *p) {
+    const int32_t n_layer = c->model->hp.n_layer;
+    const bool all = p->layer_begin == 0 && p->layer_end == 0;
+    c->layers = (rtm_part_t){sizeof c->layers, all ? 0 : p->layer_begin, all ? n_layer : p->layer_end,
+                             RTM_BLOCK_LAYERS};
+    const rtm_model_t *m = c->model;
+    if (all && (m->layer_begin > 0 || m->layer_end < n_layer))
+        c->layers = (rtm_part_t){sizeof c->layers, m->layer_begin, m->layer_end, RTM_BLOCK_LAYERS};
+    if (c->layers.layer_begin >= m->layer_begin && c->layers.layer_begin < c->layers.layer_end &&
+        c->layers.layer_end <= m->layer_end)
+        return RT_OK;
+    return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_context_create: layers [%d, %d) are not a "
+                     "range of the model's [%d, %d)", p->layer_begin, p->layer_end,
+                     m->layer_begin, m->layer_end);
+}
+
 static void set_sizes(rtm_context_t *c, const rtm_context_params_t *p) {
     const int32_t n_train = c->model->hp.n_ctx_train;
     c->n_ctx = p->n_ctx > 0 ? p->n_ctx : (n_train < RTM_DEFAULT_N_CTX ? n_train : RTM_DEFAULT_N_CTX);
@@ -155,7 +177,7 @@ static void drop_graph(rtm_context_t *c) {
 /* Whether the graph built for a serves b. */
 static bool serves(const rtm_context_t *c, const rtm_ubatch_t *a, const rtm_ubatch_t *b) {
     return a->n_tokens == b->n_tokens && a->n_kv == b->n_kv && a->all_logits == b->all_logits &&
-           (c->kv.by_rows || a->n_past == b->n_past);
+           same_part(&a->part, &b->part) && (c->kv.by_rows || a->n_past == b->n_past);
 }
 
 /* The allocated graph for ub: the current one when it serves ub. */
@@ -209,8 +231,10 @@ rt_status_t rtm_context_create(rtm_model_t *m, const rtm_context_params_t *param
     c->model = m;
     c->stats.struct_size = sizeof c->stats;
     set_sizes(c, p);
-    rt_status_t st = alloc_host(c);
-    if (st == RT_OK) st = rtm_kv_cache_init(&c->kv, m, c->n_ctx);
+    rt_status_t st = set_layers(c, p);
+    if (st == RT_OK) st = alloc_host(c);
+    if (st == RT_OK)
+        st = rtm_kv_cache_init(&c->kv, m, c->n_ctx, c->layers.layer_begin, c->layers.layer_end);
     if (st == RT_OK) st = make_sched(c, p->n_threads);
     if (st == RT_OK) st = reserve_all(c);
     if (st != RT_OK) {
@@ -228,13 +252,14 @@ rt_status_t rtm_context_create(rtm_model_t *m, const rtm_context_params_t *param
 /* Token i goes to position (and cache row) n_past + i. Causal: it sees
  * positions 0..n_past + i of the n_kv rows read; on a sliding-window
  * layer only the last n_swa of them (p - j < n_swa, as llama.cpp's
- * standard window). An encoder's tokens see every token of the input. */
+ * standard window). An encoder's tokens see every token of the input. A
+ * part that reads hidden states has no tokens. */
 static void fill_inputs(rtm_context_t *c, const rtm_token_t *tokens, int32_t n, int32_t n_kv) {
     const int32_t n_swa = c->model->hp.n_swa;
     const bool causal = c->model->hp.causal;
     for (int32_t i = 0; i < n; i++) {
         const int32_t p = c->n_past + i, last = causal ? p : c->n_past + n - 1;
-        c->tok_buf[i] = tokens[i];
+        c->tok_buf[i] = tokens ? tokens[i] : 0;
         c->pos_buf[i] = p;
         c->pool_buf[i] = 1.0f / (float)n;
         float *row = c->mask_buf + (size_t)i * (size_t)n_kv;
@@ -278,13 +303,18 @@ static rt_status_t set_rope_inputs(rtm_context_t *c, const rtm_graph_io_t *io) {
     return st;
 }
 
+/* Writes the inputs the graph has (a part has only some). */
+static rt_status_t set_input(rt_tensor_t *t, const void *data) {
+    return t == NULL ? RT_OK : rt_tensor_set(t, data, 0, rt_nbytes(t));
+}
+
 static rt_status_t set_inputs(rtm_context_t *c, const rtm_graph_io_t *io) {
-    rt_status_t st = rt_tensor_set(io->tokens, c->tok_buf, 0, rt_nbytes(io->tokens));
-    if (st == RT_OK) st = rt_tensor_set(io->pos, c->pos_buf, 0, rt_nbytes(io->pos));
-    if (st == RT_OK) st = rt_tensor_set(io->mask, c->mask_buf, 0, rt_nbytes(io->mask));
-    if (st == RT_OK && io->mask_swa != NULL)
-        st = rt_tensor_set(io->mask_swa, c->mask_swa_buf, 0, rt_nbytes(io->mask_swa));
-    if (st == RT_OK && io->pool != NULL) st = rt_tensor_set(io->pool, c->pool_buf, 0, rt_nbytes(io->pool));
+    rt_status_t st = set_input(io->tokens, c->tok_buf);
+    if (st == RT_OK) st = set_input(io->pos, c->pos_buf);
+    if (st == RT_OK) st = set_input(io->mask, c->mask_buf);
+    if (st == RT_OK) st = set_input(io->mask_swa, c->mask_swa_buf);
+    if (st == RT_OK) st = set_input(io->pool, c->pool_buf);
+    if (st == RT_OK) st = set_input(io->hidden_in, c->hidden_in);
     if (st == RT_OK && io->rope_cos != NULL) st = set_rope_inputs(c, io);
     return st;
 }
@@ -326,17 +356,25 @@ static rt_status_t check_logits(const rtm_context_t *c, const float *out, size_t
                      (long long)(bad / n_vocab), (double)out[bad], where);
 }
 
-/* One graph: n tokens; their logits (or the last one's) into out when not NULL. */
-static rt_status_t run_ubatch(rtm_context_t *c, const rtm_token_t *tokens, int32_t n, float *out) {
-    const rtm_ubatch_t ub = {n, kv_rows(c, n), c->n_past, c->logits_all};
+/* The graph's output (logits or hidden state) into out when not NULL. */
+static rt_status_t get_output(const rtm_graph_io_t *io, float *out) {
+    const rt_tensor_t *t = io->logits ? io->logits : io->hidden_out;
+    return out == NULL ? RT_OK : rt_tensor_get(t, out, 0, rt_nbytes(t));
+}
+
+/* One graph of part: n tokens (or hidden states in c->hidden_in); their
+ * output into out when not NULL. */
+static rt_status_t run_part(rtm_context_t *c, const rtm_part_t *part, const rtm_token_t *tokens,
+                            int32_t n, float *out) {
+    const rtm_ubatch_t ub = {n, kv_rows(c, n), c->n_past, c->logits_all, *part};
     rt_status_t st = prepare_graph(c, &ub);
     const rtm_graph_io_t *io = &c->cur.io;
     fill_inputs(c, tokens, n, ub.n_kv);
     if (c->model->hp.rope_factors) fill_rope(c, n);
     if (st == RT_OK) st = set_inputs(c, io);
     if (st == RT_OK) st = rt_sched_graph_compute(c->sched, io->graph);
-    if (st == RT_OK && out != NULL) st = rt_tensor_get(io->logits, out, 0, rt_nbytes(io->logits));
-    if (st == RT_OK && out != NULL) {
+    if (st == RT_OK) st = get_output(io, out);
+    if (st == RT_OK && out != NULL && io->logits != NULL) {
         st = check_logits(c, out, rt_nbytes(io->logits) / sizeof out[0]);
         if (st != RT_OK) return st;
     }
@@ -376,6 +414,9 @@ static rt_status_t reserve_logits(rtm_context_t *c, int32_t rows) {
 
 rt_status_t rtm_decode(rtm_context_t *c, const rtm_token_t *tokens, int32_t n) {
     if (c == NULL) return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_decode: NULL context");
+    if (!rtm_part_embeds(&c->layers) || !rtm_part_heads(&c->layers, c->model->hp.n_layer))
+        return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_decode: the context runs layers [%d, %d) "
+                         "only: use rtm_decode_part", c->layers.layer_begin, c->layers.layer_end);
     rt_status_t st = check_decode(c, tokens, n);
     const int32_t rows = c->logits_all ? n : 1;
     if (st == RT_OK) st = reserve_logits(c, rows);
@@ -384,11 +425,71 @@ rt_status_t rtm_decode(rtm_context_t *c, const rtm_token_t *tokens, int32_t n) {
         const int32_t nb = n - i < c->n_batch ? n - i : c->n_batch;
         float *out = c->logits_all ? c->logits + (size_t)i * (size_t)c->model->hp.n_vocab
                    : i + nb == n ? c->logits : NULL;
-        st = run_ubatch(c, tokens + i, nb, out);
+        st = run_part(c, &c->layers, tokens + i, nb, out);
         if (st == RT_OK) c->n_past += nb;
     }
     if (st == RT_OK) c->n_logits = rows;
     return st;
+}
+
+//===--- parts ---===//
+
+/* A part of the context's layers: a range, or one block of one layer; a
+ * range of no layers only to embed or to run the head. */
+static rt_status_t check_part(const rtm_context_t *c, const rtm_part_t *p) {
+    const int32_t n_layer = c->model->hp.n_layer, b = p->layer_begin, e = p->layer_end;
+    const bool inside = b >= c->layers.layer_begin && e <= c->layers.layer_end && b <= e;
+    const bool shape = p->block == RTM_BLOCK_LAYERS
+                     ? (b < e || ((b == 0) != (e == n_layer)))
+                     : (p->block == RTM_BLOCK_ATTN || p->block == RTM_BLOCK_FFN) && e == b + 1;
+    if (inside && shape) return RT_OK;
+    return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_decode_part: block %d of layers [%d, %d) is not "
+                     "a part of the context's layers [%d, %d)", p->block, b, e,
+                     c->layers.layer_begin, c->layers.layer_end);
+}
+
+static rt_status_t check_part_inputs(const rtm_context_t *c, const rtm_part_t *p,
+                                     const rtm_token_t *tokens, const float *hidden_in, int32_t n) {
+    if (rtm_part_embeds(p)) return check_decode(c, tokens, n);
+    if (hidden_in == NULL || n < 1)
+        return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_decode_part: no hidden state (n = %d)", n);
+    if (n > c->n_ctx - c->n_past)
+        return rtm_error(RT_ERR_DOES_NOT_FIT, "rtm_decode_part: %d positions after %d do not fit a "
+                         "context of %d", n, c->n_past, c->n_ctx);
+    return RT_OK;
+}
+
+rt_status_t rtm_decode_part(rtm_context_t *c, const rtm_part_t *part, const rtm_token_t *tokens,
+                            const float *hidden_in, int32_t n, float *hidden_out) {
+    if (c == NULL || part == NULL)
+        return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_decode_part: NULL context or part");
+    rtm_part_t p = {sizeof p, 0, 0, RTM_BLOCK_LAYERS};
+    rtm_params_copy(&p, sizeof p, part);
+    rt_status_t st = c->model->desc->parts ? check_part(c, &p)
+                   : rtm_error(RT_ERR_UNSUPPORTED, "rtm_decode_part: architecture %s does not run "
+                               "in parts", c->model->arch);
+    if (st == RT_OK) st = check_part_inputs(c, &p, tokens, hidden_in, n);
+    if (st == RT_OK && n > c->n_batch)
+        st = rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_decode_part: %d positions, n_batch is %d", n,
+                       c->n_batch);
+    const bool heads = rtm_part_heads(&p, c->model->hp.n_layer);
+    const int32_t rows = c->logits_all ? n : 1;
+    if (st == RT_OK && heads) st = reserve_logits(c, rows);
+    if (st != RT_OK) return st;
+    c->hidden_in = hidden_in;
+    c->n_logits = 0;
+    st = run_part(c, &p, tokens, n, heads ? c->logits : hidden_out);
+    c->hidden_in = NULL;
+    if (st == RT_OK && heads) c->n_logits = rows;
+    return st;
+}
+
+rt_status_t rtm_context_advance(rtm_context_t *c, int32_t n) {
+    if (c == NULL || n < 0 || n > c->n_ctx - c->n_past)
+        return rtm_error(RT_ERR_DOES_NOT_FIT, "rtm_context_advance: %d positions after %d do not "
+                         "fit the context", n, c ? c->n_past : 0);
+    c->n_past += n;
+    return RT_OK;
 }
 
 //===--- getters ---===//

@@ -22,18 +22,23 @@ void rtm_graph_build(const rtm_model_t *m, const rtm_kv_cache_t *kv, rt_context_
                      const rtm_ubatch_t *ub, rtm_graph_io_t *io) {
     *io = (rtm_graph_io_t){.graph = rt_graph_create(ctx, (size_t)rtm_graph_size(&m->hp))};
     rtm_build_t b = {m, &m->hp, kv, ctx, io->graph, ub->n_tokens, ub->n_kv, ub->n_past,
-                     ub->all_logits, io};
-    io->tokens = input(rt_new_tensor_1d(ctx, RT_TYPE_I32, b.n_tokens), "tokens");
-    io->pos = input(rt_new_tensor_1d(ctx, RT_TYPE_I32, b.n_tokens), "positions");
-    io->mask = input(rt_new_tensor_2d(ctx, RT_TYPE_F32, b.n_kv, b.n_tokens), "kq_mask");
+                     ub->all_logits, io, &ub->part};
+    /* a part has only the inputs it reads: one left out of the graph would
+       have no bytes to be written into */
+    const bool embeds = rtm_part_embeds(&ub->part), attends = rtm_part_attends(&ub->part);
+    if (embeds) io->tokens = input(rt_new_tensor_1d(ctx, RT_TYPE_I32, b.n_tokens), "tokens");
+    else io->hidden_in = input(rt_new_tensor_2d(ctx, RT_TYPE_F32, m->hp.n_embd, b.n_tokens), "hidden_in");
+    if (attends || (embeds && m->pos_embd != NULL)) /* learned positions: read by the embedding */
+        io->pos = input(rt_new_tensor_1d(ctx, RT_TYPE_I32, b.n_tokens), "positions");
+    if (attends) io->mask = input(rt_new_tensor_2d(ctx, RT_TYPE_F32, b.n_kv, b.n_tokens), "kq_mask");
     if (m->hp.embeddings)
         io->pool = input(rt_new_tensor_2d(ctx, RT_TYPE_F32, b.n_tokens, 1), "pool");
-    if (m->hp.rope_factors) {
+    if (m->hp.rope_factors && attends) {
         io->rope_cos = input(rt_new_tensor_3d(ctx, RT_TYPE_F32, m->hp.n_rot, 1, b.n_tokens), "rope_cos");
         io->rope_sin = input(rt_new_tensor_3d(ctx, RT_TYPE_F32, m->hp.n_rot, 1, b.n_tokens), "rope_sin");
         io->rope_rot = input(rt_new_tensor_2d(ctx, RT_TYPE_F32, m->hp.n_rot, m->hp.n_rot), "rope_rot");
     }
-    if (m->hp.n_swa > 0)
+    if (m->hp.n_swa > 0 && attends)
         io->mask_swa = input(rt_new_tensor_2d(ctx, RT_TYPE_F32, b.n_kv, b.n_tokens), "kq_mask_swa");
     m->desc->build(&b);
 }

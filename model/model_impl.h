@@ -91,6 +91,8 @@ struct rtm_model {
     rt_device_t *devices[RTM_MAX_DEVICES];  /* GPUs in order, then the CPU */
     bool holds_weights[RTM_MAX_DEVICES];    /* the caller allowed weights there */
     rtm_layout_t layout;
+    int32_t layer_begin, layer_end;         /* the layers held; the others' weights are
+                                               neither placed nor loaded (layers[] NULL) */
     rt_context_t *ctx[RTM_MAX_DEVICES];     /* weight headers, per device */
     rt_buffer_t *buf[RTM_MAX_DEVICES];      /* weight bytes, per device */
     bool mapped[RTM_MAX_DEVICES];           /* buf wraps the mapping */
@@ -104,9 +106,14 @@ struct rtm_model {
     rtm_layer_t *layers;                    /* n_layer */
     float *rope_freqs;                      /* n_rot / 2 factors (hp.rope_factors), host */
     rtm_load_stats_t stats;
+    rt_context_t *ctx_shard;                /* tensor parallel: the views of this shard's
+                                               slices that layers[] point at (shard.c) */
 };
 
 static inline rt_device_t *rtm_cpu_device(const rtm_model_t *m) { return m->devices[m->n_devices - 1]; }
+static inline bool rtm_holds_layer(const rtm_model_t *m, int32_t il) {
+    return il >= m->layer_begin && il < m->layer_end;
+}
 
 //===--- arch.c: the architectures, and what they declare done for all ---===//
 
@@ -155,7 +162,8 @@ RTM_INTERNAL rt_status_t rtm_weights_load(rtm_model_t *m, bool no_mmap, bool pro
  * one context and one buffer per device. */
 typedef struct rtm_kv_cache {
     int32_t n_ctx;
-    rt_tensor_t **k, **v;                   /* n_layer each */
+    int32_t layer_begin, layer_end;         /* the layers cached */
+    rt_tensor_t **k, **v;                   /* n_layer each; NULL outside the layers cached */
     rt_context_t *ctx[RTM_MAX_DEVICES];
     rt_buffer_t *buf[RTM_MAX_DEVICES];
     uint64_t bytes;
@@ -163,7 +171,9 @@ typedef struct rtm_kv_cache {
                        the graph copies into views at n_past and is tied to that n_past */
 } rtm_kv_cache_t;
 
-RTM_INTERNAL rt_status_t rtm_kv_cache_init(rtm_kv_cache_t *kv, const rtm_model_t *m, int32_t n_ctx);
+/* Caches layers [layer_begin, layer_end) only (the others' k, v stay NULL). */
+RTM_INTERNAL rt_status_t rtm_kv_cache_init(rtm_kv_cache_t *kv, const rtm_model_t *m, int32_t n_ctx,
+                                           int32_t layer_begin, int32_t layer_end);
 RTM_INTERNAL void rtm_kv_cache_deinit(rtm_kv_cache_t *kv);
 
 //===--- graph.c: the graph of one ubatch ---===//
@@ -178,6 +188,7 @@ typedef struct rtm_ubatch {
     int32_t n_kv;           /* at least n_past + n_tokens; rows past it are masked */
     int32_t n_past;
     bool all_logits;        /* logits for every token, else the last one's */
+    rtm_part_t part;        /* what the graph runs: every layer, or a part (rt_model.h) */
 } rtm_ubatch_t;
 
 /* n_kv grows in steps of RTM_KV_PAD rows, so a decode graph is rebuilt once
@@ -194,8 +205,32 @@ typedef struct rtm_graph_io {
     rt_tensor_t *pool;      /* F32 {n_tokens, 1}, each 1/n_tokens: mean pooling (embeddings) */
     rt_tensor_t *rope_cos, *rope_sin; /* F32 {n_rot, 1, n_tokens}: rope with factors (rope_factors) */
     rt_tensor_t *rope_rot;  /* F32 {n_rot, n_rot}: the pair rotation x -> (-x1, x0) */
-    rt_tensor_t *logits;    /* F32 {n_vocab, 1 or n_tokens}; embeddings: {n_embd, 1} */
+    rt_tensor_t *logits;    /* F32 {n_vocab, 1 or n_tokens}; embeddings: {n_embd, 1}; NULL for a
+                               part short of the head */
+    rt_tensor_t *hidden_in; /* F32 {n_embd, n_tokens} for a part that does not embed, else NULL */
+    rt_tensor_t *hidden_out; /* F32 {n_embd, n_tokens} for a part short of the head, else NULL */
 } rtm_graph_io_t;
+
+/* Whether a part embeds tokens (else it reads hidden_in), whether it ends
+ * with the head (else it writes hidden_out), whether it runs attention. */
+static inline bool rtm_part_embeds(const rtm_part_t *p) {
+    return p->block == RTM_BLOCK_LAYERS && p->layer_begin == 0;
+}
+static inline bool rtm_part_heads(const rtm_part_t *p, int32_t n_layer) {
+    return p->block == RTM_BLOCK_LAYERS && p->layer_end == n_layer;
+}
+static inline bool rtm_part_attends(const rtm_part_t *p) {
+    return p->block == RTM_BLOCK_ATTN || (p->block == RTM_BLOCK_LAYERS && p->layer_end > p->layer_begin);
+}
+
+//===--- shard.c: tensor parallel ---===//
+
+/* Turns a loaded model into shard `shard` of n_shards: every layer's
+ * weights become views of their slices (heads of W_q, W_k, W_v rows and
+ * W_o columns; FFN columns of W_gate, W_up rows and W_down columns) and
+ * the head and FFN counts in hp become the shard's. RT_ERR_UNSUPPORTED
+ * when the counts do not divide or a slice would split a quantised block. */
+RTM_INTERNAL rt_status_t rtm_model_shard(rtm_model_t *m, int32_t shard, int32_t n_shards);
 
 /* Most nodes of any graph of the model (also the graph's size). */
 RTM_INTERNAL int32_t rtm_graph_size(const rtm_hparams_t *hp);
