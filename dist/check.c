@@ -9,6 +9,7 @@
  * all fail together with the same message. */
 #include "dist_impl.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,7 +19,11 @@ rt_status_t rtd_model_hash(const char *path, uint64_t *out) {
     *out = 0;
     rt_gguf_t *g = NULL;
     const rt_status_t st = rt_gguf_open(path, NULL, &g);
-    if (st != RT_OK) return rtd_error(st, "dist: %s: %s", path, rt_last_error());
+    if (st != RT_OK) {
+        char what[PATH_MAX + 8];
+        snprintf(what, sizeof what, "dist: %s", path);
+        return rtd_error_core(st, what);
+    }
     const uint64_t header = rt_gguf_data_offset(g), size = rt_gguf_file_size(g);
     const uint32_t versions[2] = {rt_abi_version(), RTD_PROTOCOL_VERSION};
     uint64_t h = rtd_hash(RTD_FNV_SEED, rt_gguf_file_data(g), (size_t)(header < size ? header : size));

@@ -47,6 +47,8 @@ struct rtd {
 RTD_INTERNAL rt_status_t rtd_error(rt_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 RTD_INTERNAL rt_status_t rtd_error_model(rt_status_t status, const char *what);
+/* The same for a core (librtcore) failure: "what: rt_last_error()". */
+RTD_INTERNAL rt_status_t rtd_error_core(rt_status_t status, const char *what);
 RTD_INTERNAL double rtd_time_seconds(void);
 
 //===--- plan.c ---===//

@@ -19,11 +19,20 @@ rt_status_t rtd_error(rt_status_t status, const char *fmt, ...) {
     return status;
 }
 
-/* A model-library failure, with its message. */
-rt_status_t rtd_error_model(rt_status_t status, const char *what) {
+/* "what: message" of another library's failure: its message is copied
+ * before this one is written, so no call site formats it itself. */
+static rt_status_t wrap(rt_status_t status, const char *what, const char *message) {
     char msg[sizeof last_error];
-    snprintf(msg, sizeof msg, "%s", rtm_last_error());
+    snprintf(msg, sizeof msg, "%s", message);
     return rtd_error(status, "%s: %s", what, msg[0] ? msg : rt_status_name(status));
+}
+
+rt_status_t rtd_error_model(rt_status_t status, const char *what) {
+    return wrap(status, what, rtm_last_error());
+}
+
+rt_status_t rtd_error_core(rt_status_t status, const char *what) {
+    return wrap(status, what, rt_last_error());
 }
 
 double rtd_time_seconds(void) {

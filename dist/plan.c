@@ -7,6 +7,7 @@
  * is compared with rank 0's before anything runs. */
 #include "dist_impl.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -28,7 +29,11 @@ rt_status_t rtd_file_n_layer(const char *path, int32_t *out) {
     char key[96];
     int64_t n = -1;
     rt_status_t st = rt_gguf_open(path, NULL, &g);
-    if (st != RT_OK) return rtd_error(st, "dist: %s: %s", path, rt_last_error());
+    if (st != RT_OK) {
+        char what[PATH_MAX + 8];
+        snprintf(what, sizeof what, "dist: %s", path);
+        return rtd_error_core(st, what);
+    }
     if (rt_gguf_get_str(g, "general.architecture", &arch) == RT_OK) {
         snprintf(key, sizeof key, "%s.block_count", arch);
         if (!get_int(g, key, &n)) n = -1;
