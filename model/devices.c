@@ -103,11 +103,12 @@ typedef struct place_sizes {
 } place_sizes_t;
 
 static void measure(const rtm_model_t *m, int32_t n_ctx, place_sizes_t *s) {
-    s->input = rtm_llama_input_bytes(m);
-    s->output = rtm_llama_output_bytes(m);
+    s->input = m->layer_begin == 0 ? rtm_arch_input_bytes(m) : 0;
+    s->output = m->layer_end == m->hp.n_layer ? rtm_arch_output_bytes(m) : 0;
     s->total = s->input + s->output;
     for (int32_t il = 0; il < m->hp.n_layer; il++) {
-        s->layer[il] = rtm_llama_layer_bytes(m, il) + rtm_kv_layer_bytes(&m->hp, n_ctx);
+        s->layer[il] = rtm_holds_layer(m, il) /* another process's layers cost nothing here */
+                     ? rtm_arch_layer_bytes(m, il) + rtm_kv_layer_bytes(&m->hp, n_ctx) : 0;
         s->total += s->layer[il];
     }
     s->capacity = 0;

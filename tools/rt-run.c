@@ -13,19 +13,25 @@
  *
  *   rt-run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P]
  *          [--seed S] [--devices LIST] [--n-gpu-layers N | --split auto|fastest]
- *          [--threads N] [--n-batch N] [--ctx N] [--dump-logits FILE]
- *          [--check-numerics] [--explain]
+ *          [--threads N] [--n-batch N] [--ctx N] [--dump-logits FILE] [--tp N]
+ *          [--check-numerics] [--special] [--explain]
  *
+ * --special parses special tokens' texts in the prompt ("<|im_start|>")
+ * as those tokens; without it they are plain text.
  * --dump-logits writes one text line of n_vocab logits per position whose
  * logits were computed: every prompt token, then each generated one.
  * Logits that are not finite always stop the run with an error naming the
  * step; --check-numerics keeps every node of the graph so that the error
  * also names the first node whose result was not finite.
+ * Under mpirun (dist/rt_dist.h) the model is split over the ranks: its
+ * layers (pipeline), or with --tp N its heads and FFN columns; rank 0
+ * prints, the rank holding the logits writes --dump-logits.
  * The dump is written through out_file.h: complete, or the previous file kept.
  * Every error, a failed write to stdout or the dump included, is one line
  * on stderr and exit status 1 (2 for usage). */
 #include "../abi/rt.h"
 #include "../model/rt_model.h"
+#include "../dist/rt_dist.h"
 #include "bundled_model.h"
 #include "out_file.h"
 
@@ -36,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define DEFAULT_PROMPT "Once upon a time"
 #define DEFAULT_N_PREDICT 64
@@ -54,13 +61,16 @@ typedef struct run_options {
     bool check_numerics;
     bool explain;
     bool split_given;        /* --split or --n-gpu-layers */
+    bool special;            /* special tokens' texts in the prompt are those tokens */
+    int32_t tp;              /* tensor-parallel ranks (mpirun -np N); 0: pipeline */
 } run_options_t;
 
 static void usage(FILE *f) {
     fprintf(f, "usage: rt-run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P]\n"
                "              [--seed S] [--devices LIST] [--n-gpu-layers N | --split auto|fastest]\n"
                "              [--threads N] [--n-batch N] [--ctx N] [--dump-logits FILE]\n"
-               "              [--check-numerics] [--explain]\n");
+               "              [--check-numerics] [--special] [--explain]\n"
+               "              [--tp N]   (under mpirun -np N: see README)\n");
 }
 
 //===--- options ---===//
@@ -140,6 +150,7 @@ static bool value_option(const char *name, const char *v, run_options_t *o) {
     else if (strcmp(name, "--n-batch") == 0) return int_option(name, v, 1, 1 << 20, &o->n_batch);
     else if (strcmp(name, "--ctx") == 0) return int_option(name, v, 1, 1 << 24, &o->n_ctx);
     else if (strcmp(name, "--dump-logits") == 0) o->dump_logits = v;
+    else if (strcmp(name, "--tp") == 0) return int_option(name, v, 1, RTD_MAX_RANKS, &o->tp);
     else {
         fprintf(stderr, "rt-run: unknown option '%s'\n", name);
         return false;
@@ -158,6 +169,10 @@ static int parse_args(int argc, char **argv, run_options_t *o) {
         }
         if (strcmp(argv[i], "--check-numerics") == 0 || strcmp(argv[i], "--explain") == 0) {
             *(argv[i][2] == 'c' ? &o->check_numerics : &o->explain) = true;
+            continue;
+        }
+        if (strcmp(argv[i], "--special") == 0) {
+            o->special = true;
             continue;
         }
         if (i + 1 >= argc) {
@@ -208,6 +223,7 @@ static bool find_devices(rt_registry_t *reg, const char *list, rt_device_t **dev
 
 typedef struct run {
     const run_options_t *o;
+    rtd_t *dist;              /* NULL: this process runs alone */
     rt_registry_t *reg;
     rtm_model_t *model;
     rtm_context_t *ctx;
@@ -241,21 +257,63 @@ static int fail(const char *fmt, ...) {
     return 1;
 }
 
+//===--- over several processes (dist/) ---===//
+
+/* Every rank must run with the same settings: they go into the plan hash. */
+static int dist_plan(run_t *r, const char *file, rtm_model_params_t *mp) {
+    const run_options_t *o = r->o;
+    struct { int32_t n_predict, n_ctx, n_batch, top_k, tp, logits; float temp, top_p; uint64_t seed; }
+        settings;
+    memset(&settings, 0, sizeof settings); /* padding too: the bytes are hashed */
+    settings.n_predict = o->n_predict;
+    settings.n_ctx = o->n_ctx;
+    settings.n_batch = o->n_batch;
+    settings.top_k = o->sampling.top_k;
+    settings.tp = o->tp;
+    settings.logits = o->dump_logits != NULL;
+    settings.temp = o->sampling.temp;
+    settings.top_p = o->sampling.top_p;
+    settings.seed = o->sampling.seed;
+    if (rtd_plan(r->dist, file, &settings, sizeof settings, mp) == RT_OK) return 0;
+    return fail("%s", rtd_last_error());
+}
+
+static int dist_join(run_t *r, int *argc, char ***argv) {
+    const rtd_params_t p = {.struct_size = sizeof p, .tp = r->o->tp};
+    if (rtd_create(argc, argv, &p, &r->dist) != RT_OK) return fail("%s", rtd_last_error());
+    if (r->dist)
+        fprintf(stderr, "rt-run: rank %d of %d (pid %ld)\n", rtd_rank(r->dist), rtd_size(r->dist),
+                (long)getpid());
+    return 0;
+}
+
+static void dump_ubatch(void *user, const rtm_context_t *c, int32_t n_rows);
+
+/* Ranks other than 0 run their share of each decode until rank 0 is done. */
+static int dist_serve(run_t *r) {
+    if (rtd_serve(r->dist, r->ctx, r->sampler) != RT_OK)
+        return fail("%s", rtd_last_error());
+    return 0;
+}
+
 static int load(run_t *r) {
     char path[PATH_MAX];
     rt_device_t *devs[MAX_DEVICES];
     int32_t n_devs = 0;
     if (r->o->devices && !find_devices(r->reg, r->o->devices, devs, &n_devs)) return 1;
-    const rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = r->reg,
+    rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = r->reg,
                                    .devices = r->o->devices ? devs : NULL, .n_devices = n_devs,
                                    .split = r->o->split, .n_gpu_layers = r->o->n_gpu_layers,
                                    .n_ctx = r->o->n_ctx};
     const char *file = r->o->model ? r->o->model : rt_tools_bundled_model(path, sizeof path);
+    if (dist_plan(r, file, &mp) != 0) return 1;
     if (rtm_model_load(file, &mp, &r->model) != RT_OK) return fail("%s", rtm_last_error());
-    const rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = r->o->n_ctx,
-                                     .n_batch = r->o->n_batch, .n_threads = r->o->n_threads,
-                                     .logits_all = r->o->dump_logits != NULL,
-                                     .check_numerics = r->o->check_numerics};
+    rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = r->o->n_ctx,
+                               .n_batch = r->o->n_batch, .n_threads = r->o->n_threads,
+                               .logits_all = r->o->dump_logits != NULL,
+                               .check_numerics = r->o->check_numerics};
+    if (rtd_setup(r->dist, r->model, &cp) != RT_OK) return fail("%s", rtd_last_error());
+    rtd_set_logits_fn(r->dist, dump_ubatch, r); /* the rank with the head dumps per ubatch */
     if (rtm_context_create(r->model, &cp, &r->ctx) != RT_OK) return fail("%s", rtm_last_error());
     if (r->o->explain) {
         fprintf(stderr, "plan (least predicted decode time per token):\n");
@@ -263,7 +321,8 @@ static int load(run_t *r) {
     }
     if (rtm_sampler_create(&r->o->sampling, &r->sampler) != RT_OK) return fail("%s", rtm_last_error());
     const char *inputs[] = {file, NULL};
-    if (r->o->dump_logits && rt_out_file_open(&r->dump, r->o->dump_logits, inputs) != 0)
+    if (r->o->dump_logits && rtd_runs_head(r->dist) &&
+        rt_out_file_open(&r->dump, r->o->dump_logits, inputs) != 0)
         return fail("%s", r->dump.error);
     return 0;
 }
@@ -272,10 +331,10 @@ static int tokenize_prompt(run_t *r) {
     const rtm_vocab_t *v = rtm_model_vocab(r->model);
     const size_t len = strlen(r->o->prompt);
     int32_t n = 0;
-    rtm_vocab_tokenize(v, r->o->prompt, len, true, false, NULL, 0, &n);
+    rtm_vocab_tokenize(v, r->o->prompt, len, true, r->o->special, NULL, 0, &n);
     r->prompt = malloc(((size_t)n + 1) * sizeof r->prompt[0]);
     if (r->prompt == NULL) return fail("no memory for the prompt");
-    if (rtm_vocab_tokenize(v, r->o->prompt, len, true, false, r->prompt, n, &r->n_prompt) != RT_OK)
+    if (rtm_vocab_tokenize(v, r->o->prompt, len, true, r->o->special, r->prompt, n, &r->n_prompt) != RT_OK)
         return fail("%s", rtm_last_error());
     if (r->n_prompt == 0) return fail("the prompt gives no tokens");
     if (r->n_prompt > rtm_context_n_ctx(r->ctx))
@@ -284,13 +343,23 @@ static int tokenize_prompt(run_t *r) {
     return 0;
 }
 
-static void dump_rows(run_t *r, int32_t n_rows) {
+static void dump_rows_now(run_t *r, int32_t n_rows) {
     const int32_t n_vocab = rtm_model_n_vocab(r->model);
     for (int32_t i = 0; r->dump.f && i < n_rows; i++) {
         const float *l = rtm_get_logits_ith(r->ctx, i);
         for (int32_t j = 0; j < n_vocab; j++) fprintf(r->dump.f, j ? " %.9g" : "%.9g", (double)l[j]);
         fputc('\n', r->dump.f);
     }
+}
+
+/* Alone, after each decode; in a job, dump_ubatch does it. */
+static void dump_rows(run_t *r, int32_t n_rows) {
+    if (r->dist == NULL) dump_rows_now(r, n_rows);
+}
+
+static void dump_ubatch(void *user, const rtm_context_t *c, int32_t n_rows) {
+    (void)c;
+    dump_rows_now(user, n_rows);
 }
 
 /* The token's text on stdout, however long its piece; 1 after a message
@@ -311,8 +380,12 @@ static int print_token(const run_t *r, rtm_token_t t) {
 
 /* The prompt, then up to n_predict tokens, stopping at end of generation. */
 static int generate(run_t *r) {
+    if (rtd_rank(r->dist) != 0) return dist_serve(r);
     double t0 = now();
-    if (rtm_decode(r->ctx, r->prompt, r->n_prompt) != RT_OK) return fail("%s", rtm_last_error());
+    rtm_token_t t; /* the prompt's: over several ranks, it comes when every stage is done */
+    if (rtd_decode(r->dist, r->ctx, r->prompt, r->n_prompt) != RT_OK ||
+        rtd_next_token(r->dist, r->ctx, r->sampler, rtm_model_n_vocab(r->model), &t) != RT_OK)
+        return fail("%s", rtd_last_error());
     r->t_prompt = now() - t0;
     dump_rows(r, r->n_prompt);
     fputs(r->o->prompt, stdout);
@@ -320,18 +393,20 @@ static int generate(run_t *r) {
     const rtm_vocab_t *v = rtm_model_vocab(r->model);
     t0 = now();
     while (r->n_generated < r->o->n_predict) {
-        rtm_token_t t = rtm_sampler_sample(r->sampler, rtm_get_logits(r->ctx), rtm_model_n_vocab(r->model));
+        if (r->n_generated > 0 &&
+            rtd_next_token(r->dist, r->ctx, r->sampler, rtm_model_n_vocab(r->model), &t) != RT_OK)
+            return fail("%s", rtd_last_error());
         if (rtm_vocab_is_eog(v, t)) break;
         if (print_token(r, t) != 0) return 1;
         r->n_generated++; /* counted as printed, also when the context is full */
         if (rtm_context_n_past(r->ctx) >= rtm_context_n_ctx(r->ctx)) break;
-        if (rtm_decode(r->ctx, &t, 1) != RT_OK) return fail("%s", rtm_last_error());
+        if (rtd_decode(r->dist, r->ctx, &t, 1) != RT_OK) return fail("%s", rtd_last_error());
         dump_rows(r, 1);
     }
     r->t_gen = now() - t0;
     fputc('\n', stdout);
     if (fflush(stdout) != 0 || ferror(stdout)) return fail("cannot write stdout: %s", strerror(errno));
-    return r->dump.f && rt_out_file_commit(&r->dump) != 0 ? fail("%s", r->dump.error) : 0;
+    return 0;
 }
 
 static void report(const run_t *r) {
@@ -362,11 +437,17 @@ int main(int argc, char **argv) {
     const int pa = parse_args(argc, argv, &o);
     if (pa != 0) return pa == 1 ? 0 : 2;
     run_t r = {.o = &o};
-    int rc = rt_registry_create(NULL, &r.reg) == RT_OK ? 0 : fail("%s", rt_last_error());
+    int rc = dist_join(&r, &argc, &argv);
+    if (rc == 0) rc = rt_registry_create(NULL, &r.reg) == RT_OK ? 0 : fail("%s", rt_last_error());
     if (rc == 0) rc = load(&r);
     if (rc == 0) rc = tokenize_prompt(&r);
     if (rc == 0) rc = generate(&r);
-    if (rc == 0) report(&r);
+    if (rc == 0 && rtd_finish(r.dist, write_stderr, NULL) != RT_OK) rc = fail("%s", rtd_last_error());
+    /* by the rank with the head, once every row is written */
+    if (rc == 0 && r.dump.f && rt_out_file_commit(&r.dump) != 0) rc = fail("%s", r.dump.error);
+    if (rc == 0 && rtd_rank(r.dist) == 0) report(&r);
+    if (rc != 0) rtd_abort(r.dist, rc); /* the other ranks would wait for this one */
+    rtd_destroy(r.dist);
     rt_out_file_abort(&r.dump); /* after a commit, nothing is left to remove */
     free(r.prompt);
     rtm_sampler_destroy(r.sampler);
