@@ -12,17 +12,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* printf into the caller's writer; lines longer than the buffer are cut. */
-static void emit(rt_write_fn write, void *ud, const char *fmt, ...) RT_PRINTF(3, 4);
-static void emit(rt_write_fn write, void *ud, const char *fmt, ...) {
-    char line[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    if (n < 0) return;
-    write(line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1, ud);
-}
 
 static int32_t n_entries(const rt_gallocr_t *ga) {
     return rt_gallocr_plan_count(ga);
@@ -46,7 +35,7 @@ static void text_entry(const rt_gallocr_t *ga, int32_t p, rt_write_fn write, voi
     const rt_gallocr_plan_entry_t *e = &ga->plan[p];
     char notes[96];
     text_notes(e, notes, sizeof notes);
-    emit(write, ud, "%6d %-4s %5d  %-24.24s %-13s %-5s %3d %12zu %12zu %5d %5d%s\n", (int)p,
+    rt_write_text(write, ud, "%6d %-4s %5d  %-24.24s %-13s %-5s %3d %12zu %12zu %5d %5d%s\n", (int)p,
          (e->flags & RT_GALLOCR_PLAN_LEAF) ? "leaf" : "node", (int)e->index,
          e->name[0] ? e->name : "-", rt_op_name(e->op), rt_type_name(e->type),
          (int)e->buffer_id, e->offset, e->size, (int)e->first, (int)e->last,
@@ -55,15 +44,15 @@ static void text_entry(const rt_gallocr_t *ga, int32_t p, rt_write_fn write, voi
 
 void rt_gallocr_write_plan_text(const rt_gallocr_t *ga, rt_write_fn write, void *ud) {
     if (ga == NULL || write == NULL) return;
-    emit(write, ud, "gallocr plan: %d buffers, %d leafs, %d nodes%s\n", (int)ga->n_buffers,
+    rt_write_text(write, ud, "gallocr plan: %d buffers, %d leafs, %d nodes%s\n", (int)ga->n_buffers,
          (int)(ga->planned ? ga->n_leafs : 0), (int)(ga->planned ? ga->n_nodes : 0),
          ga->planned ? "" : " (nothing planned)");
     for (int32_t b = 0; b < ga->n_buffers; b++)
-        emit(write, ud, "buffer %d %s: peak %zu bytes, lower bound %zu, allocated %zu\n",
+        rt_write_text(write, ud, "buffer %d %s: peak %zu bytes, lower bound %zu, allocated %zu\n",
              (int)b, rt_buffer_type_name(ga->bufts[b]), rt_gallocr_get_peak(ga, b),
              rt_gallocr_get_lower_bound(ga, b), rt_gallocr_get_buffer_size(ga, b));
     if (n_entries(ga) == 0) return;
-    emit(write, ud, "%6s %-4s %5s  %-24s %-13s %-5s %3s %12s %12s %5s %5s %s\n", "plan", "kind",
+    rt_write_text(write, ud, "%6s %-4s %5s  %-24s %-13s %-5s %3s %12s %12s %5s %5s %s\n", "plan", "kind",
          "index", "name", "op", "type", "buf", "offset", "size", "first", "last", "notes");
     for (int32_t p = 0; p < n_entries(ga); p++) text_entry(ga, p, write, ud);
 }
@@ -120,35 +109,35 @@ static void svg_block(const rt_gallocr_t *ga, const svg_panel_t *pn, int32_t p, 
     const double y = pn->y0 + (double)e->offset * pn->y_scale;
     double h = (double)e->size * pn->y_scale;
     if (h < 0.5) h = 0.5; /* keep tiny blocks visible */
-    emit(write, ud, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
+    rt_write_text(write, ud, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
          "fill=\"%s\" stroke=\"#333\" stroke-width=\"0.3\"><title>%s (%s %s): "
          "%zu bytes at %zu, nodes %d..%d%s</title></rect>\n", x, y, w, h, op_colour(e->op), name,
          rt_op_name(e->op), rt_type_name(e->type), e->size, e->offset, (int)e->first,
          (int)e->last, (e->flags & RT_GALLOCR_PLAN_INPLACE) ? ", in place" : "");
     /* The name inside the block where it fits: 9 px text, ~5.5 px a glyph. */
     if (e->name[0] && h >= SVG_LABEL_H && w >= SVG_GLYPH_W * (double)strlen(e->name) + 2)
-        emit(write, ud, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"9\" pointer-events=\"none\">%s</text>\n",
+        rt_write_text(write, ud, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"9\" pointer-events=\"none\">%s</text>\n",
              x + 1, y + h / 2 + 3, name);
 }
 
 static void svg_axes(const rt_gallocr_t *ga, const svg_panel_t *pn, rt_write_fn write, void *ud) {
     const int32_t b = pn->buffer_id;
     const size_t peak = rt_gallocr_get_peak(ga, b);
-    emit(write, ud, "<text x=\"%d\" y=\"%.1f\" font-weight=\"bold\">buffer %d (%s): peak %zu "
+    rt_write_text(write, ud, "<text x=\"%d\" y=\"%.1f\" font-weight=\"bold\">buffer %d (%s): peak %zu "
          "bytes (%.2f MiB), lower bound %zu</text>\n", SVG_LEFT, pn->y0 - 12, (int)b,
          rt_buffer_type_name(ga->bufts[b]), peak, peak / 1048576.0,
          rt_gallocr_get_lower_bound(ga, b));
-    emit(write, ud, "<rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%d\" fill=\"#f8f8f8\" "
+    rt_write_text(write, ud, "<rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%d\" fill=\"#f8f8f8\" "
          "stroke=\"#999\"/>\n", SVG_LEFT, pn->y0, SVG_PLOT_W, SVG_PLOT_H);
     for (int k = 0; k <= 4; k++) {
         const double y = pn->y0 + SVG_PLOT_H * k / 4.0;
-        emit(write, ud, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" font-size=\"10\">"
+        rt_write_text(write, ud, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" font-size=\"10\">"
              "%.2f MiB</text>\n", SVG_LEFT - 4, y + 3, peak * (k / 4.0) / 1048576.0);
         const int node = (int)(ga->n_nodes * k / 4);
-        emit(write, ud, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"10\">"
+        rt_write_text(write, ud, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"10\">"
              "%d</text>\n", SVG_LEFT + node * pn->x_scale, pn->y0 + SVG_PLOT_H + 14, node);
     }
-    emit(write, ud, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"11\">node "
+    rt_write_text(write, ud, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"11\">node "
          "index (execution order); y: byte offset</text>\n", SVG_LEFT + SVG_PLOT_W / 2,
          pn->y0 + SVG_PLOT_H + 30);
 }
@@ -177,7 +166,7 @@ static void svg_legend(const rt_gallocr_t *ga, double y, rt_write_fn write, void
         if (!seen[op]) continue;
         const int x = SVG_LEFT + (k % 8) * 135;
         const double yy = y + (k / 8) * 18;
-        emit(write, ud, "<rect x=\"%d\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>"
+        rt_write_text(write, ud, "<rect x=\"%d\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>"
              "<text x=\"%d\" y=\"%.1f\" font-size=\"11\">%s</text>\n", x, yy, op_colour(op),
              x + 16, yy + 10, op == RT_OP_NONE ? "leaf" : rt_op_name(op));
         k++;
@@ -189,12 +178,12 @@ void rt_gallocr_write_plan_svg(const rt_gallocr_t *ga, rt_write_fn write, void *
     const double panel = 30 + SVG_PLOT_H + SVG_GAP;
     const double legend_y = 10 + ga->n_buffers * panel;
     const int height = (int)(legend_y + 3 * 18 + 10);
-    emit(write, ud, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+    rt_write_text(write, ud, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
          "font-family=\"sans-serif\" font-size=\"12\">\n", SVG_LEFT + SVG_PLOT_W + SVG_RIGHT,
          height);
-    emit(write, ud, "<title>gallocr plan: %d leafs, %d nodes</title>\n", (int)ga->n_leafs,
+    rt_write_text(write, ud, "<title>gallocr plan: %d leafs, %d nodes</title>\n", (int)ga->n_leafs,
          (int)ga->n_nodes);
     for (int32_t b = 0; b < ga->n_buffers; b++) svg_panel(ga, b, 40 + b * panel, write, ud);
     svg_legend(ga, legend_y, write, ud);
-    emit(write, ud, "</svg>\n");
+    rt_write_text(write, ud, "</svg>\n");
 }

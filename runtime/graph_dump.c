@@ -14,16 +14,8 @@ typedef struct sink {
     void *user_data;
 } sink_t;
 
-static void emit(const sink_t *s, const char *fmt, ...) RT_PRINTF(2, 3);
-
-static void emit(const sink_t *s, const char *fmt, ...) {
-    char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    const int n = vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (n > 0) s->write(buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1, s->user_data);
-}
+/* rt_write_text into the sink. */
+#define emit(s, ...) rt_write_text((s)->write, (s)->user_data, __VA_ARGS__)
 
 /* t's id, "n<i>" or "l<i>". Sources of node i come before it, so the
  * search runs backwards from there; dumps are rare, the scan is fine. */

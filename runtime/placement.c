@@ -303,10 +303,6 @@ rt_status_t rt_placement_replan(rt_placement_t *p, int32_t i, uint64_t bytes) {
 
 //===--- text ---===//
 
-static void put(rt_write_fn write, void *user_data, char *line, size_t size, int n) {
-    write(line, n < 0 ? 0 : (size_t)n < size ? (size_t)n : size - 1, user_data);
-}
-
 /* Layers of device d as ranges, "0-3 7" or "-", into buf. */
 static void layer_ranges(const rt_placement_t *p, int32_t d, char *buf, size_t size) {
     size_t len = 0;
@@ -336,22 +332,18 @@ static void predicted(const rt_placement_t *p, int32_t d, char *buf, size_t size
 
 void rt_placement_write_text(const rt_placement_t *p, rt_write_fn write, void *user_data) {
     if (p == NULL || write == NULL) return;
-    char ranges[256], line[640], pred[160];
+    char ranges[256], pred[160];
     for (int32_t d = 0; d < p->n_devices; d++) {
         layer_ranges(p, d, ranges, sizeof ranges);
         predicted(p, d, pred, sizeof pred);
         char name[48] = "";
         if (p->devices[d] != NULL) snprintf(name, sizeof name, " (%s)", rt_device_name(p->devices[d]));
         else if (d == cpu_of(p)) snprintf(name, sizeof name, " (cpu)");
-        const int n = snprintf(line, sizeof line, "device %d%s: layers %s%s%s, %" PRIu64
-                               " bytes%s\n", (int)d, name, ranges,
-                               p->input_device == d ? ", input" : "",
-                               p->output_device == d ? ", output" : "",
-                               rt_placement_device_bytes(p, d), pred);
-        put(write, user_data, line, sizeof line, n);
+        rt_write_text(write, user_data, "device %d%s: layers %s%s%s, %" PRIu64 " bytes%s\n",
+                      (int)d, name, ranges, p->input_device == d ? ", input" : "",
+                      p->output_device == d ? ", output" : "", rt_placement_device_bytes(p, d),
+                      pred);
     }
     if (p->mode != RT_PLACEMENT_FASTEST) return;
-    const int n = snprintf(line, sizeof line, "predicted decode: %.3f ms per token\n",
-                           p->total_s * 1e3);
-    put(write, user_data, line, sizeof line, n);
+    rt_write_text(write, user_data, "predicted decode: %.3f ms per token\n", p->total_s * 1e3);
 }

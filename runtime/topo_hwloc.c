@@ -290,17 +290,6 @@ rt_status_t rt_topology_place_threads(const rt_topology_t *topo, rt_cpu_placemen
 
 //===--- text ---===//
 
-static void emit(rt_write_fn write, void *user_data, const char *fmt, ...) RT_PRINTF(3, 4);
-
-static void emit(rt_write_fn write, void *user_data, const char *fmt, ...) {
-    char line[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    if (n < 0) return;
-    write(line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1, user_data);
-}
 
 static double gib(uint64_t bytes) { return (double)bytes / (1024.0 * 1024.0 * 1024.0); }
 
@@ -310,7 +299,7 @@ static void write_numa(const rt_topology_t *topo, rt_write_fn write, void *user_
          n = hwloc_get_next_obj_by_type(topo->topo, HWLOC_OBJ_NUMANODE, n)) {
         if (n->cpuset == NULL || hwloc_bitmap_list_snprintf(cpus, sizeof cpus, n->cpuset) < 0)
             snprintf(cpus, sizeof cpus, "?");
-        emit(write, user_data, "  NUMA node %u: %.1f GiB, PUs %s\n", n->logical_index,
+        rt_write_text(write, user_data, "  NUMA node %u: %.1f GiB, PUs %s\n", n->logical_index,
              gib(n->attr->numanode.local_memory), cpus);
     }
 }
@@ -318,10 +307,10 @@ static void write_numa(const rt_topology_t *topo, rt_write_fn write, void *user_
 void rt_topology_write_text(const rt_topology_t *topo, rt_write_fn write, void *user_data) {
     rt_topology_summary_t s = {.struct_size = sizeof s};
     if (topo == NULL || write == NULL || rt_topology_get_summary(topo, &s) != RT_OK) return;
-    emit(write, user_data, "%d package(s), %d NUMA node(s), %d core(s), %d PU(s), %.1f GiB%s\n",
+    rt_write_text(write, user_data, "%d package(s), %d NUMA node(s), %d core(s), %d PU(s), %.1f GiB%s\n",
          s.n_packages, s.n_numa_nodes, s.n_cores, s.n_pus, gib(s.memory_total),
          s.is_this_system ? "" : " (a recorded topology, not this machine)");
     write_numa(topo, write, user_data);
-    emit(write, user_data, "  caches: L1d %" PRIu64 " KiB, L2 %" PRIu64 " KiB, L3 %" PRIu64
+    rt_write_text(write, user_data, "  caches: L1d %" PRIu64 " KiB, L2 %" PRIu64 " KiB, L3 %" PRIu64
          " KiB x %d\n", s.l1d_size / 1024, s.l2_size / 1024, s.l3_size / 1024, s.n_l3);
 }
