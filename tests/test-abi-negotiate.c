@@ -212,17 +212,23 @@ static void test_application_abi(void **state) {
 
 //===--- neg-4: graph_compute never carries an op the plugin cannot know ---===//
 
-static void test_gate_at_graph_compute(void **state) {
-    (void)state;
+/* The device of the frozen 1.0 plugin, alone in a new registry. */
+static rt_device_t *frozen_device(rt_registry_t **out_reg) {
     char path[PATH_SIZE];
     rt_registry_options_t opt = {.struct_size = sizeof opt, .no_scan = true};
-    rt_registry_t *reg = NULL;
-    assert_int_equal(rt_registry_create(&opt, &reg), RT_OK);
+    assert_int_equal(rt_registry_create(&opt, out_reg), RT_OK);
     assert_int_equal(rt_registry_load_plugin(
-                         reg, build_path(path, "tests/plugins/abi/rt-plugin-frozen.so")),
+                         *out_reg, build_path(path, "tests/plugins/abi/rt-plugin-frozen.so")),
                      RT_OK);
-    rt_device_t *dev = rt_registry_device_by_name(reg, "frozen0");
+    rt_device_t *dev = rt_registry_device_by_name(*out_reg, "frozen0");
     assert_non_null(dev);
+    return dev;
+}
+
+static void test_gate_at_graph_compute(void **state) {
+    (void)state;
+    rt_registry_t *reg = NULL;
+    rt_device_t *dev = frozen_device(&reg);
     rt_context_t *ctx = tu_context(1, true);
     rt_tensor_t *a = rt_new_tensor_2d(ctx, RT_TYPE_F32, 16, 4);
     rt_tensor_t *b = rt_new_tensor_2d(ctx, RT_TYPE_F32, 16, 2);
@@ -247,15 +253,8 @@ static void test_gate_at_graph_compute(void **state) {
 /* A type of 1.2 is never put in a 1.0 plugin's buffer nor asked about. */
 static void test_gate_for_types(void **state) {
     (void)state;
-    char path[PATH_SIZE];
-    rt_registry_options_t opt = {.struct_size = sizeof opt, .no_scan = true};
     rt_registry_t *reg = NULL;
-    assert_int_equal(rt_registry_create(&opt, &reg), RT_OK);
-    assert_int_equal(rt_registry_load_plugin(
-                         reg, build_path(path, "tests/plugins/abi/rt-plugin-frozen.so")),
-                     RT_OK);
-    rt_device_t *dev = rt_registry_device_by_name(reg, "frozen0");
-    assert_non_null(dev);
+    rt_device_t *dev = frozen_device(&reg);
     assert_int_equal(rt_type_abi_version(RT_TYPE_Q4_K), V(1, 2));
     rt_context_t *ctx = tu_context(1, true);
     rt_tensor_t *w = rt_new_tensor_2d(ctx, RT_TYPE_Q4_K, 256, 4);
