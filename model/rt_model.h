@@ -271,9 +271,11 @@ RTM_API rt_status_t rtm_context_get_stats(const rtm_context_t *ctx, rtm_context_
 
 typedef struct rtm_sampler rtm_sampler_t;
 
-/* A zeroed struct is greedy decoding. Otherwise: top_k keeps the k most
- * likely tokens (0: all), top_p the smallest set whose probability reaches
- * p (0 or >= 1: all), then temp scales the logits and one token is drawn
+/* A zeroed struct is greedy decoding. Otherwise, in llama.cpp's order:
+ * the repetition penalty first (also before greedy), then top_k keeps the
+ * k most likely tokens (0: all), top_p the smallest set whose probability
+ * reaches p (0 or >= 1: all), min_p those at least min_p times as likely
+ * as the best (0: all), then temp scales the logits and one token is drawn
  * with a generator seeded by seed (the same seed, the same draws). */
 typedef struct rtm_sampler_params {
     uint32_t struct_size;
@@ -281,6 +283,10 @@ typedef struct rtm_sampler_params {
     int32_t top_k;
     float top_p;
     uint64_t seed;     /* 0 is a seed like any other */
+    float min_p;       /* 0: off */
+    float repeat_penalty; /* divides a positive logit, multiplies a negative one, of each
+                             token among the last repeat_last_n accepted; 0 or 1: off */
+    int32_t repeat_last_n; /* tokens the penalty looks back over; 0: 64 */
 } rtm_sampler_params_t;
 
 RTM_API rt_status_t rtm_sampler_create(const rtm_sampler_params_t *params,
@@ -289,6 +295,11 @@ RTM_API void rtm_sampler_destroy(rtm_sampler_t *sampler);
 /* Picks a token from n_vocab logits (not modified). */
 RTM_API rtm_token_t rtm_sampler_sample(rtm_sampler_t *sampler, const float *logits,
                                        int32_t n_vocab);
+/* Records a token of the sequence (the prompt's and each chosen one), the
+ * history the repetition penalty looks at. */
+RTM_API void rtm_sampler_accept(rtm_sampler_t *sampler, rtm_token_t token);
+/* Forgets the history (a new sequence); the generator keeps its state. */
+RTM_API void rtm_sampler_reset(rtm_sampler_t *sampler);
 
 #ifdef __cplusplus
 }
