@@ -301,6 +301,53 @@ RTM_API void rtm_sampler_accept(rtm_sampler_t *sampler, rtm_token_t token);
 /* Forgets the history (a new sequence); the generator keeps its state. */
 RTM_API void rtm_sampler_reset(rtm_sampler_t *sampler);
 
+//===--- rtm_chat_template_t: conversations as prompts ---===//
+
+/* A model's chat template (its GGUF's tokenizer.chat_template, Jinja) run
+ * by the library's own interpreter of the subset real templates use:
+ * text, {{ }}, {% if/elif/else %}, {% for %} (loop.index0, first, last,
+ * ...), {% set %} (and namespace()), filters (trim, length, tojson, ...),
+ * tests (defined, none, string, ...), string and dict methods,
+ * raise_exception, with HF's whitespace rules (trim_blocks,
+ * lstrip_blocks, "-" on a tag).
+ *
+ *     rtm_chat_template_t *t;
+ *     rtm_chat_template_create(source, &t);
+ *     rtm_chat_message_t m[] = {{"system", "Be brief."}, {"user", "Hi"}};
+ *     rtm_chat_render_params_t p = {.struct_size = sizeof p,
+ *                                   .add_generation_prompt = true};
+ *     char text[4096]; size_t len;
+ *     rtm_chat_template_apply(t, m, 2, &p, text, sizeof text, &len);
+ *     rtm_chat_template_destroy(t);
+ */
+typedef struct rtm_chat_template rtm_chat_template_t;
+
+typedef struct rtm_chat_message {
+    const char *role;     /* "system", "user", "assistant" */
+    const char *content;
+} rtm_chat_message_t;
+
+typedef struct rtm_chat_render_params {
+    uint32_t struct_size;
+    bool add_generation_prompt; /* end with the opening of the assistant's turn */
+    const char *bos_token;      /* the template's bos_token, eos_token: the tokens' */
+    const char *eos_token;      /* texts (NULL: undefined) */
+} rtm_chat_render_params_t;
+
+/* Parses source (copied). RT_ERR_FORMAT naming the line for a template it
+ * cannot parse (a syntax error, or a statement outside the subset). */
+RTM_API rt_status_t rtm_chat_template_create(const char *source, rtm_chat_template_t **out_template);
+RTM_API void rtm_chat_template_destroy(rtm_chat_template_t *tmpl);
+/* Renders the conversation into buf (NUL-terminated, size with the NUL);
+ * *out_len is the text's length. RT_ERR_DOES_NOT_FIT when buf is too
+ * small (*out_len is then the length needed); RT_ERR_FORMAT naming the
+ * line when the template fails (raise_exception's message, an unknown
+ * filter, a bad operand). Thread-safe: tmpl is read-only. */
+RTM_API rt_status_t rtm_chat_template_apply(const rtm_chat_template_t *tmpl,
+                                            const rtm_chat_message_t *messages, int32_t n_messages,
+                                            const rtm_chat_render_params_t *params, char *buf,
+                                            size_t size, size_t *out_len);
+
 #ifdef __cplusplus
 }
 #endif
