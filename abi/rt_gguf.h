@@ -191,7 +191,7 @@ RT_API rt_status_t rt_gguf_get_array_str(const rt_gguf_t *g, const char *key, ui
 /* One tensor of the file, as rt_gguf_get_tensor_info fills it. */
 typedef struct rt_gguf_tensor_info {
     uint32_t struct_size;        /* set by the caller: sizeof the struct it knows */
-    rt_type_t type;              /* RT_TYPE_*, always one rt implements */
+    rt_type_t type;              /* GGUF's type id as stored (an RT_TYPE_* when rt implements it) */
     const char *name;            /* NUL-terminated, < RT_MAX_NAME bytes */
     int32_t n_dims;              /* 1..4, as stored */
     int32_t reserved;            /* zero */
@@ -209,7 +209,11 @@ RT_API int64_t rt_gguf_n_tensors(const rt_gguf_t *g);
 RT_API int64_t rt_gguf_find_tensor(const rt_gguf_t *g, const char *name);
 /* Fills the fields of *out_info that lie inside out_info->struct_size (set
  * it first). RT_ERR_INVALID_ARGUMENT for an index out of range (-1 from
- * find_tensor included) or a struct_size of 0. */
+ * find_tensor included) or a struct_size of 0. A file whose tensors have
+ * types rt does not implement still opens (abi >= 1.2): for such a tensor
+ * the fields are filled all the same (size 0 when GGUF's layout of the id
+ * is unknown too) and the call returns RT_ERR_UNSUPPORTED, its message
+ * naming the type and the types rt implements. */
 RT_API rt_status_t rt_gguf_get_tensor_info(const rt_gguf_t *g, int64_t i,
                                            rt_gguf_tensor_info_t *out_info);
 /* Tensor i's bytes in the mapping, or NULL for an index out of range. */

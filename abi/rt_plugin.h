@@ -9,8 +9,7 @@
  *      speaks and its host table. The plugin answers with its rt_plugin_t,
  *      whose abi_version is min(max_abi, the version it was built for)
  *      (rt_plugin_negotiate, rt_plugin_answer below), or NULL to decline
- *      (another major).
- *      query has no side effects.
+ *      (another major). query has no side effects.
  *   3. vtable->create(host, &plugin): the plugin starts (opens its driver,
  *      enumerates hardware). A failure returns a status and, through
  *      host->set_error, a message; the core then reports and skips it.
@@ -94,9 +93,9 @@ RT_PLUGIN_EXPORT const struct rt_plugin *rt_plugin_query(uint32_t max_abi_versio
                                                          const struct rt_host *host);
 
 /* The version a plugin built for `own` speaks with a core offering
- * max_abi: the lower of the two when their majors agree and it is at least
- * 1.0 of that major, else 0 (decline). abi >= 1.2; an inline function, so
- * a plugin built against these headers carries it. */
+ * max_abi: the lower of the two when their majors agree, else 0 (decline).
+ * abi >= 1.2; an inline function, so a plugin built against these headers
+ * carries it and works with cores older than 1.2 too. */
 static inline uint32_t rt_plugin_negotiate(uint32_t max_abi, uint32_t own) {
     if (RT_ABI_VERSION_GET_MAJOR(max_abi) != RT_ABI_VERSION_GET_MAJOR(own)) return 0;
     return max_abi < own ? max_abi : own;

@@ -41,11 +41,35 @@ enum {
     RT_TYPE_Q8_0 = 8,  /* blocks of 32: f16 scale d, 32 int8 q; x = d*q */
     RT_TYPE_I32 = 26,  /* int32, for indices and positions */
     RT_TYPE_BF16 = 30, /* bfloat16: the high half of a binary32 */
+
+    /* abi >= 1.2. A plugin of an older minor version is never asked about
+       these: the core answers "unsupported" for it. Layouts: the structs
+       below; codecs: abi/rt_quant.h. */
+    RT_TYPE_Q4_1 = 3,    /* blocks of 32: f16 d, f16 m, nibbles as Q4_0; x = d*q + m */
+    RT_TYPE_Q5_0 = 6,    /* blocks of 32: f16 d, 32 high bits, nibbles; x = d*(q-16) */
+    RT_TYPE_Q5_1 = 7,    /* blocks of 32: f16 d, f16 m, 32 high bits, nibbles; x = d*q + m */
+    RT_TYPE_Q2_K = 10,   /* super-blocks of 256: 16 x 16, 4-bit scale and min, 2-bit q */
+    RT_TYPE_Q3_K = 11,   /* super-blocks of 256: 16 x 16, 6-bit signed scale, 3-bit q */
+    RT_TYPE_Q4_K = 12,   /* super-blocks of 256: 8 x 32, 6-bit scale and min, 4-bit q */
+    RT_TYPE_Q5_K = 13,   /* super-blocks of 256: 8 x 32, 6-bit scale and min, 5-bit q */
+    RT_TYPE_Q6_K = 14,   /* super-blocks of 256: 16 x 16, int8 scale, 6-bit q */
+    RT_TYPE_Q8_K = 15,   /* super-blocks of 256: f32 d, int8 q, int16 sums of 16
+                            (activations of K-quant dot products; not in files) */
+    RT_TYPE_IQ4_NL = 20, /* blocks of 32: f16 d, nibbles indexing a fixed
+                            non-linear table; x = d*table[q] */
+    RT_TYPE_IQ4_XS = 23, /* super-blocks of 256: 8 x 32, 6-bit scale, IQ4_NL nibbles */
+
     RT_TYPE_COUNT = 31 /* one past the largest id; not every id below is a type */
 };
 
 #define RT_QK4_0 32
 #define RT_QK8_0 32
+#define RT_QK4_1 32          /* abi >= 1.2 */
+#define RT_QK5_0 32          /* abi >= 1.2 */
+#define RT_QK5_1 32          /* abi >= 1.2 */
+#define RT_QK4_NL 32         /* abi >= 1.2 */
+#define RT_QK_K 256          /* abi >= 1.2: the K-quants' super-block */
+#define RT_K_SCALE_SIZE 12   /* abi >= 1.2: Q4_K/Q5_K's packed 6-bit scales and mins */
 
 /* The block layouts, for plugins that read quantised data. d is binary16. */
 typedef struct rt_block_q4_0 {
@@ -60,6 +84,91 @@ typedef struct rt_block_q8_0 {
 
 RT_STATIC_ASSERT(sizeof(rt_block_q4_0_t) == 18, "Q4_0 block is GGUF's 18 bytes");
 RT_STATIC_ASSERT(sizeof(rt_block_q8_0_t) == 34, "Q8_0 block is GGUF's 34 bytes");
+
+/* abi >= 1.2: the blocks of the types above, field for field GGUF's. In
+ * every 32-element block of nibbles, byte j holds element j (low nibble)
+ * and j+16 (high). A 5-bit q takes its fifth bit from bit j of qh (qh read
+ * as a little-endian uint32). The K-quants' element order inside a
+ * super-block is the one their dequantisers in rt_quant.h produce. */
+typedef struct rt_block_q4_1 {
+    uint16_t d, m;               /* f16 scale and offset */
+    uint8_t qs[RT_QK4_1 / 2];
+} rt_block_q4_1_t;
+
+typedef struct rt_block_q5_0 {
+    uint16_t d;                  /* f16 scale */
+    uint8_t qh[4];               /* fifth bit of element j at bit j */
+    uint8_t qs[RT_QK5_0 / 2];
+} rt_block_q5_0_t;
+
+typedef struct rt_block_q5_1 {
+    uint16_t d, m;               /* f16 scale and offset */
+    uint8_t qh[4];
+    uint8_t qs[RT_QK5_1 / 2];
+} rt_block_q5_1_t;
+
+typedef struct rt_block_q2_k {
+    uint8_t scales[RT_QK_K / 16]; /* per 16: scale (low nibble), min (high) */
+    uint8_t qs[RT_QK_K / 4];      /* 2-bit q, four to a byte */
+    uint16_t d, dmin;             /* f16 super-scales of the scales and mins */
+} rt_block_q2_k_t;
+
+typedef struct rt_block_q3_k {
+    uint8_t hmask[RT_QK_K / 8];   /* third bit of q (set: q as stored, clear: q-4) */
+    uint8_t qs[RT_QK_K / 4];      /* low 2 bits of q */
+    uint8_t scales[12];           /* 16 six-bit scales, biased by 32 */
+    uint16_t d;                   /* f16 super-scale */
+} rt_block_q3_k_t;
+
+typedef struct rt_block_q4_k {
+    uint16_t d, dmin;             /* f16 super-scales of the scales and mins */
+    uint8_t scales[RT_K_SCALE_SIZE]; /* 8 six-bit scales and 8 six-bit mins */
+    uint8_t qs[RT_QK_K / 2];
+} rt_block_q4_k_t;
+
+typedef struct rt_block_q5_k {
+    uint16_t d, dmin;
+    uint8_t scales[RT_K_SCALE_SIZE]; /* as Q4_K */
+    uint8_t qh[RT_QK_K / 8];      /* fifth bits */
+    uint8_t qs[RT_QK_K / 2];
+} rt_block_q5_k_t;
+
+typedef struct rt_block_q6_k {
+    uint8_t ql[RT_QK_K / 2];      /* low 4 bits of q */
+    uint8_t qh[RT_QK_K / 4];      /* high 2 bits of q */
+    int8_t scales[RT_QK_K / 16];  /* per 16 elements */
+    uint16_t d;                   /* f16 super-scale */
+} rt_block_q6_k_t;
+
+typedef struct rt_block_q8_k {
+    float d;                      /* f32 scale */
+    int8_t qs[RT_QK_K];
+    int16_t bsums[RT_QK_K / 16];  /* sum of each 16 q, for the K-quants' mins */
+} rt_block_q8_k_t;
+
+typedef struct rt_block_iq4_nl {
+    uint16_t d;                   /* f16 scale */
+    uint8_t qs[RT_QK4_NL / 2];    /* indices into rt_iq4nl_values (rt_quant.h) */
+} rt_block_iq4_nl_t;
+
+typedef struct rt_block_iq4_xs {
+    uint16_t d;                   /* f16 super-scale */
+    uint16_t scales_h;            /* high 2 bits of the 8 six-bit scales */
+    uint8_t scales_l[RT_QK_K / 64]; /* low 4 bits, two to a byte */
+    uint8_t qs[RT_QK_K / 2];
+} rt_block_iq4_xs_t;
+
+RT_STATIC_ASSERT(sizeof(rt_block_q4_1_t) == 20, "Q4_1 block is GGUF's 20 bytes");
+RT_STATIC_ASSERT(sizeof(rt_block_q5_0_t) == 22, "Q5_0 block is GGUF's 22 bytes");
+RT_STATIC_ASSERT(sizeof(rt_block_q5_1_t) == 24, "Q5_1 block is GGUF's 24 bytes");
+RT_STATIC_ASSERT(sizeof(rt_block_q2_k_t) == 84, "Q2_K block is GGUF's 84 bytes");
+RT_STATIC_ASSERT(sizeof(rt_block_q3_k_t) == 110, "Q3_K block is GGUF's 110 bytes");
+RT_STATIC_ASSERT(sizeof(rt_block_q4_k_t) == 144, "Q4_K block is GGUF's 144 bytes");
+RT_STATIC_ASSERT(sizeof(rt_block_q5_k_t) == 176, "Q5_K block is GGUF's 176 bytes");
+RT_STATIC_ASSERT(sizeof(rt_block_q6_k_t) == 210, "Q6_K block is GGUF's 210 bytes");
+RT_STATIC_ASSERT(sizeof(rt_block_q8_k_t) == 292, "Q8_K block is GGUF's 292 bytes");
+RT_STATIC_ASSERT(sizeof(rt_block_iq4_nl_t) == 18, "IQ4_NL block is GGUF's 18 bytes");
+RT_STATIC_ASSERT(sizeof(rt_block_iq4_xs_t) == 136, "IQ4_XS block is GGUF's 136 bytes");
 
 /* What a type is, as rt_type_traits() reports it. */
 typedef struct rt_type_traits {
@@ -101,7 +210,8 @@ enum {
 
     /* Compute. F32 throughout; "or F16" where the op says so (then a, b and
        the result share the type). */
-    RT_OP_GET_ROWS = 7,  /* a {n0, n1, n2, n3} F32/F16/BF16/Q8_0/Q4_0, b I32 {m, n2, n3'}
+    RT_OP_GET_ROWS = 7,  /* a {n0, n1, n2, n3} F32/F16/BF16/Q8_0/Q4_0 (abi >= 1.2: and
+                            every block type but Q8_K), b I32 {m, n2, n3'}
                             with b->ne[1] == a->ne[2] (b->ne[2] == a->ne[3]) ->
                             F32 {n0, m, n2, n3}: row b[i] of a, converted to F32 */
     RT_OP_ADD = 8,       /* a + b; b repeats into a: a->ne[i] % b->ne[i] == 0; shape of a; F32 or F16 */
@@ -115,7 +225,10 @@ enum {
                             c[m, n] = dot(row m of a, row n of b) (c = b . a^T);
                             b2 % a2 == 0 and b3 % a3 == 0 (a broadcasts: b's
                             (i2, i3) reads a's (i2 / (b2/a2), i3 / (b3/a3)));
-                            a: F32/F16/BF16/Q8_0/Q4_0, rows contiguous (nb[0] = block bytes),
+                            a: F32/F16/BF16/Q8_0/Q4_0 (abi >= 1.2: and every block
+                            type but Q8_K, whose b a plugin may round through Q8_K
+                            per 256-block, or per 32-block for the types of 32),
+                            rows contiguous (nb[0] = block bytes),
                             not transposed (nb[0] <= nb[1]); b: F32, nb[0] = 4;
                             with Q8_0/Q4_0 weights a plugin may round b through
                             Q8_0 per 32-block first (as ggml does: integer dots);
@@ -179,6 +292,17 @@ static inline uint32_t rt_type_abi_version(rt_type_t type) {
     case RT_TYPE_Q8_0:
     case RT_TYPE_I32:
     case RT_TYPE_BF16: return RT_ABI_MAKE_VERSION(1, 0);
+    case RT_TYPE_Q4_1:
+    case RT_TYPE_Q5_0:
+    case RT_TYPE_Q5_1:
+    case RT_TYPE_Q2_K:
+    case RT_TYPE_Q3_K:
+    case RT_TYPE_Q4_K:
+    case RT_TYPE_Q5_K:
+    case RT_TYPE_Q6_K:
+    case RT_TYPE_Q8_K:
+    case RT_TYPE_IQ4_NL:
+    case RT_TYPE_IQ4_XS: return RT_ABI_MAKE_VERSION(1, 2);
     default: return UINT32_MAX;
     }
 }

@@ -89,8 +89,8 @@ static int64_t find(const rtm_model_t *m, const char *name) { return rt_gguf_fin
 /* The types mul_mat and get_rows read (abi/rt_tensor.h): anything else
  * would be refused by the graph builder, which aborts. */
 static bool is_weight_type(rt_type_t t) {
-    return t == RT_TYPE_F32 || t == RT_TYPE_F16 || t == RT_TYPE_BF16 || t == RT_TYPE_Q8_0 ||
-           t == RT_TYPE_Q4_0;
+    const rt_type_traits_t *tr = rt_type_traits(t);
+    return tr != NULL && t != RT_TYPE_I32 && t != RT_TYPE_Q8_K; /* Q8_K: activations only */
 }
 
 /* Tensor `name` exists with shape {ne0, ne1} (ne1 0: a vector) and a type
@@ -100,7 +100,9 @@ static rt_status_t check_tensor(const rtm_model_t *m, const char *name, int64_t 
     rt_gguf_tensor_info_t ti = {.struct_size = sizeof ti};
     const int64_t i = find(m, name);
     if (i < 0) return rtm_error(RT_ERR_FORMAT, "llama: the file has no tensor %s", name);
-    rt_gguf_get_tensor_info(m->gguf, i, &ti);
+    const rt_status_t st = rt_gguf_get_tensor_info(m->gguf, i, &ti);
+    if (st != RT_OK) /* a type rt does not implement: the message names it */
+        return rtm_error_core(st, "llama");
     const int64_t want1 = ne1 > 0 ? ne1 : 1;
     if (ti.ne[0] != ne0 || ti.ne[1] != want1 || ti.ne[2] != 1 || ti.ne[3] != 1)
         return rtm_error(RT_ERR_FORMAT, "llama: tensor %s is {%" PRId64 ", %" PRId64 ", %" PRId64
@@ -108,7 +110,7 @@ static rt_status_t check_tensor(const rtm_model_t *m, const char *name, int64_t 
                          ti.ne[1], ti.ne[2], ti.ne[3], ne0, want1);
     if (must_be_f32 ? ti.type != RT_TYPE_F32 : !is_weight_type(ti.type))
         return rtm_error(RT_ERR_FORMAT, "llama: tensor %s is %s, expected %s", name,
-                         rt_type_name(ti.type), must_be_f32 ? "f32" : "f32/f16/bf16/q8_0/q4_0");
+                         rt_type_name(ti.type), must_be_f32 ? "f32" : "a weight type rt implements");
     return RT_OK;
 }
 

@@ -91,24 +91,60 @@ const char *rt_gguf_type_name(rt_gguf_type_t type) {
     return type >= 0 && type < RT_GGUF_TYPE_COUNT ? names[type] : "?";
 }
 
-const char *rt_gguf_check_shape(rt_type_t type, int32_t n_dims, const int64_t *ne,
-                                uint64_t *out_size) {
+/* GGUF's block layouts of the ids rt reads but does not implement, so that
+ * a file holding them still opens with every tensor's extent checked
+ * (ids 4, 5 and 31..33 were removed from the format; their layout is
+ * unknown and such tensors are not measured). */
+static const struct { uint32_t type; int64_t blck; size_t size; } gguf_only_layouts[] = {
+    {9, 32, 36},   /* q8_1 */    {16, 256, 66}, /* iq2_xxs */ {17, 256, 74}, /* iq2_xs */
+    {18, 256, 98}, /* iq3_xxs */ {19, 256, 50}, /* iq1_s */   {21, 256, 110}, /* iq3_s */
+    {22, 256, 82}, /* iq2_s */   {24, 1, 1},    /* i8 */      {25, 1, 2},    /* i16 */
+    {27, 1, 8},    /* i64 */     {28, 1, 8},    /* f64 */     {29, 256, 56}, /* iq1_m */
+    {34, 256, 54}, /* tq1_0 */   {35, 256, 66}, /* tq2_0 */   {39, 32, 17},  /* mxfp4 */
+};
+
+/* The block of GGUF type id `type`: rt's own types, then GGUF's others;
+ * false when the layout is unknown. */
+static bool gguf_layout(uint32_t type, int64_t *out_blck, size_t *out_size) {
+    const rt_type_traits_t *tr = type < RT_TYPE_COUNT ? rt_type_traits((rt_type_t)type) : NULL;
+    if (tr != NULL) {
+        *out_blck = tr->block_size;
+        *out_size = tr->type_size;
+        return true;
+    }
+    for (size_t i = 0; i < sizeof gguf_only_layouts / sizeof gguf_only_layouts[0]; i++)
+        if (gguf_only_layouts[i].type == type) {
+            *out_blck = gguf_only_layouts[i].blck;
+            *out_size = gguf_only_layouts[i].size;
+            return true;
+        }
+    return false;
+}
+
+static const char *check_layout_shape(int64_t blck, size_t type_size, int32_t n_dims,
+                                      const int64_t *ne, uint64_t *out_size) {
     *out_size = 0;
-    const rt_type_traits_t *tr = rt_type_traits(type);
-    if (tr == NULL) return "not a type rt implements";
     if (n_dims < 1 || n_dims > RT_MAX_DIMS) return "n_dims is not 1..4";
     for (int32_t i = 0; i < n_dims; i++)
         if (ne[i] < 0) return "an ne is negative";
-    if (ne[0] % tr->block_size != 0) return "ne[0] is not a multiple of the type's block size";
-    uint64_t bound = tr->type_size, size = tr->type_size;
+    if (ne[0] % blck != 0) return "ne[0] is not a multiple of the type's block size";
+    uint64_t bound = type_size, size = type_size;
     bool ok = true;
     for (int32_t i = 0; i < n_dims; i++) {
-        const uint64_t n = (uint64_t)(i == 0 ? ne[0] / tr->block_size : ne[i]);
+        const uint64_t n = (uint64_t)(i == 0 ? ne[0] / blck : ne[i]);
         ok = ok && rt_gguf_mul(bound, n > 0 ? n : 1, &bound) && rt_gguf_mul(size, n, &size);
     }
     if (!ok || bound > INT64_MAX) return "the tensor's bytes overflow 63 bits";
     *out_size = size;
     return NULL;
+}
+
+const char *rt_gguf_check_shape(rt_type_t type, int32_t n_dims, const int64_t *ne,
+                                uint64_t *out_size) {
+    *out_size = 0;
+    const rt_type_traits_t *tr = rt_type_traits(type);
+    if (tr == NULL) return "not a type rt implements";
+    return check_layout_shape(tr->block_size, tr->type_size, n_dims, ne, out_size);
 }
 
 //===--- error messages ---===//
@@ -393,13 +429,18 @@ static rt_status_t read_tensor_info(reader_t *r, arena_t *a, gguf_tensor_t *t) {
     rt_status_t st = read_tensor_name(r, a, t);
     const uint64_t dims_pos = r->pos;
     if (st == RT_OK) st = read_tensor_dims(r, t);
-    const uint64_t type_pos = r->pos;
     uint32_t type = 0;
     if (st == RT_OK) st = read_u32(r, &type, "type");
-    if (st == RT_OK && (type >= RT_TYPE_COUNT || rt_type_traits((rt_type_t)type) == NULL))
-        st = rfail(r, type_pos, "type", "%" PRIu32 " is not a type rt implements", type);
+    /* A type rt does not implement is no format error: the file opens, and
+       using the tensor fails (rt_gguf_get_tensor_info). A layout GGUF
+       defines is checked as any other; an unknown one leaves size 0. */
     t->type = (rt_type_t)type;
-    const char *why = st == RT_OK ? rt_gguf_check_shape(t->type, t->n_dims, t->ne, &t->size) : NULL;
+    int64_t blck = 1;
+    size_t bsize = 0;
+    const bool known = gguf_layout(type, &blck, &bsize);
+    const char *why = st == RT_OK && known
+                          ? check_layout_shape(blck, bsize, t->n_dims, t->ne, &t->size)
+                          : NULL;
     if (why != NULL)
         st = rfail(r, dims_pos, "shape", "{%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "} %s: %s",
                    t->ne[0], t->ne[1], t->ne[2], t->ne[3], rt_type_name(t->type), why);
@@ -719,7 +760,7 @@ void rt_gguf_release_range(rt_gguf_t *g, uint64_t offset, uint64_t size) {
 int64_t rt_gguf_n_kv(const rt_gguf_t *g) { return g != NULL ? g->n_kv : 0; }
 
 int64_t rt_gguf_find_key(const rt_gguf_t *g, const char *key) {
-    return index_find(&g->keys, key);
+    return g != NULL ? index_find(&g->keys, key) : -1;
 }
 
 static const gguf_kv_t *kv_at(const rt_gguf_t *g, int64_t kv) {
@@ -849,12 +890,25 @@ rt_status_t rt_gguf_get_array_str(const rt_gguf_t *g, const char *key, uint64_t 
 int64_t rt_gguf_n_tensors(const rt_gguf_t *g) { return g != NULL ? g->n_tensors : 0; }
 
 int64_t rt_gguf_find_tensor(const rt_gguf_t *g, const char *name) {
-    return index_find(&g->names, name);
+    return g != NULL ? index_find(&g->names, name) : -1;
 }
 
 const void *rt_gguf_tensor_data(const rt_gguf_t *g, int64_t i) {
     if (i < 0 || i >= g->n_tensors) return NULL;
     return g->data + g->data_offset + g->tensors[i].offset;
+}
+
+/* "f32, f16, ...": the names of the types rt implements, for messages. */
+static void implemented_types(char *buf, size_t size) {
+    size_t used = 0;
+    buf[0] = 0;
+    for (rt_type_t t = 0; t < RT_TYPE_COUNT; t++) {
+        const rt_type_traits_t *tr = rt_type_traits(t);
+        if (tr == NULL || t == RT_TYPE_Q8_K) continue; /* Q8_K: activations only */
+        const int w = snprintf(buf + used, size - used, "%s%s", used ? ", " : "", tr->name);
+        if (w < 0 || (size_t)w >= size - used) break;
+        used += (size_t)w;
+    }
 }
 
 rt_status_t rt_gguf_get_tensor_info(const rt_gguf_t *g, int64_t i, rt_gguf_tensor_info_t *out_info) {
@@ -869,5 +923,11 @@ rt_status_t rt_gguf_get_tensor_info(const rt_gguf_t *g, int64_t i, rt_gguf_tenso
     };
     memcpy(info.ne, t->ne, sizeof info.ne);
     rt_struct_copy_out(out_info, &info, sizeof info, sizeof info); /* unchanged since 1.0 */
-    return RT_OK;
+    if (rt_type_traits(t->type) != NULL) return RT_OK;
+    char known[512];
+    implemented_types(known, sizeof known);
+    return rt_error(RT_ERR_UNSUPPORTED,
+                    "tensor %" PRId64 " '%s' has type %s (GGUF id %" PRIu32 "), which rt does not "
+                    "implement; rt implements %s", i, t->name, rt_type_name(t->type),
+                    (uint32_t)t->type, known);
 }

@@ -20,8 +20,15 @@
 #define TYPES_F32 TYPE_BIT(RT_TYPE_F32)
 #define TYPES_I32 TYPE_BIT(RT_TYPE_I32)
 #define TYPES_FLOAT (TYPE_BIT(RT_TYPE_F32) | TYPE_BIT(RT_TYPE_F16))
+/* Weights: every type rt implements but I32 and Q8_K (activations only);
+ * the block types of ABI 1.2 included (a plugin of an older minor version
+ * is never asked about them). */
+#define TYPES_BLOCKS_1_2 (TYPE_BIT(RT_TYPE_Q4_1) | TYPE_BIT(RT_TYPE_Q5_0) | TYPE_BIT(RT_TYPE_Q5_1) | \
+                          TYPE_BIT(RT_TYPE_Q2_K) | TYPE_BIT(RT_TYPE_Q3_K) | TYPE_BIT(RT_TYPE_Q4_K) | \
+                          TYPE_BIT(RT_TYPE_Q5_K) | TYPE_BIT(RT_TYPE_Q6_K) | TYPE_BIT(RT_TYPE_IQ4_NL) | \
+                          TYPE_BIT(RT_TYPE_IQ4_XS))
 #define TYPES_WEIGHT (TYPES_FLOAT | TYPE_BIT(RT_TYPE_BF16) | TYPE_BIT(RT_TYPE_Q8_0) | \
-                      TYPE_BIT(RT_TYPE_Q4_0))
+                      TYPE_BIT(RT_TYPE_Q4_0) | TYPES_BLOCKS_1_2)
 
 /* "f32/f16": the names of the types in `allowed`, for messages. */
 static const char *type_list(uint32_t allowed, char *buf, size_t size) {

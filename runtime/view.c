@@ -157,11 +157,13 @@ static rt_tensor_t *permute(rt_context_t *ctx, rt_tensor_t *a, const int *axes, 
 rt_tensor_t *rt_permute(rt_context_t *ctx, rt_tensor_t *a, int axis0, int axis1, int axis2,
                         int axis3) {
     const int axes[RT_MAX_DIMS] = {axis0, axis1, axis2, axis3};
+    RT_NEED(a); /* before a->name below is read as an argument */
     return rt_format_name(permute(ctx, a, axes, RT_OP_PERMUTE), "%s (permuted)", a->name);
 }
 
 rt_tensor_t *rt_transpose(rt_context_t *ctx, rt_tensor_t *a) {
     static const int axes[RT_MAX_DIMS] = {1, 0, 2, 3};
+    RT_NEED(a);
     return rt_format_name(permute(ctx, a, axes, RT_OP_TRANSPOSE), "%s (transposed)", a->name);
 }
 

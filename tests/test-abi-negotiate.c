@@ -244,6 +244,33 @@ static void test_gate_at_graph_compute(void **state) {
     rt_registry_destroy(reg);
 }
 
+/* A type of 1.2 is never put in a 1.0 plugin's buffer nor asked about. */
+static void test_gate_for_types(void **state) {
+    (void)state;
+    char path[PATH_SIZE];
+    rt_registry_options_t opt = {.struct_size = sizeof opt, .no_scan = true};
+    rt_registry_t *reg = NULL;
+    assert_int_equal(rt_registry_create(&opt, &reg), RT_OK);
+    assert_int_equal(rt_registry_load_plugin(
+                         reg, build_path(path, "tests/plugins/abi/rt-plugin-frozen.so")),
+                     RT_OK);
+    rt_device_t *dev = rt_registry_device_by_name(reg, "frozen0");
+    assert_non_null(dev);
+    assert_int_equal(rt_type_abi_version(RT_TYPE_Q4_K), V(1, 2));
+    rt_context_t *ctx = tu_context(1, true);
+    rt_tensor_t *w = rt_new_tensor_2d(ctx, RT_TYPE_Q4_K, 256, 4);
+    rt_tensor_t *rows = rt_get_rows(ctx, w, rt_new_tensor_1d(ctx, RT_TYPE_I32, 2));
+    assert_false(rt_device_supports_op(dev, rows));                         /* neg-4.3 */
+    rt_buffer_t *buf = NULL;
+    assert_int_equal(rt_alloc_ctx_tensors(ctx, rt_device_buffer_type(dev, 0), &buf),
+                     RT_ERR_UNSUPPORTED);                                    /* neg-4.4 */
+    if (strstr(rt_last_error(), "does not define type q4_K") == NULL)
+        fail_msg("neg-4.4: %s", rt_last_error());
+    assert_null(buf);
+    rt_context_destroy(ctx);
+    rt_registry_destroy(reg);
+}
+
 //===--- neg-5: a file that fails shadows nothing ---===//
 
 static void copy_file(const char *from, const char *to) {
@@ -295,6 +322,7 @@ int main(void) {
         cmocka_unit_test(test_cpu_plugin_behaves_as_negotiated),
         cmocka_unit_test(test_application_abi),
         cmocka_unit_test(test_gate_at_graph_compute),
+        cmocka_unit_test(test_gate_for_types),
         cmocka_unit_test(test_failed_plugin_shadows_nothing),
     };
     return cmocka_run_group_tests_name("abi-negotiate", tests, NULL, NULL);

@@ -1,7 +1,7 @@
 #!/bin/sh
 # tests/test-cpu-isa.sh: the op conformance suite (test-ops, the GPT-2
 # attention block, test-attention, and the repacked weights' products,
-# test-cpu-weights) once per kernel
+# test-cpu-weights, and the ABI 1.2 block types, test-cpu-blocks) once per kernel
 # path of the CPU plugin, forced with RT_CPU_ISA, so that CI checks every
 # path its machine can run, not only the one the plugin would pick.
 #
@@ -22,9 +22,9 @@ for isa in $want; do
        failed="$failed $isa"
        continue ;;
     esac
-    echo "== RT_CPU_ISA=$isa test-ops test-attention test-cpu-weights"
+    echo "== RT_CPU_ISA=$isa test-ops test-attention test-cpu-weights test-cpu-blocks"
     if RT_CPU_ISA=$isa "$b/tests/test-ops" && RT_CPU_ISA=$isa "$b/tests/test-attention" &&
-        RT_CPU_ISA=$isa "$b/tests/test-cpu-weights"; then
+        RT_CPU_ISA=$isa "$b/tests/test-cpu-weights" && RT_CPU_ISA=$isa "$b/tests/test-cpu-blocks"; then
         ran="$ran $isa"
     else
         failed="$failed $isa"

@@ -120,6 +120,21 @@ char *tu_run_capture(const char *cmd, int *out_status) {
     return out;
 }
 
+char *tu_pip_models(char *buf, size_t size) {
+    int status = 0;
+    char *out = tu_run_capture("python3 tests/pip_models.py 2>/dev/null", &status);
+    buf[0] = 0;
+    if (out != NULL && status == 0) {
+        for (char *line = strtok(out, "\n"); line != NULL; line = strtok(NULL, "\n"))
+            if (line[0] != 0 && strlen(buf) + strlen(line) + 2 < size) {
+                strcat(buf, " ");
+                strcat(buf, line);
+            }
+    }
+    free(out);
+    return buf;
+}
+
 const mockgpu_ext_counters_t *tu_mock_counters(void) {
     char path[PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/tests/plugins/mockgpu/rt-plugin-mockgpu.so", tu_build_dir_abs());

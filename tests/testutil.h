@@ -59,6 +59,10 @@ void *tu_realloc(void *user_data, void *ptr, size_t old_size, size_t new_size);
  * removes it with what it holds. */
 int tu_tmpdir_make(char *dir, size_t size, const char *prefix);
 int tu_tmpdir_remove(const char *dir);
+/* The real GGUF files .ci/deps installs through pip, by
+ * tests/pip_models.py: the paths of those present, each after a space,
+ * written into buf (empty when none is), which is returned. */
+char *tu_pip_models(char *buf, size_t size);
 
 /* The mockgpu plugin's counters, reached through the loaded object's own
  * rt_plugin_query (the registry must have loaded it). */

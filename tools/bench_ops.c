@@ -79,14 +79,21 @@ typedef struct bench {
 
 //===--- arguments ---===//
 
-static const rt_type_t all_types[] = {RT_TYPE_F32, RT_TYPE_F16, RT_TYPE_BF16, RT_TYPE_Q8_0,
-                                      RT_TYPE_Q4_0};
+/* Every weight type --type can name; without --type, the first five (the
+ * block types of ABI 1.2 are asked for by name: --type q4_K,q6_K,...). */
+static const rt_type_t all_types[] = {
+    RT_TYPE_F32,  RT_TYPE_F16,  RT_TYPE_BF16, RT_TYPE_Q8_0,   RT_TYPE_Q4_0,
+    RT_TYPE_Q4_1, RT_TYPE_Q5_0, RT_TYPE_Q5_1, RT_TYPE_IQ4_NL, RT_TYPE_Q2_K,
+    RT_TYPE_Q3_K, RT_TYPE_Q4_K, RT_TYPE_Q5_K, RT_TYPE_Q6_K,   RT_TYPE_IQ4_XS,
+};
+#define DEFAULT_TYPES "f32,f16,bf16,q8_0,q4_0"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: rt-bench ops [options]\n"
             "  --op LIST       ops to run (default all): mul_mat rms_norm norm soft_max rope silu\n"
             "                  gelu swiglu add mul scale get_rows cpy cont\n"
-            "  --type LIST     weight types for mul_mat and get_rows (default f32,f16,bf16,q8_0,q4_0)\n"
+            "  --type LIST     weight types for mul_mat and get_rows (default " DEFAULT_TYPES ";\n"
+            "                  also q4_1 q5_0 q5_1 iq4_nl q2_K q3_K q4_K q5_K q6_K iq4_xs)\n"
             "  --n LIST        mul_mat activation rows (default 1,2,4,8,32,128,512)\n"
             "  --k LIST        mul_mat depths (default 4096,14336)\n"
             "  --m M           mul_mat weight rows (default 4096)\n"
@@ -443,7 +450,7 @@ static void bench_mul_mat_weights(bench_t *b, rt_type_t type, int64_t k) {
 
 static void bench_mul_mat(bench_t *b) {
     for (size_t t = 0; t < sizeof all_types / sizeof all_types[0]; t++) {
-        if (!listed(b->a->types, rt_type_name(all_types[t]))) continue;
+        if (!listed(b->a->types ? b->a->types : DEFAULT_TYPES, rt_type_name(all_types[t]))) continue;
         for (int i = 0; i < b->a->n_ks; i++) bench_mul_mat_weights(b, all_types[t], b->a->ks[i]);
     }
 }
@@ -568,7 +575,7 @@ static void bench_others(bench_t *b) {
             continue;
         }
         for (size_t t = 0; t < sizeof all_types / sizeof all_types[0]; t++)
-            if (listed(b->a->types, rt_type_name(all_types[t])))
+            if (listed(b->a->types ? b->a->types : DEFAULT_TYPES, rt_type_name(all_types[t])))
                 bench_other(b, other_ops[i], all_types[t]);
     }
 }

@@ -419,8 +419,8 @@ static rt_tensor_t *shape_node(rt_context_t *ctx, rt_op_t op, rt_type_t type, rt
 
 /* CPY converts F32 into type: a is F32 and the node is a view of b. */
 static rt_tensor_t *cpy_node(rt_context_t *ctx, rt_type_t type) {
-    rt_tensor_t *a = rt_new_tensor_2d(ctx, RT_TYPE_F32, 64, 4);
-    rt_tensor_t *b = rt_new_tensor_2d(ctx, type, 64, 4);
+    rt_tensor_t *a = rt_new_tensor_2d(ctx, RT_TYPE_F32, 256, 4);
+    rt_tensor_t *b = rt_new_tensor_2d(ctx, type, 256, 4);
     rt_tensor_t *n = view_node(ctx, b, RT_OP_VIEW);
     n->src[0] = a;
     n->src[1] = b;
@@ -437,7 +437,7 @@ static rt_tensor_t *set_rows_node(rt_context_t *ctx, rt_tensor_t *a) {
 }
 
 static rt_tensor_t *build_node(rt_context_t *ctx, rt_op_t op, rt_type_t type) {
-    rt_tensor_t *a = rt_new_tensor_2d(ctx, type, 64, 4); /* 64: whole quantised blocks */
+    rt_tensor_t *a = rt_new_tensor_2d(ctx, type, 256, 4); /* 256: whole blocks of every type */
     rt_tensor_t *n = op == RT_OP_CPY        ? cpy_node(ctx, type)
                      : op == RT_OP_SET_ROWS ? set_rows_node(ctx, a)
                                             : shape_node(ctx, op, type, a);

@@ -6,7 +6,7 @@
  * for its part of the table, NULL when the variant was not compiled in;
  * isa.c checks what the CPU and the OS allow, composes one table per
  * runnable path and picks the best (or the one RT_CPU_ISA names) when the
- * plugin starts. Kernels read and write contiguous F32 rows; whatever else
+ * plugin starts (kern_blocks.c: the block types of ABI 1.2). Kernels read and write contiguous F32 rows; whatever else
  * a layout needs happens in the op files. */
 #ifndef RT_CPU_KERN_H
 #define RT_CPU_KERN_H
@@ -136,6 +136,56 @@ typedef struct rt_cpu_kern_quant {
     void (*matvec_r)(const rt_cpu_mm_t *g, int64_t m0, int64_t m1);
 } rt_cpu_kern_quant_t;
 
+/* The block types of ABI 1.2 (kern_blocks.c): Q4_1, Q5_0, Q5_1, IQ4_NL
+ * (blocks of 32) and Q2_K..Q6_K, IQ4_XS (super-blocks of 256). */
+static inline size_t rt_cpu_block_bytes(rt_type_t t);
+static inline bool rt_cpu_is_blocks_type(rt_type_t t) { return rt_cpu_block_bytes(t) != 0; }
+
+/* Their activations: Q8_K for super-blocks, else one rt_cpu_q8s_t per 32. */
+typedef struct rt_cpu_q8s {
+    float d;         /* scale */
+    float s;         /* d * the sum of qs: carries the weights' offsets */
+    int8_t qs[32];
+} rt_cpu_q8s_t;
+
+static inline bool rt_cpu_act_is_q8k(rt_type_t atype) {
+    return atype >= RT_TYPE_Q2_K && atype <= RT_TYPE_Q6_K ? true : atype == RT_TYPE_IQ4_XS;
+}
+
+/* Bytes of an activation row of K elements for weights of type atype. */
+static inline size_t rt_cpu_act_size(rt_type_t atype, int64_t K) {
+    return rt_cpu_act_is_q8k(atype) ? (size_t)(K / RT_QK_K) * sizeof(rt_block_q8_k_t)
+                                    : (size_t)(K / 32) * sizeof(rt_cpu_q8s_t);
+}
+
+/* Bytes of one block of such a type (0 for any other). */
+static inline size_t rt_cpu_block_bytes(rt_type_t t) {
+    switch (t) {
+    case RT_TYPE_Q4_1: return sizeof(rt_block_q4_1_t);
+    case RT_TYPE_Q5_0: return sizeof(rt_block_q5_0_t);
+    case RT_TYPE_Q5_1: return sizeof(rt_block_q5_1_t);
+    case RT_TYPE_IQ4_NL: return sizeof(rt_block_iq4_nl_t);
+    case RT_TYPE_Q2_K: return sizeof(rt_block_q2_k_t);
+    case RT_TYPE_Q3_K: return sizeof(rt_block_q3_k_t);
+    case RT_TYPE_Q4_K: return sizeof(rt_block_q4_k_t);
+    case RT_TYPE_Q5_K: return sizeof(rt_block_q5_k_t);
+    case RT_TYPE_Q6_K: return sizeof(rt_block_q6_k_t);
+    case RT_TYPE_IQ4_XS: return sizeof(rt_block_iq4_xs_t);
+    default: return 0;
+    }
+}
+
+typedef struct rt_cpu_kern_blocks {
+    /* n elements (whole blocks) of a row of type t to F32. */
+    void (*to_f32)(rt_type_t t, const void *src, float *dst, int64_t n);
+    /* x as an activation row for weights of type atype. */
+    void (*quantize_act)(const float *x, int64_t K, rt_type_t atype, void *row);
+    /* x through that format and back: what matvec multiplies by. */
+    void (*roundtrip_act)(const float *x, int64_t K, rt_type_t atype, float *out);
+    /* rows [m0, m1) of c, every n, with b's rows from quantize_act. */
+    void (*matvec)(const rt_cpu_mm_t *g, int64_t m0, int64_t m1);
+} rt_cpu_kern_blocks_t;
+
 //===--- the table ---===//
 
 typedef struct rt_cpu_kernels {
@@ -144,18 +194,21 @@ typedef struct rt_cpu_kernels {
     const rt_cpu_kern_vec_t *vec;
     const rt_cpu_kern_mm_t *mm;
     const rt_cpu_kern_quant_t *quant;
+    const rt_cpu_kern_blocks_t *blocks;
 } rt_cpu_kernels_t;
 
 /* The parts, one getter per kernel file and variant; NULL when not built. */
 #define RT_CPU_KERN_PARTS(sfx)                                  \
     const rt_cpu_kern_vec_t *rt_cpu_kern_vec_##sfx(void);       \
     const rt_cpu_kern_mm_t *rt_cpu_kern_mm_##sfx(void);         \
-    const rt_cpu_kern_quant_t *rt_cpu_kern_quant_##sfx(void)
+    const rt_cpu_kern_quant_t *rt_cpu_kern_quant_##sfx(void);   \
+    const rt_cpu_kern_blocks_t *rt_cpu_kern_blocks_##sfx(void)
 RT_CPU_KERN_PARTS(scalar);
 RT_CPU_KERN_PARTS(avx2);
 RT_CPU_KERN_PARTS(avx512);
 RT_CPU_KERN_PARTS(neon);
 const rt_cpu_kern_quant_t *rt_cpu_kern_quant_avx512vnni(void);
+const rt_cpu_kern_blocks_t *rt_cpu_kern_blocks_avx512vnni(void);
 
 /* isa.c. The path the plugin runs, chosen once per process by
  * rt_cpu_isa_init: RT_CPU_ISA when set, else the best runnable one. */

@@ -63,7 +63,11 @@ static size_t row_offset(rt_type_t t, int64_t k) {
     case RT_TYPE_BF16: return (size_t)k * 2;
     case RT_TYPE_Q8_0: return (size_t)(k / RT_QK8_0) * sizeof(rt_block_q8_0_t);
     case RT_TYPE_Q4_0: return (size_t)(k / RT_QK4_0) * sizeof(rt_block_q4_0_t);
-    default: return (size_t)k * 4;
+    case RT_TYPE_F32: return (size_t)k * 4;
+    default: { /* the block types of kern_blocks.c */
+        const int64_t blck = rt_cpu_act_is_q8k(t) ? RT_QK_K : 32;
+        return (size_t)(k / blck) * rt_cpu_block_bytes(t);
+    }
     }
 }
 
@@ -74,7 +78,8 @@ static void row_to_f32(rt_type_t t, const char *src, float *dst, int64_t n) {
     case RT_TYPE_BF16: v->bf16_to_f32((const uint16_t *)src, dst, n); return;
     case RT_TYPE_Q8_0: v->q8_0_to_f32(src, dst, n); return;
     case RT_TYPE_Q4_0: v->q4_0_to_f32(src, dst, n); return;
-    default: memcpy(dst, src, (size_t)n * sizeof dst[0]); return;
+    case RT_TYPE_F32: memcpy(dst, src, (size_t)n * sizeof dst[0]); return;
+    default: RT_KS(rt_cpu_kern_blocks)()->to_f32(t, src, dst, n); return;
     }
 }
 

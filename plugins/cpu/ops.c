@@ -56,6 +56,33 @@ static void rt_cpu_q4_0_from_f32(const float *src, void *dst, int64_t n) {
     for (int64_t i = 0; i < n / RT_QK4_0; i++) rt_quantize_block_q4_0(src + i * RT_QK4_0, &b[i]);
 }
 
+/* The block types of ABI 1.2: rows through kern_blocks.c's converter; only
+ * casts and cache writes quantise, through the reference codecs. */
+#define RT_CPU_BLOCKS_TYPE(T, ID)                                                        \
+    static void rt_cpu_##T##_to_f32(const void *src, float *dst, int64_t n) {            \
+        rt_cpu_k->blocks->to_f32(RT_TYPE_##ID, src, dst, n);                             \
+    }                                                                                    \
+    static void rt_cpu_##T##_from_f32(const float *src, void *dst, int64_t n) {          \
+        rt_block_##T##_t *b = dst;                                                       \
+        const int64_t blck = rt_cpu_act_is_q8k(RT_TYPE_##ID) ? RT_QK_K : 32;             \
+        for (int64_t i = 0; i < n / blck; i++) rt_quantize_block_##T(src + i * blck, &b[i]); \
+    }
+RT_CPU_BLOCKS_TYPE(q4_1, Q4_1)
+RT_CPU_BLOCKS_TYPE(q5_0, Q5_0)
+RT_CPU_BLOCKS_TYPE(q5_1, Q5_1)
+RT_CPU_BLOCKS_TYPE(iq4_nl, IQ4_NL)
+RT_CPU_BLOCKS_TYPE(q2_k, Q2_K)
+RT_CPU_BLOCKS_TYPE(q3_k, Q3_K)
+RT_CPU_BLOCKS_TYPE(q4_k, Q4_K)
+RT_CPU_BLOCKS_TYPE(q5_k, Q5_K)
+RT_CPU_BLOCKS_TYPE(q6_k, Q6_K)
+RT_CPU_BLOCKS_TYPE(iq4_xs, IQ4_XS)
+#undef RT_CPU_BLOCKS_TYPE
+
+#define RT_CPU_BLOCKS_ENTRY(T, ID, BLCK)                                                 \
+    [RT_TYPE_##ID] = { BLCK, sizeof(rt_block_##T##_t), false, rt_cpu_##T##_to_f32,       \
+                       rt_cpu_##T##_from_f32 }
+
 static const rt_cpu_type_t rt_cpu_types[] = {
     [RT_TYPE_F32] = { 1, sizeof(float), true, rt_cpu_f32_to_f32, rt_cpu_f32_from_f32 },
     [RT_TYPE_F16] = { 1, sizeof(uint16_t), true, rt_cpu_f16_to_f32, rt_cpu_f16_from_f32 },
@@ -65,7 +92,13 @@ static const rt_cpu_type_t rt_cpu_types[] = {
     [RT_TYPE_Q4_0] = { RT_QK4_0, sizeof(rt_block_q4_0_t), false, rt_cpu_q4_0_to_f32,
                        rt_cpu_q4_0_from_f32 },
     [RT_TYPE_I32] = { 1, sizeof(int32_t), false, NULL, NULL },
+    RT_CPU_BLOCKS_ENTRY(q4_1, Q4_1, 32),     RT_CPU_BLOCKS_ENTRY(q5_0, Q5_0, 32),
+    RT_CPU_BLOCKS_ENTRY(q5_1, Q5_1, 32),     RT_CPU_BLOCKS_ENTRY(iq4_nl, IQ4_NL, 32),
+    RT_CPU_BLOCKS_ENTRY(q2_k, Q2_K, 256),    RT_CPU_BLOCKS_ENTRY(q3_k, Q3_K, 256),
+    RT_CPU_BLOCKS_ENTRY(q4_k, Q4_K, 256),    RT_CPU_BLOCKS_ENTRY(q5_k, Q5_K, 256),
+    RT_CPU_BLOCKS_ENTRY(q6_k, Q6_K, 256),    RT_CPU_BLOCKS_ENTRY(iq4_xs, IQ4_XS, 256),
 };
+#undef RT_CPU_BLOCKS_ENTRY
 
 const rt_cpu_type_t *rt_cpu_type(rt_type_t type) {
     if (type < 0 || (size_t)type >= sizeof rt_cpu_types / sizeof rt_cpu_types[0]) return NULL;

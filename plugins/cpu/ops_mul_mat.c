@@ -13,6 +13,11 @@
  *   larger N, Q8_0/Q4_0 a:                phase 0 rounds b's rows through
  *       Q8_0 into F32 (shared scratch), phase 1 the gemm; the products
  *       are the integer path's, so a result does not depend on N.
+ *   the block types of ABI 1.2 (Q4_1 .. IQ4_XS): the same two, with their
+ *       own activation format (Q8_K for super-blocks; kern_blocks.c). The
+ *       integer mat-vec taking every N (it unpacks a weight block once for
+ *       8 activation rows) measured no faster than the F32 gemm at N = 512
+ *       on this loaded 2-core machine, so the gemm keeps large N.
  *
  * Work items are (matrix, run of rows of a), claimed dynamically from the
  * pool's counter so a thread slowed by a busy core takes fewer. Weights
@@ -35,17 +40,21 @@
  * the item, and each item starts without them. */
 #define RT_CPU_MVQ_CHUNK_BYTES 262144
 
-typedef enum { MM_MATVEC, MM_MATVEC_Q, MM_MATVEC_R, MM_GEMM, MM_GEMM_Q } rt_cpu_mm_path_t;
+typedef enum {
+    MM_MATVEC, MM_MATVEC_Q, MM_MATVEC_R, MM_GEMM, MM_GEMM_Q,
+    MM_MATVEC_B, MM_GEMM_B /* the block types of ABI 1.2 (kern_blocks.c) */
+} rt_cpu_mm_path_t;
 
 static bool rt_cpu_is_quant(rt_type_t t) {
     return t == RT_TYPE_Q8_0 || t == RT_TYPE_Q4_0;
 }
 
 static rt_cpu_mm_path_t rt_cpu_mm_path(const rt_tensor_t *node) {
-    const bool q = rt_cpu_is_quant(node->src[0]->type);
+    const rt_type_t t = node->src[0]->type;
+    const bool q = rt_cpu_is_quant(t), blocks = rt_cpu_is_blocks_type(t);
     if (rt_cpu_repacked(node->src[0])) return MM_MATVEC_R;
-    if (node->src[1]->ne[1] <= RT_CPU_MV_MAX_N) return q ? MM_MATVEC_Q : MM_MATVEC;
-    return q ? MM_GEMM_Q : MM_GEMM;
+    if (node->src[1]->ne[1] <= RT_CPU_MV_MAX_N) return q ? MM_MATVEC_Q : blocks ? MM_MATVEC_B : MM_MATVEC;
+    return q ? MM_GEMM_Q : blocks ? MM_GEMM_B : MM_GEMM;
 }
 
 bool rt_cpu_supports_mul_mat(const rt_tensor_t *node) {
@@ -61,14 +70,15 @@ static size_t rt_cpu_mm_prep_row(const rt_tensor_t *node) {
     switch (rt_cpu_mm_path(node)) {
     case MM_MATVEC_Q: return rt_cpu_q8a_size(K);
     case MM_MATVEC_R: return rt_cpu_q8r_size(K);
-    case MM_GEMM_Q: return (size_t)K * sizeof(float);
+    case MM_GEMM_Q: case MM_GEMM_B: return (size_t)K * sizeof(float);
+    case MM_MATVEC_B: return rt_cpu_act_size(node->src[0]->type, K);
     default: return 0;
     }
 }
 
 size_t rt_cpu_wsize_mul_mat(const rt_tensor_t *node) {
     const rt_cpu_mm_path_t path = rt_cpu_mm_path(node);
-    return path == MM_GEMM || path == MM_GEMM_Q ? rt_cpu_k->mm->gemm_wsize : 0;
+    return path == MM_GEMM || path == MM_GEMM_Q || path == MM_GEMM_B ? rt_cpu_k->mm->gemm_wsize : 0;
 }
 
 size_t rt_cpu_shared_wsize_mul_mat(const rt_tensor_t *node) {
@@ -88,15 +98,21 @@ static void rt_cpu_mm_prepare(const rt_cpu_params_t *p, const rt_tensor_t *node)
     const size_t row = rt_cpu_mm_prep_row(node);
     const rt_cpu_mm_path_t path = rt_cpu_mm_path(node);
     const rt_cpu_kern_quant_t *kq = rt_cpu_k->quant;
+    const rt_cpu_kern_blocks_t *kb = rt_cpu_k->blocks;
+    const rt_type_t atype = node->src[0]->type;
     rt_cpu_rows_t it;
     rt_cpu_rows_init(&it, b->ne, p);
     while (rt_cpu_rows_next(&it)) {
         const float *x = rt_cpu_row(b, it.i1, it.i2, it.i3);
         char *dst = (char *)p->shared + (size_t)it.ir * row;
         if (path == MM_MATVEC_Q)
-            kq->quantize_q8a(x, b->ne[0], node->src[0]->type, dst);
+            kq->quantize_q8a(x, b->ne[0], atype, dst);
         else if (path == MM_MATVEC_R)
-            kq->quantize_q8r(x, b->ne[0], node->src[0]->type, dst);
+            kq->quantize_q8r(x, b->ne[0], atype, dst);
+        else if (path == MM_MATVEC_B)
+            kb->quantize_act(x, b->ne[0], atype, dst);
+        else if (path == MM_GEMM_B)
+            kb->roundtrip_act(x, b->ne[0], atype, (float *)dst);
         else
             kq->roundtrip_q8(x, b->ne[0], (float *)dst);
     }
@@ -137,7 +153,7 @@ static rt_cpu_mm_t rt_cpu_mm_operands(const rt_cpu_params_t *p, const rt_tensor_
 static int64_t rt_cpu_mm_chunk(const rt_cpu_params_t *p, const rt_tensor_t *node) {
     const rt_tensor_t *a = node->src[0];
     const rt_cpu_mm_path_t path = rt_cpu_mm_path(node);
-    if (path == MM_GEMM || path == MM_GEMM_Q) return rt_cpu_k->mm->gemm_rows;
+    if (path == MM_GEMM || path == MM_GEMM_Q || path == MM_GEMM_B) return rt_cpu_k->mm->gemm_rows;
     const int64_t bytes = path == MM_MATVEC ? RT_CPU_MV_CHUNK_BYTES : RT_CPU_MVQ_CHUNK_BYTES;
     int64_t rows = bytes / (int64_t)(a->nb[1] ? a->nb[1] : 1);
     const int64_t fair = (a->ne[1] + 4 * p->nth - 1) / (4 * p->nth);
@@ -152,6 +168,7 @@ static void rt_cpu_mm_run(const rt_cpu_params_t *p, const rt_cpu_mm_t *g,
     case MM_MATVEC: rt_cpu_k->mm->matvec(g, m0, m1); return;
     case MM_MATVEC_Q: rt_cpu_k->quant->matvec_q(g, m0, m1); return;
     case MM_MATVEC_R: rt_cpu_k->quant->matvec_r(g, m0, m1); return;
+    case MM_MATVEC_B: rt_cpu_k->blocks->matvec(g, m0, m1); return;
     default: rt_cpu_k->mm->gemm(g, m0, m1, p->wdata); return;
     }
 }

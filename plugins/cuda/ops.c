@@ -26,9 +26,10 @@ static bool cu_is_float(rt_type_t t) {
     return t == RT_TYPE_F32 || t == RT_TYPE_F16 || t == RT_TYPE_BF16;
 }
 
-static bool cu_is_quant(rt_type_t t) {
-    return t == RT_TYPE_Q8_0 || t == RT_TYPE_Q4_0;
-}
+static bool cu_is_quant(rt_type_t t) { return rt_cu_block_elems(t) > 0; }
+
+/* The quantised types a CPY may write (the reference quantisers in copy.cu). */
+static bool cu_quantizes_to(rt_type_t t) { return t == RT_TYPE_Q8_0 || t == RT_TYPE_Q4_0; }
 
 /* Types the kernels can address, with non-negative shapes. */
 static bool cu_tensor_sane(const rt_tensor_t *t) {
@@ -40,8 +41,7 @@ static bool cu_tensor_sane(const rt_tensor_t *t) {
 /* Quantised data is only addressable as whole, adjacent blocks of a row. */
 static bool cu_blocks_ok(const rt_tensor_t *t) {
     if (!cu_is_quant(t->type)) return true;
-    const size_t bs = t->type == RT_TYPE_Q8_0 ? sizeof(rt_block_q8_0_t) : sizeof(rt_block_q4_0_t);
-    return t->nb[0] == bs && t->ne[0] % 32 == 0;
+    return t->nb[0] == (size_t)rt_cu_block_bytes(t->type) && t->ne[0] % rt_cu_block_elems(t->type) == 0;
 }
 
 //===--- support ---===//
@@ -54,7 +54,7 @@ static bool cu_supports_copy(const rt_tensor_t *n) {
     if (b && (b->type != n->type || !cu_same_shape(b, n))) return false;
     if (!cu_blocks_ok(a) || !cu_blocks_ok(n)) return false;
     if (a->type == n->type) return true;
-    return cu_is_float(a->type) && (cu_is_float(n->type) || cu_is_quant(n->type));
+    return cu_is_float(a->type) && (cu_is_float(n->type) || cu_quantizes_to(n->type));
 }
 
 static bool cu_supports_get_rows(const rt_tensor_t *n) {

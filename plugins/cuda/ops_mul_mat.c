@@ -16,10 +16,13 @@
  *   TILED  everything else (small products, no cuBLAS): the plugin's
  *          tiled kernel, F32 arithmetic.
  *
- * Quantised weights always meet b rounded through Q8_0 first (the CPU
- * plugin's rule, so that both agree to float rounding whatever the path):
- * VEC multiplies the Q8_0 blocks as integers, the other paths convert them
- * on to F32 or 16 bits. RT_CUDA_MATMUL=f32 keeps every product off the
+ * Q8_0 and Q4_0 weights always meet b rounded through Q8_0 first (the
+ * CPU plugin's rule, so that both agree to float rounding whatever the
+ * path): VEC multiplies the Q8_0 blocks as integers, the other paths
+ * convert them on to F32 or 16 bits. The other quantised types take b
+ * rounded in F32 per 32 or 256 elements as the CPU plugin's activation
+ * blocks round it (rt_cu_round_block), then VEC and TILED decode a in F32
+ * and BLAS16 dequantises a to F16. RT_CUDA_MATMUL=f32 keeps every product off the
  * 16-bit path, =tiled uses the plugin's kernels only. Batches that are not
  * one stride apart (a broadcast over dims 2/3, permuted b) go to
  * cublasGemmBatchedEx with pointer arrays a kernel writes into scratch. */
@@ -39,8 +42,9 @@ typedef struct cu_mm_plan {
     bool q8_b;                   /* b rounded through Q8_0 (quantised a) */
     rt_type_t b_type;            /* b converted to this type, or RT_TYPE_COUNT: as it is */
     bool convert_a;              /* BLAS16: a dequantised to F16 */
+    int round_b;                 /* b rounded per this many elements first (rt_cu_round_block), or 0 */
     bool ptrs;                   /* pointer arrays instead of strides */
-    size_t off_a, off_b8, off_b, off_ptrs; /* bytes into the scratch */
+    size_t off_a, off_b8, off_rb, off_b, off_ptrs; /* bytes into the scratch */
     size_t scratch;              /* bytes in all */
 } cu_mm_plan_t;
 
@@ -50,14 +54,12 @@ static size_t cu_type_size(rt_type_t t) {
     switch (t) {
     case RT_TYPE_F32: return 4;
     case RT_TYPE_F16: case RT_TYPE_BF16: return 2;
-    case RT_TYPE_Q8_0: return sizeof(rt_block_q8_0_t);
-    case RT_TYPE_Q4_0: return sizeof(rt_block_q4_0_t);
-    default: return 0;
+    default: return (size_t)rt_cu_block_bytes(t);
     }
 }
 
 static int64_t cu_type_blck(rt_type_t t) {
-    return t == RT_TYPE_Q8_0 || t == RT_TYPE_Q4_0 ? 32 : 1;
+    return rt_cu_block_elems(t) ? rt_cu_block_elems(t) : 1;
 }
 
 bool rt_cu_mul_mat_supported(const rt_tensor_t *n) {
@@ -131,17 +133,22 @@ static void cu_mm_plan(const rt_cu_device_t *dev, const rt_tensor_t *n, cu_mm_pl
     const rt_tensor_t *a = n->src[0], *b = n->src[1];
     memset(p, 0, sizeof *p);
     p->path = cu_mm_path(dev, n);
+    const bool quant = rt_cu_block_elems(a->type) > 0;
+    /* Q8_0/Q4_0: b through Q8_0 (the integer mat-vec); the other block types:
+     * b rounded per 32 or 256 in F32 (every path then reads that) */
     p->q8_b = a->type == RT_TYPE_Q8_0 || a->type == RT_TYPE_Q4_0;
+    p->round_b = rt_cu_round_block(a->type);
     p->b_type = RT_TYPE_COUNT;
     if (p->path == CU_MM_BLAS16) p->b_type = a->type == RT_TYPE_BF16 ? RT_TYPE_BF16 : RT_TYPE_F16;
     else if (p->q8_b && p->path != CU_MM_VEC) p->b_type = RT_TYPE_F32;
-    p->convert_a = p->path == CU_MM_BLAS16 && p->q8_b;
+    p->convert_a = p->path == CU_MM_BLAS16 && quant;
     size_t at = 0;
     if (p->convert_a) p->off_a = cu_scratch_take(&at, cu_dense_bytes(a, RT_TYPE_F16));
     if (p->q8_b) p->off_b8 = cu_scratch_take(&at, cu_dense_bytes(b, RT_TYPE_Q8_0));
+    if (p->round_b) p->off_rb = cu_scratch_take(&at, cu_dense_bytes(b, RT_TYPE_F32));
     if (p->b_type != RT_TYPE_COUNT) p->off_b = cu_scratch_take(&at, cu_dense_bytes(b, p->b_type));
     if (p->path == CU_MM_BLAS16 || p->path == CU_MM_BLAS32) {
-        p->ptrs = cu_mm_needs_ptrs(n, p->convert_a, p->b_type != RT_TYPE_COUNT);
+        p->ptrs = cu_mm_needs_ptrs(n, p->convert_a, p->b_type != RT_TYPE_COUNT || p->round_b);
         if (p->ptrs)
             p->off_ptrs = cu_scratch_take(&at, 3 * (size_t)(n->ne[2] * n->ne[3]) * sizeof(void *));
     }
@@ -184,6 +191,19 @@ static rt_status_t cu_mm_convert(const rt_cu_queue_t *q, rt_cu_tensor_t *t, rt_t
     return cu_mm_error(q, rt_cu_launch_copy(&c, q->stream), "converting an operand");
 }
 
+/* *t rounded per rb elements into a dense F32 tensor in scratch, which *t
+ * becomes. */
+static rt_status_t cu_mm_round_b(const rt_cu_queue_t *q, rt_cu_tensor_t *t, int rb, size_t off) {
+    rt_cu_node_t c;
+    memset(&c, 0, sizeof c);
+    c.op = RT_OP_MUL_MAT;
+    c.params[0] = rb;
+    c.src[0] = *t;
+    cu_dense(t, RT_TYPE_F32, (char *)q->scratch + off, &c.dst);
+    *t = c.dst;
+    return cu_mm_error(q, rt_cu_launch_round_b(&c, q->stream), "rounding b");
+}
+
 static int cu_blas_type(rt_type_t t) {
     return t == RT_TYPE_F32 ? CUDA_R_32F : t == RT_TYPE_BF16 ? CUDA_R_16BF : CUDA_R_16F;
 }
@@ -218,6 +238,7 @@ rt_status_t rt_cu_mul_mat_run(rt_cu_queue_t *q, const rt_tensor_t *node, const r
     rt_status_t st = RT_OK;
     if (p.convert_a) st = cu_mm_convert(q, &m.src[0], RT_TYPE_F16, p.off_a);
     if (st == RT_OK && p.q8_b) st = cu_mm_convert(q, &m.src[1], RT_TYPE_Q8_0, p.off_b8);
+    if (st == RT_OK && p.round_b) st = cu_mm_round_b(q, &m.src[1], p.round_b, p.off_rb);
     if (st == RT_OK && p.b_type != RT_TYPE_COUNT) st = cu_mm_convert(q, &m.src[1], p.b_type, p.off_b);
     if (st != RT_OK) return st;
     switch (p.path) {

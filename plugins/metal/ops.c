@@ -84,14 +84,15 @@ static rt_status_t mtl_node_encode(rt_mtl_device_t *dev, id enc, const rt_tensor
 rt_status_t rt_mtl_graph_compute(void *queue, rt_tensor_t *const *nodes, int32_t n_nodes) {
     rt_mtl_queue_t *q = queue;
     int32_t n = 0;
-    for (int32_t i = 0; i < n_nodes; i++) n += rt_vk_node_dispatches(nodes[i]);
+    for (int32_t i = 0; i < n_nodes; i++) n += rt_vk_node_dispatches(&q->dev->ops, nodes[i]) > 0;
     if (n == 0) return RT_OK;
     void *pool = rt_objc_pool_push();
     id cmd = rt_objc_id(q->queue, "commandBuffer");
     id enc = rt_objc_id(cmd, "computeCommandEncoder");
     rt_status_t st = RT_OK;
     for (int32_t i = 0; st == RT_OK && i < n_nodes; i++)
-        if (rt_vk_node_dispatches(nodes[i])) st = mtl_node_encode(q->dev, enc, nodes[i]);
+        if (rt_vk_node_dispatches(&q->dev->ops, nodes[i]) > 0)
+            st = mtl_node_encode(q->dev, enc, nodes[i]);
     rt_objc_void(enc, "endEncoding");
     /* A failed graph is not committed: nothing of it runs. */
     if (st == RT_OK) rt_mtl_queue_commit(q, cmd);

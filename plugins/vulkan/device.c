@@ -10,6 +10,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 //===--- errors and memory ---===//
@@ -170,6 +171,11 @@ static void vk_props_fill(rt_vk_device_t *dev, bool has_pci) {
     dev->bind_align = pp->limits.minStorageBufferOffsetAlignment < 4
                           ? 4 : pp->limits.minStorageBufferOffsetAlignment;
     dev->max_binding = pp->limits.maxStorageBufferRange - (dev->bind_align - 1);
+    /* A smaller limit, for tests: weights split into chunks of rows
+     * (ops_chunk.c) without allocating hundreds of megabytes. */
+    const char *env = getenv("RT_VULKAN_MAX_BINDING");
+    const unsigned long long lim = env ? strtoull(env, NULL, 10) : 0;
+    if (lim >= 4096 && lim < dev->max_binding) dev->max_binding = (size_t)lim;
 }
 
 /* Total and free bytes of the device-local heaps, now. */

@@ -133,7 +133,7 @@ static rt_status_t vk_bind_all(rt_vk_queue_t *q, rt_vk_dispatch_t *d, vk_bound_t
     return st;
 }
 
-static rt_status_t vk_node_record(rt_vk_queue_t *q, const rt_tensor_t *node) {
+static rt_status_t vk_dispatch_record(rt_vk_queue_t *q, const rt_tensor_t *node) {
     rt_vk_device_t *dev = q->dev;
     rt_vk_dispatch_t d;
     vk_bound_t bound[RT_VK_N_BIND];
@@ -157,20 +157,31 @@ static rt_status_t vk_node_record(rt_vk_queue_t *q, const rt_tensor_t *node) {
     return RT_OK;
 }
 
+/* One dispatch, or one per chunk of a weight too large to bind whole. */
+static rt_status_t vk_node_record(rt_vk_queue_t *q, const rt_tensor_t *node) {
+    const uint32_t n = rt_vk_node_dispatches(q->dev, node);
+    rt_status_t st = RT_OK;
+    for (uint32_t c = 0; st == RT_OK && c < n; c++) {
+        rt_tensor_t views[2];
+        st = vk_dispatch_record(q, rt_vk_node_chunk(q->dev, node, c, views));
+    }
+    return st;
+}
+
 //===--- the graph ---===//
 
 rt_status_t rt_vk_graph_compute(void *queue, rt_tensor_t *const *nodes, int32_t n_nodes) {
     rt_vk_queue_t *q = queue;
     rt_vk_device_t *dev = q->dev;
     uint32_t n = 0;
-    for (int32_t i = 0; i < n_nodes; i++) n += rt_vk_node_dispatches(nodes[i]);
+    for (int32_t i = 0; i < n_nodes; i++) n += rt_vk_node_dispatches(dev, nodes[i]);
     if (n == 0) return RT_OK;
     rt_status_t st = rt_vk_queue_begin(q, n);
     if (st != RT_OK) return st;
     /* Orders this graph after transfers and graphs submitted before it. */
     rt_vk_cmd_barrier(dev, q->cmd);
     for (int32_t i = 0; st == RT_OK && i < n_nodes; i++)
-        if (rt_vk_node_dispatches(nodes[i])) st = vk_node_record(q, nodes[i]);
+        st = vk_node_record(q, nodes[i]);
     /* Makes the results visible to transfers and to host reads of mapped buffers. */
     rt_vk_cmd_barrier(dev, q->cmd);
     const rt_status_t end = RT_VK_TRY(dev->host, dev->fn.vkEndCommandBuffer(q->cmd));

@@ -11,22 +11,36 @@
 
 #define VK_WG 128u          /* elementwise kernels */
 #define VK_ROW_WG_MAX 256u  /* row kernels: reduce.glsl's RT_REDUCE_MAX */
-#define VK_MM_TILE_MAX 8u   /* mul_mat.comp's NT_MAX */
+#define VK_MM_TILE_MAX 8u   /* mul_mat.comp's NT_MAX: more columns go to mul_mm.comp */
+#define VK_MM_BM 64u        /* mul_mm.comp's output tile */
+#define VK_MM_BN 64u
+#define VK_DQ_GROUP 16u     /* elements dequant.glsl decodes at a time */
 
 //===--- types and tensors ---===//
+
+/* The quantised types the shaders decode (dequant.glsl). Every block size
+ * is even, so all are addressed in 16-bit units. */
+static bool vk_is_quant(rt_type_t t) {
+    switch (t) {
+    case RT_TYPE_Q4_0: case RT_TYPE_Q4_1: case RT_TYPE_Q5_0: case RT_TYPE_Q5_1:
+    case RT_TYPE_Q8_0: case RT_TYPE_Q2_K: case RT_TYPE_Q3_K: case RT_TYPE_Q4_K:
+    case RT_TYPE_Q5_K: case RT_TYPE_Q6_K: case RT_TYPE_IQ4_NL: case RT_TYPE_IQ4_XS:
+        return true;
+    default: return false;
+    }
+}
 
 /* Bytes the shaders address the type in (its offsets and strides must be
  * multiples of it); 0 for a type they cannot read. */
 uint32_t rt_vk_type_unit(rt_type_t type) {
     switch (type) {
     case RT_TYPE_F32: case RT_TYPE_I32: return 4;
-    case RT_TYPE_F16: case RT_TYPE_BF16: case RT_TYPE_Q8_0: case RT_TYPE_Q4_0: return 2;
-    default: return 0;
+    case RT_TYPE_F16: case RT_TYPE_BF16: return 2;
+    default: return vk_is_quant(type) ? 2 : 0;
     }
 }
 
 static bool vk_is_float(rt_type_t t) { return t == RT_TYPE_F32 || t == RT_TYPE_F16 || t == RT_TYPE_BF16; }
-static bool vk_is_quant(rt_type_t t) { return t == RT_TYPE_Q8_0 || t == RT_TYPE_Q4_0; }
 static bool vk_is_f32_f16(rt_type_t t) { return t == RT_TYPE_F32 || t == RT_TYPE_F16; }
 
 static int64_t vk_nelements(const rt_tensor_t *t) { return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]; }
@@ -42,25 +56,31 @@ static bool vk_rows_packed(const rt_vk_device_t *dev, const rt_tensor_t *t) {
     return tr && t->nb[0] == tr->type_size;
 }
 
-/* A tensor the shaders can address: 32-bit element counts and byte spans,
- * strides that are multiples of the element's unit. */
-static bool vk_tensor_ok(const rt_vk_device_t *dev, const rt_tensor_t *t) {
+/* A tensor the shaders can address: 32-bit element counts, strides that
+ * are multiples of the element's unit, and (unless split, ops_chunk.c) a
+ * span of bytes one binding holds. */
+static bool vk_tensor_ok(const rt_vk_device_t *dev, const rt_tensor_t *t, bool split) {
     const uint32_t unit = rt_vk_type_unit(t->type);
     if (!unit) return false;
     for (int i = 0; i < RT_MAX_DIMS; i++) {
         if (t->ne[i] < 0 || t->ne[i] > INT32_MAX) return false;
         if (t->ne[i] > 1 && t->nb[i] % unit != 0) return false;
     }
-    return vk_nelements(t) <= INT32_MAX && dev->host->tensor_nbytes(t) <= dev->max_binding;
+    return vk_nelements(t) <= INT32_MAX && (split || dev->host->tensor_nbytes(t) <= dev->max_binding);
 }
 
 //===--- supports_op, per op ---===//
 
 static bool vk_supports_copy(const rt_vk_device_t *dev, const rt_tensor_t *n, const rt_tensor_t *a) {
+    if (vk_is_quant(a->type)) /* copy_blocks.comp */
+        return n->type == a->type && vk_same_shape(a, n) && vk_rows_packed(dev, a) &&
+               vk_rows_packed(dev, n);
     if (vk_nelements(a) != vk_nelements(n) || !vk_is_float(a->type)) return false;
     if (n->op == RT_OP_CONT) return n->type == a->type;
     if (vk_is_float(n->type)) return true;
-    return a->type == RT_TYPE_F32 && vk_is_quant(n->type) && n->ne[0] % 32 == 0 &&
+    /* quantize.comp writes the two types the KV cache and tests use */
+    const bool q = n->type == RT_TYPE_Q8_0 || n->type == RT_TYPE_Q4_0;
+    return a->type == RT_TYPE_F32 && q && n->ne[0] % 32 == 0 &&
            dev->host->tensor_is_contiguous(n);
 }
 
@@ -78,7 +98,7 @@ static bool vk_supports_get_rows(const rt_vk_device_t *dev, const rt_tensor_t *n
 static bool vk_supports_set_rows(const rt_vk_device_t *dev, const rt_tensor_t *n,
                                  const rt_tensor_t *a, const rt_tensor_t *b, const rt_tensor_t *c) {
     return b && c && vk_is_float(a->type) && n->type == a->type && vk_same_shape(a, n) &&
-           vk_tensor_ok(dev, n) && b->type == RT_TYPE_F32 && c->type == RT_TYPE_I32 &&
+           vk_tensor_ok(dev, n, false) && b->type == RT_TYPE_F32 && c->type == RT_TYPE_I32 &&
            b->ne[0] == a->ne[0] && b->ne[2] == a->ne[2] && b->ne[3] == a->ne[3] &&
            c->ne[0] == b->ne[1] && c->ne[1] == b->ne[2] && c->ne[2] == b->ne[3] && c->ne[3] == 1;
 }
@@ -137,14 +157,11 @@ bool rt_vk_supports_op(void *device, const rt_tensor_t *node) {
     const rt_vk_device_t *dev = device;
     if (!rt_abi_defines_node(rt_plugin_abi(dev->host), node)) return false; /* rt_plugin.h */
     if (!rt_op_computes(node->op)) return true;
-    if (!vk_tensor_ok(dev, node)) return false;
+    if (!vk_tensor_ok(dev, node, false)) return false;
+    const bool split = rt_vk_chunk_rows(dev, node) > 0; /* a in chunks of rows */
     for (int i = 0; i < RT_MAX_SRC; i++)
-        if (node->src[i] && !vk_tensor_ok(dev, node->src[i])) return false;
+        if (node->src[i] && !vk_tensor_ok(dev, node->src[i], i == 0 && split)) return false;
     return vk_supports_compute(dev, node);
-}
-
-bool rt_vk_node_dispatches(const rt_tensor_t *node) {
-    return rt_op_computes(node->op) && vk_nelements(node) > 0;
 }
 
 //===--- push constants ---===//
@@ -225,6 +242,20 @@ static void vk_build_quantize(const rt_tensor_t *n, rt_vk_dispatch_t *d) {
     d->n_groups = vk_ceil_div(n_blocks, 64);
 }
 
+/* One invocation per 16-bit word of the destination's rows of blocks. */
+static void vk_build_copy_blocks(const rt_vk_device_t *dev, const rt_tensor_t *n, rt_vk_dispatch_t *d) {
+    const rt_type_traits_t *tr = dev->host->type_traits(n->type);
+    const uint64_t words = (uint64_t)(n->ne[0] / tr->block_size) * tr->type_size / 2;
+    vk_dispatch_init(d, "copy_blocks", VK_WG, 0, n);
+    d->bind[0] = n->src[0];
+    vk_push(d, (uint32_t)words);
+    for (int i = 1; i < RT_MAX_DIMS; i++) vk_push(d, (uint32_t)n->ne[i]);
+    vk_push_nb(d, n->src[0]);
+    vk_push_nb(d, n);
+    vk_push(d, (uint32_t)(words * vk_nrows(n)));
+    d->n_groups = vk_ceil_div(words * vk_nrows(n), VK_WG);
+}
+
 static void vk_build_binary(const rt_vk_device_t *dev, const rt_tensor_t *n, uint32_t op,
                             rt_vk_dispatch_t *d) {
     const rt_tensor_t *a = n->src[0], *b = n->src[1];
@@ -244,8 +275,10 @@ static void vk_build_binary(const rt_vk_device_t *dev, const rt_tensor_t *n, uin
     d->n_groups = vk_ceil_div((uint64_t)vk_nelements(n), VK_WG);
 }
 
+/* One invocation per element, or per group of 16 of a quantised a. */
 static void vk_build_get_rows(const rt_tensor_t *n, rt_vk_dispatch_t *d) {
     const rt_tensor_t *a = n->src[0], *b = n->src[1];
+    const uint64_t units = (uint64_t)vk_nelements(n) / (vk_is_quant(a->type) ? VK_DQ_GROUP : 1);
     vk_dispatch_init(d, "get_rows", VK_WG, 0, n);
     d->bind[0] = a;
     d->bind[1] = b;
@@ -253,9 +286,11 @@ static void vk_build_get_rows(const rt_tensor_t *n, rt_vk_dispatch_t *d) {
     vk_push_nb(d, n);
     vk_push_nb(d, a);
     vk_push_nb(d, b);
-    vk_push(d, (uint32_t)vk_nelements(n));
+    vk_push(d, (uint32_t)units);
     vk_push(d, (uint32_t)a->ne[1]);
-    d->n_groups = vk_ceil_div((uint64_t)vk_nelements(n), VK_WG);
+    vk_push(d, (uint32_t)n->op_params[0]); /* a chunk's first row (ops_chunk.c), else 0 */
+    vk_push(d, (uint32_t)(n->op_params[1] ? n->op_params[1] : a->ne[1]));
+    d->n_groups = vk_ceil_div(units, VK_WG);
 }
 
 /* One invocation per element of b, whatever the row length (set_rows.comp).
@@ -333,12 +368,17 @@ static void vk_build_rope(const rt_tensor_t *n, rt_vk_dispatch_t *d) {
     d->n_groups = vk_ceil_div(units, VK_WG);
 }
 
+/* Up to VK_MM_TILE_MAX columns: mul_mat.comp, one workgroup per row of a
+ * and tile of columns. More: mul_mm.comp, one per 64 x 64 tile of c. Both
+ * take the same push constants, mul_mm one more. */
 static void vk_build_mul_mat(const rt_tensor_t *n, rt_vk_dispatch_t *d) {
     const rt_tensor_t *a = n->src[0], *b = n->src[1];
-    const uint32_t tile = b->ne[1] == 1 ? 1 : b->ne[1] <= 4 ? 4 : VK_MM_TILE_MAX;
+    const bool mm = b->ne[1] > VK_MM_TILE_MAX;
+    const uint32_t tile = mm ? VK_MM_BN : b->ne[1] == 1 ? 1 : b->ne[1] <= 4 ? 4 : VK_MM_TILE_MAX;
     const uint64_t n_tiles = vk_ceil_div((uint64_t)b->ne[1], tile);
-    vk_dispatch_init(d, "mul_mat", 32, 0, n);
-    d->spec[RT_VK_SPEC_EXTRA] = tile;
+    const uint64_t m_tiles = mm ? vk_ceil_div((uint64_t)n->ne[0], VK_MM_BM) : (uint64_t)n->ne[0];
+    vk_dispatch_init(d, mm ? "mul_mm" : "mul_mat", mm ? 256 : 32, 0, n);
+    d->spec[RT_VK_SPEC_EXTRA] = mm ? 0 : tile;
     d->bind[0] = a;
     d->bind[1] = b;
     vk_push_nb(d, a);
@@ -349,14 +389,16 @@ static void vk_build_mul_mat(const rt_tensor_t *n, rt_vk_dispatch_t *d) {
     vk_push(d, (uint32_t)(b->ne[2] / a->ne[2]));
     vk_push(d, (uint32_t)(b->ne[3] / a->ne[3]));
     vk_push(d, (uint32_t)n_tiles);
-    d->n_groups = (uint64_t)n->ne[0] * n_tiles * (uint64_t)(n->ne[2] * n->ne[3]);
+    if (mm) vk_push(d, (uint32_t)m_tiles);
+    d->n_groups = m_tiles * n_tiles * (uint64_t)(n->ne[2] * n->ne[3]);
 }
 
 rt_status_t rt_vk_dispatch_build(const rt_vk_device_t *dev, const rt_tensor_t *node,
                                  rt_vk_dispatch_t *d) {
     switch (node->op) {
     case RT_OP_CONT: case RT_OP_CPY:
-        if (vk_is_quant(node->type)) vk_build_quantize(node, d);
+        if (vk_is_quant(node->src[0]->type)) vk_build_copy_blocks(dev, node, d);
+        else if (vk_is_quant(node->type)) vk_build_quantize(node, d);
         else vk_build_unary(dev, node, VK_UNARY_COPY, d);
         break;
     case RT_OP_SCALE: vk_build_unary(dev, node, VK_UNARY_SCALE, d); break;

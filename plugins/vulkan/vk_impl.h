@@ -297,8 +297,16 @@ enum { RT_VK_SPEC_WG = 0, RT_VK_SPEC_OP = 1, RT_VK_SPEC_TYPE0 = 2, RT_VK_SPEC_EX
 
 /* Bytes the shaders address a type in; 0 when they cannot read it. */
 RT_VK_INTERNAL uint32_t rt_vk_type_unit(rt_type_t type);
-/* True when the node computes something (not a view, not empty). */
-RT_VK_INTERNAL bool rt_vk_node_dispatches(const rt_tensor_t *node);
+/* Dispatches the node records: 0 for a view or an empty node, 1, or one
+ * per chunk of rows of a weight larger than one binding (ops_chunk.c). */
+RT_VK_INTERNAL uint32_t rt_vk_node_dispatches(const rt_vk_device_t *dev, const rt_tensor_t *node);
+/* Rows of a per chunk for such a node; 0 when a fits one binding or cannot
+ * be split (a not 2-D, or one row too large). */
+RT_VK_INTERNAL uint64_t rt_vk_chunk_rows(const rt_vk_device_t *dev, const rt_tensor_t *node);
+/* The node dispatch `chunk` builds: node itself, or a view of it over the
+ * chunk's rows, made in views (which must outlive the dispatch). */
+RT_VK_INTERNAL const rt_tensor_t *rt_vk_node_chunk(const rt_vk_device_t *dev, const rt_tensor_t *node,
+                                                   uint32_t chunk, rt_tensor_t views[2]);
 /* Fills d for node; RT_ERR_UNSUPPORTED when the op has no kernel. */
 RT_VK_INTERNAL rt_status_t rt_vk_dispatch_build(const rt_vk_device_t *dev, const rt_tensor_t *node,
                                                 rt_vk_dispatch_t *d);

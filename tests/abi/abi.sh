@@ -53,7 +53,7 @@ list_constants() {
         sed -n "s/.*<enumerator name='\(RT_[A-Za-z0-9_]*\)' value='\([^']*\)'.*/\1 \2/p" \
             "$out/types.abi"
         $cc -std=c11 -dM -E "$out/probe.c" |
-            sed -n 's/^#define \(RT_[A-Za-z0-9_]*\) \{0,1\}\(.*[^ ]\) *$/\1 \2/p' |
+            sed -n 's/^#define \(RT_[A-Za-z0-9_]*\) \(.*[^ ]\) *$/\1 \2/p' | # a guard has no value: not a constant
             grep -v '^RT_VERSION_\|^RT_ABI_VERSION_MINOR '
     } | grep -v '^RT_[A-Z0-9_]*_COUNT ' | LC_ALL=C sort -u > "$out/constants.txt"
 }

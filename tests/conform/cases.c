@@ -20,6 +20,29 @@
 #define DIST(hi, ...) {.type = RT_TYPE_I32, .fill = CF_FILL_DISTINCT, .idx_hi = hi, .ne = {__VA_ARGS__}}
 #define POS(ty, lay, ...) {.type = RT_TYPE_##ty, .layout = CF_LAY_##lay, .fill = CF_FILL_POS, .ne = {__VA_ARGS__}}
 
+/* The weight types of GGUF files beyond Q8_0 and Q4_0 (whose rows are
+ * written out below), each with a K of three of its blocks: odd block
+ * counts, and super-blocks of 256 for the K-quants and IQ4_XS. */
+#define CF_WEIGHT_TYPES(X)                                                              \
+    X(Q4_1, "q4_1", 96) X(Q5_0, "q5_0", 96) X(Q5_1, "q5_1", 96) X(IQ4_NL, "iq4_nl", 96) \
+    X(Q2_K, "q2_k", 768) X(Q3_K, "q3_k", 768) X(Q4_K, "q4_k", 768) X(Q5_K, "q5_k", 768) \
+    X(Q6_K, "q6_k", 768) X(IQ4_XS, "iq4_xs", 768)
+
+/* Quantised embeddings: contiguous; padded rows, batched over dim 2. */
+#define CF_GET_ROWS_CASES(T, name, K)                                                             \
+    {RT_OP_GET_ROWS, name, {IN(T, K, 10), IDX(10, 5)}, .tol = CF_TOL_EXACT},                      \
+    {RT_OP_GET_ROWS, name " padded rows, batched", {INL(T, PAD, K, 6, 3), IDX(6, 4, 3)}, .tol = CF_TOL_EXACT},
+
+/* Weights: matrix-vector (N = 1, decode) with an odd M; N = 33 (a prompt:
+ * past any device's few-column path) with padded b; a broadcast over
+ * permuted b; padded a rows. */
+#define CF_MUL_MAT_CASES(T, name, K)                                                              \
+    {RT_OP_MUL_MAT, name " matrix-vector, M = 67", {IN(T, K, 67), IN(F32, K, 1)}, .tol = CF_TOL_DOT}, \
+    {RT_OP_MUL_MAT, name " N = 33, padded b", {IN(T, K, 70), INL(F32, PAD, K, 33)}, .tol = CF_TOL_DOT}, \
+    {RT_OP_MUL_MAT, name " a broadcast, permuted b, N = 4",                                       \
+     {IN(T, K, 13, 2), INP(F32, 0, 2, 1, 3, K, 4, 4)}, .tol = CF_TOL_DOT},                        \
+    {RT_OP_MUL_MAT, name " padded a rows, N = 9", {INL(T, PAD, K, 9, 2), IN(F32, K, 9, 2)}, .tol = CF_TOL_DOT},
+
 const cf_case_t cf_cases[] = {
     /* The view family, seen through CONT: header checks plus the copied values. */
     {CF_OP_VIEWS, "permute 0,2,1,3", {INP(F32, 0, 2, 1, 3, 7, 5, 3, 2)}, .tol = CF_TOL_EXACT},
@@ -92,6 +115,9 @@ const cf_case_t cf_cases[] = {
     {RT_OP_GET_ROWS, "q4_0 padded rows", {INL(Q4_0, PAD, 64, 10), IDX(10, 7)}, .tol = CF_TOL_EXACT},
     {RT_OP_GET_ROWS, "f16 permuted 0,2,1,3", {INP(F16, 0, 2, 1, 3, 16, 10, 3), IDX(10, 4, 3)}, .tol = CF_TOL_EXACT},
     {RT_OP_GET_ROWS, "ne0 = 1", {IN(F32, 1, 10), IDX(10, 7)}, .tol = CF_TOL_EXACT},
+    CF_WEIGHT_TYPES(CF_GET_ROWS_CASES)
+    /* 40 rows of 630 bytes: more than one binding when a device's is small (test-vulkan) */
+    {RT_OP_GET_ROWS, "q6_k 40 rows", {IN(Q6_K, 768, 40), IDX(40, 4)}, .tol = CF_TOL_EXACT},
 
     /* ADD, SUB, MUL, DIV: b repeats into a in every dim; F16 where allowed. */
     {CF_OP_BINARY, "contiguous", {IN(F32, 33, 7, 3, 2), POS(F32, CONT, 33, 7, 3, 2)}, .tol = CF_TOL_F32},
@@ -158,6 +184,7 @@ const cf_case_t cf_cases[] = {
     {RT_OP_MUL_MAT, "q8_0 a, permuted b, N = 12", {IN(Q8_0, 64, 13, 3), INP(F32, 0, 2, 1, 3, 64, 12, 3)},
      .tol = CF_TOL_DOT},
     {RT_OP_MUL_MAT, "q4_0 K = 96 (odd blocks), N = 3", {IN(Q4_0, 96, 21), IN(F32, 96, 3)}, .tol = CF_TOL_DOT},
+    CF_WEIGHT_TYPES(CF_MUL_MAT_CASES)
 
     /* SOFT_MAX: with and without mask (F32 and F16), mask broadcast, scale. */
     {RT_OP_SOFT_MAX, "no mask (rt_soft_max)", {IN(F32, 33, 7, 3, 2)}, .tol = CF_TOL_F32},
@@ -344,12 +371,18 @@ const cf_case_t cf_cases[] = {
 
 const size_t cf_n_cases = sizeof cf_cases / sizeof cf_cases[0];
 
+/* Decode's product for each weight type (K unused: 4096 is whole blocks of all). */
+#define CF_PERF_MAT_VEC(T, name, K) \
+    {RT_OP_MUL_MAT, name " mat-vec 4096x4096", {IN(T, 4096, 4096), IN(F32, 4096, 1)}, .tol = 0},
+
 /* Transformer-sized shapes for `rt-test-ops perf` (timed, not checked). */
 const cf_case_t cf_perf_cases[] = {
     {RT_OP_MUL_MAT, "f32 mat-vec 4096x4096", {IN(F32, 4096, 4096), IN(F32, 4096, 1)}, .tol = 0},
     {RT_OP_MUL_MAT, "f16 mat-vec 4096x4096", {IN(F16, 4096, 4096), IN(F32, 4096, 1)}, .tol = 0},
     {RT_OP_MUL_MAT, "q8_0 mat-vec 4096x4096", {IN(Q8_0, 4096, 4096), IN(F32, 4096, 1)}, .tol = 0},
     {RT_OP_MUL_MAT, "q4_0 mat-vec 4096x4096", {IN(Q4_0, 4096, 4096), IN(F32, 4096, 1)}, .tol = 0},
+    CF_WEIGHT_TYPES(CF_PERF_MAT_VEC)
+    {RT_OP_MUL_MAT, "q4_k 4096x1024, N = 64", {IN(Q4_K, 4096, 1024), IN(F32, 4096, 64)}, .tol = 0},
     {RT_OP_MUL_MAT, "f16 4096x1024, N = 64", {IN(F16, 4096, 1024), IN(F32, 4096, 64)}, .tol = 0},
     {RT_OP_MUL_MAT, "q8_0 4096x1024, N = 64", {IN(Q8_0, 4096, 1024), IN(F32, 4096, 64)}, .tol = 0},
     {RT_OP_ADD, "4096x1024 + a row", {IN(F32, 4096, 1024), IN(F32, 4096)}, .tol = 0},

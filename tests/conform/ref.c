@@ -6,6 +6,7 @@
  * set_rows (the whole destination base, so bytes outside the view must
  * stay as uploaded). */
 #include "case_run.h"
+#include "act_round.h"
 #include "types.h"
 
 #include <math.h>
@@ -110,23 +111,42 @@ static void ref_rows(rt_op_t op, const cf_case_t *c, const cf_input_t *in, doubl
     free(x);
 }
 
-/* b's logical values; with quantised weights each row rounded through
- * Q8_0 (its codec, there and back), as integer dot products see them. */
-static double *ref_mul_mat_b(const cf_input_t *in) {
-    const layout_t *l = &in[1].lay;
-    const int64_t n = lay_nelem(l), K = l->ne[0];
-    double *b = malloc((size_t)n * sizeof *b);
-    lay_read(l, in[1].bytes, b);
-    if (!lay_is_quant(in[0].lay.type) || K % 32 != 0) return b;
+/* n values rounded in runs of blck (act_round.h). */
+static void ref_round_q8_f32(double *v, int64_t n, int64_t blck) {
+    float x[CF_MAX_BLCK];
+    for (int64_t k = 0; k + blck <= n; k += blck) {
+        for (int64_t j = 0; j < blck; j++) x[j] = (float)v[k + j];
+        cf_round_block_q8_f32(x, blck);
+        for (int64_t j = 0; j < blck; j++) v[k + j] = x[j];
+    }
+}
+
+/* n values rounded through Q8_0 (its codec, there and back) per 32. */
+static void ref_round_q8_0(double *v, int64_t n) {
     const cf_type_t *q8 = cf_type(RT_TYPE_Q8_0);
     float x[CF_MAX_BLCK], y[CF_MAX_BLCK];
     uint8_t block[sizeof(rt_block_q8_0_t)];
     for (int64_t k = 0; k + q8->blck <= n; k += q8->blck) {
-        for (int64_t j = 0; j < q8->blck; j++) x[j] = (float)b[k + j];
+        for (int64_t j = 0; j < q8->blck; j++) x[j] = (float)v[k + j];
         q8->encode(x, block);
         q8->decode(block, y);
-        for (int64_t j = 0; j < q8->blck; j++) b[k + j] = y[j];
+        for (int64_t j = 0; j < q8->blck; j++) v[k + j] = y[j];
     }
+}
+
+/* b's logical values; with quantised weights each row rounded as the
+ * MUL_MAT contract lets integer dot products see it: through Q8_0 for
+ * Q8_0/Q4_0 weights, through Q8_K per 256-block for the super-block types,
+ * per 32-block at Q8_K's f32 scale for the other block types. */
+static double *ref_mul_mat_b(const cf_input_t *in) {
+    const layout_t *l = &in[1].lay;
+    const rt_type_t wt = in[0].lay.type;
+    const int64_t n = lay_nelem(l), K = l->ne[0];
+    double *b = malloc((size_t)n * sizeof *b);
+    lay_read(l, in[1].bytes, b);
+    if (!lay_is_quant(wt) || K % 32 != 0) return b;
+    if (wt == RT_TYPE_Q8_0 || wt == RT_TYPE_Q4_0) ref_round_q8_0(b, n);
+    else ref_round_q8_f32(b, n, lay_blck(wt));
     return b;
 }
 

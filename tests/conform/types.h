@@ -17,10 +17,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/*  X(TYPE, codec,  block,      error bound) */
-#define CF_QUANT_TYPES(X)                  \
-    X(Q8_0, q8_0, RT_QK8_0, 1.0 / 254)     \
-    X(Q4_0, q4_0, RT_QK4_0, 1.0 / 8)
+/* The bounds of the weight-only types (no case quantises into them; the
+ * reference quantisers of the K-quants search their sub-block scales, whose
+ * own 4 to 6 bits widen the error) are half a level of the type's step at
+ * the block's scale, doubled for the K-quants.
+ *  X(TYPE,  codec,  block,      error bound) */
+#define CF_QUANT_TYPES(X)                    \
+    X(Q8_0, q8_0, RT_QK8_0, 1.0 / 254)       \
+    X(Q4_0, q4_0, RT_QK4_0, 1.0 / 8)         \
+    X(Q4_1, q4_1, RT_QK4_1, 1.0 / 15)        \
+    X(Q5_0, q5_0, RT_QK5_0, 1.0 / 16)        \
+    X(Q5_1, q5_1, RT_QK5_1, 1.0 / 31)        \
+    X(IQ4_NL, iq4_nl, RT_QK4_NL, 1.0 / 8)    \
+    X(Q2_K, q2_k, RT_QK_K, 1.0 / 2)          \
+    X(Q3_K, q3_k, RT_QK_K, 1.0 / 4)          \
+    X(Q4_K, q4_k, RT_QK_K, 1.0 / 8)          \
+    X(Q5_K, q5_k, RT_QK_K, 1.0 / 16)         \
+    X(Q6_K, q6_k, RT_QK_K, 1.0 / 32)         \
+    X(IQ4_XS, iq4_xs, RT_QK_K, 1.0 / 8)
 
 /* The largest block of any type above. */
 #define CF_MAX_BLCK 256

@@ -6,14 +6,16 @@
 #
 #   rt-devices      the CUDA device is listed (name, memory, PCI, UUID)
 #   nodevice test   tests/test-cuda-nodevice.sh (exports, ldd, plugin loaded)
-#   rt-test-ops     every conformance case (tests/conform) on cuda0, and the
-#                   multi-node graphs against the CPU plugin
+#   rt-test-ops     every conformance case (tests/conform) on cuda0, the
+#                   multi-node graphs against the CPU plugin, and every
+#                   quantised weight type among the cases that passed
 #   cuda_bench      MUL_MAT paths at shapes rt-test-ops does not reach
 #   stories260K     greedy, 64 tokens: CPU alone, CUDA (all layers, CUDA
 #                   graphs on and off), CPU + CUDA split; texts must match
-#   performance     F16 GEMM 8192^3 against cuBLAS's own GEMM, Q4_0/Q8_0
-#                   matrix-vector against the read bandwidth, both measured
-#                   in this run (tests/device/cuda_ref.cu, cuda_bench.c)
+#   performance     F16 GEMM 8192^3 against cuBLAS's own GEMM, each
+#                   quantised type's matrix-vector against the read
+#                   bandwidth, both measured in this run
+#                   (tests/device/cuda_ref.cu, cuda_bench.c)
 #
 # Every step's failure is recorded and the script goes on; the whole run
 # stays under 8 minutes (each step has a timeout, and all of them share a
@@ -102,7 +104,19 @@ step "test-cuda-nodevice" 60 "RT_TEST_BUILD_DIR=build sh tests/test-cuda-nodevic
 step "rt-test-ops cuda0" 180 "build/bin/rt-test-ops --device cuda0 > build/device/test-ops.txt; \
     rc=\$?; cat build/device/test-ops.txt; grep -q '^cuda0 (cuda):' build/device/test-ops.txt \
     || { echo 'cuda0 was not tested'; exit 1; }; exit \$rc"
-step "mul_mat paths" 120 "build/device/cuda_bench --check-only"
+# The weight types of GGUF files (kernels/dequant.cuh): each must appear in
+# a MUL_MAT and a GET_ROWS case that passed on cuda0.
+qtypes="q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl q2_k q3_k q4_k q5_k q6_k iq4_xs"
+missing=
+for t in $qtypes; do
+    for op in MUL_MAT GET_ROWS; do
+        grep -E "^  cuda0  $op .*$t.* OK " build/device/test-ops.txt >/dev/null 2>&1 || missing="$missing $op:$t"
+    done
+done
+if [ -z "$missing" ]; then note "rt-test-ops weight types" PASS "MUL_MAT and GET_ROWS pass for $qtypes"
+else note "rt-test-ops weight types" FAIL "no passing case for$missing"
+fi
+step "mul_mat paths" 180 "build/device/cuda_bench --check-only"
 
 #===--- stories260K ---===#
 
@@ -158,8 +172,6 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a 
 
 gemm=$(key gemm_f16 tflops)
 blas=$(key cublas_gemm_f16 tflops)
-q4=$(key mmv_q4_0 gbps)
-q8=$(key mmv_q8_0 gbps)
 bw=$(key read_bw gbps)
 
 #===--- summary ---===#
@@ -176,8 +188,10 @@ bw=$(key read_bw gbps)
     echo "| measure | rt (CUDA plugin) | reference (same run) | ratio |"
     echo "| --- | --- | --- | --- |"
     echo "| F16 GEMM m=n=k=8192, TFLOP/s | ${gemm:-?} | cuBLAS GemmEx F16->F32: ${blas:-?} | $(ratio "${gemm:-0}" "${blas:-0}") |"
-    echo "| Q4_0 mat-vec 65536x8192, GB/s of weights | ${q4:-?} | read bandwidth: ${bw:-?} | $(ratio "${q4:-0}" "${bw:-0}") |"
-    echo "| Q8_0 mat-vec 65536x8192, GB/s of weights | ${q8:-?} | read bandwidth: ${bw:-?} | $(ratio "${q8:-0}" "${bw:-0}") |"
+    for t in $qtypes; do
+        g=$(key "mmv_$t" gbps)
+        echo "| $t mat-vec 65536x8192, GB/s of weights | ${g:-?} | read bandwidth: ${bw:-?} | $(ratio "${g:-0}" "${bw:-0}") |"
+    done
     echo
     echo "$failed step(s) failed; every step's output is in log.txt."
 } >"$summary"

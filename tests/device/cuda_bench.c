@@ -7,16 +7,17 @@
  *          cores, pointer-array batches), for each weight type, against a
  *          double-precision reference computed here on sampled outputs;
  *          err is sqrt(sum (c - ref)^2 / sum ref^2), ok=1 when <= tol.
- *   perf   F16 GEMM m=n=k=8192 (TFLOP/s) and Q4_0 and Q8_0 matrix-vector
- *          products with 65536 x 8192 weights (GB/s of weights read), each
- *          the mean of timed runs after two warm-ups (the second captures
- *          the CUDA graph), queued back to back.
+ *   perf   F16 GEMM m=n=k=8192 (TFLOP/s) and matrix-vector products of
+ *          each quantised weight type with 65536 x 8192 weights (GB/s of
+ *          weights read), each the mean of timed runs after two warm-ups
+ *          (the second captures the CUDA graph), queued back to back.
  *
  *   cuda_bench [--device NAME] [--perf-only | --check-only]
  *
  * Exit status 1 when a check fails or something cannot run. */
 #include "../../abi/rt.h"
 #include "../conform/rng.h"
+#include "../conform/act_round.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -60,6 +61,8 @@ static void mm_free(mm_t *m) {
     memset(m, 0, sizeof *m);
 }
 
+#define MM_DISTINCT_ROWS 512
+
 /* a {K, M, a2, 1} of type ta times b {K, N, b2, b3} F32, placed on dev.
  * a's rows are generated one at a time (quantised ones straight from
  * floats), so 65536 x 8192 weights need no 2 GiB of floats. */
@@ -87,9 +90,17 @@ static rt_status_t mm_build(mm_t *m, rt_device_t *dev, rt_type_t ta, const int64
         free(row);
         return RT_ERR_OUT_OF_MEMORY;
     }
+    /* MM_DISTINCT_ROWS rows quantised, then repeated: the reference
+     * quantisers of the K-quants search for scales and would take minutes
+     * over 65536 rows; the bytes still lie at distinct addresses. */
     for (int64_t r = 0; r < rows; r++) {
+        char *dst = (char *)m->a_host + (size_t)r * row_bytes;
+        if (r >= MM_DISTINCT_ROWS) {
+            memcpy(dst, (char *)m->a_host + (size_t)(r % MM_DISTINCT_ROWS) * row_bytes, row_bytes);
+            continue;
+        }
         for (int64_t k = 0; k < na[0]; k++) row[k] = rng_float(&seed);
-        rt_quantize(ta, row, (char *)m->a_host + (size_t)r * row_bytes, na[0]);
+        rt_quantize(ta, row, dst, na[0]);
     }
     free(row);
     for (int64_t i = 0; i < nbv; i++) m->b_host[i] = rng_float(&seed);
@@ -108,13 +119,19 @@ static double mm_time(rt_queue_t *q, const mm_t *m, int runs) {
     return (now_s() - t0) / runs;
 }
 
-/* b's row as the product sees it: for quantised weights rounded through
- * Q8_0 (the rule of the CPU and CUDA plugins), else as it is. */
+/* b's row as the product sees it: for Q8_0/Q4_0 weights rounded through
+ * Q8_0, for the other block types per block at an f32 scale (the rule of
+ * the CPU and CUDA plugins), else as it is. */
 static const float *mm_b_row(const mm_t *m, const float *brow, float *tmp, void *blocks) {
-    const int64_t K = m->b->ne[0];
-    if (m->a->type != RT_TYPE_Q8_0 && m->a->type != RT_TYPE_Q4_0) return brow;
-    rt_quantize(RT_TYPE_Q8_0, brow, blocks, K);
-    rt_dequantize(RT_TYPE_Q8_0, blocks, tmp, K);
+    const int64_t K = m->b->ne[0], blck = rt_blck_size(m->a->type);
+    if (m->a->type == RT_TYPE_Q8_0 || m->a->type == RT_TYPE_Q4_0) {
+        rt_quantize(RT_TYPE_Q8_0, brow, blocks, K);
+        rt_dequantize(RT_TYPE_Q8_0, blocks, tmp, K);
+        return tmp;
+    }
+    if (blck <= 1) return brow;
+    memcpy(tmp, brow, (size_t)K * sizeof *tmp); /* the other block types: act_round.h */
+    for (int64_t k = 0; k < K; k += blck) cf_round_block_q8_f32(tmp + k, blck);
     return tmp;
 }
 
@@ -152,34 +169,28 @@ static double mm_error(const mm_t *m, int n_samples, uint64_t seed) {
 
 typedef struct check_case {
     const char *path;        /* which plugin path the shape is meant to take */
-    int64_t na[3], nb[4];
-    bool floats_only;        /* K not a multiple of 32 */
+    int64_t na[3], nb[4];    /* (a type whose block does not divide K skips the case) */
     double tol_exact, tol_16; /* for F32 weights; for 16-bit and quantised ones */
 } check_case_t;
 
 static const check_case_t check_cases[] = {
-    { "vec", { 4096, 1024, 1 }, { 4096, 1, 1, 1 }, false, 1e-5, 1e-5 },
-    { "vec-cols", { 4096, 1000, 1 }, { 4096, 5, 1, 1 }, false, 1e-5, 1e-5 },
-    { "vec-tail", { 4100, 300, 1 }, { 4100, 2, 1, 1 }, true, 1e-5, 1e-5 },
-    { "vec-batch", { 256, 64, 4 }, { 256, 1, 8, 3 }, false, 1e-5, 1e-5 },
-    { "blas", { 1024, 512, 1 }, { 1024, 64, 1, 1 }, false, 1e-5, 5e-3 },
-    { "blas-batch", { 512, 128, 2 }, { 512, 100, 4, 3 }, false, 1e-5, 5e-3 },
-    { "small", { 96, 40, 1 }, { 96, 20, 2, 1 }, false, 1e-5, 1e-5 },
+    { "vec", { 4096, 1024, 1 }, { 4096, 1, 1, 1 }, 1e-5, 1e-5 },
+    { "vec-cols", { 4096, 1000, 1 }, { 4096, 5, 1, 1 }, 1e-5, 1e-5 },
+    { "vec-tail", { 4100, 300, 1 }, { 4100, 2, 1, 1 }, 1e-5, 1e-5 },
+    { "vec-batch", { 256, 64, 4 }, { 256, 1, 8, 3 }, 1e-5, 1e-5 },
+    { "blas", { 1024, 512, 1 }, { 1024, 64, 1, 1 }, 1e-5, 5e-3 },
+    { "blas-batch", { 512, 128, 2 }, { 512, 100, 4, 3 }, 1e-5, 5e-3 },
+    { "small", { 96, 40, 1 }, { 96, 20, 2, 1 }, 1e-5, 1e-5 },
 };
 
-static const rt_type_t check_types[] = { RT_TYPE_F32, RT_TYPE_F16, RT_TYPE_BF16, RT_TYPE_Q8_0,
-                                         RT_TYPE_Q4_0 };
+/* Every weight type the plugin multiplies. */
+static const rt_type_t check_types[] = {
+    RT_TYPE_F32, RT_TYPE_F16, RT_TYPE_BF16, RT_TYPE_Q8_0, RT_TYPE_Q4_0, RT_TYPE_Q4_1,
+    RT_TYPE_Q5_0, RT_TYPE_Q5_1, RT_TYPE_IQ4_NL, RT_TYPE_Q2_K, RT_TYPE_Q3_K, RT_TYPE_Q4_K,
+    RT_TYPE_Q5_K, RT_TYPE_Q6_K, RT_TYPE_IQ4_XS,
+};
 
-static const char *type_name(rt_type_t t) {
-    switch (t) {
-    case RT_TYPE_F32: return "f32";
-    case RT_TYPE_F16: return "f16";
-    case RT_TYPE_BF16: return "bf16";
-    case RT_TYPE_Q8_0: return "q8_0";
-    case RT_TYPE_Q4_0: return "q4_0";
-    default: return "?";
-    }
-}
+static const char *type_name(rt_type_t t) { return rt_type_name(t); }
 
 static int run_check(rt_device_t *dev, rt_queue_t *q, const check_case_t *cc, rt_type_t t,
                      uint64_t seed) {
@@ -205,9 +216,7 @@ static int run_checks(rt_device_t *dev, rt_queue_t *q) {
     int failed = 0;
     for (size_t i = 0; i < sizeof check_cases / sizeof check_cases[0]; i++)
         for (size_t j = 0; j < sizeof check_types / sizeof check_types[0]; j++) {
-            if (check_cases[i].floats_only && check_types[j] != RT_TYPE_F32 &&
-                check_types[j] != RT_TYPE_F16 && check_types[j] != RT_TYPE_BF16)
-                continue;
+            if (check_cases[i].na[0] % rt_blck_size(check_types[j]) != 0) continue;
             failed += run_check(dev, q, &check_cases[i], check_types[j], 1000 * i + j);
         }
     return failed;
@@ -241,8 +250,11 @@ static int run_perf(rt_device_t *dev, rt_queue_t *q, const char *name, rt_type_t
 
 static int run_perfs(rt_device_t *dev, rt_queue_t *q) {
     int failed = run_perf(dev, q, "gemm_f16", RT_TYPE_F16, 8192, 8192, 8192, 10);
-    failed += run_perf(dev, q, "mmv_q4_0", RT_TYPE_Q4_0, 8192, 65536, 1, 50);
-    failed += run_perf(dev, q, "mmv_q8_0", RT_TYPE_Q8_0, 8192, 65536, 1, 50);
+    char name[32];
+    for (size_t j = 3; j < sizeof check_types / sizeof check_types[0]; j++) {
+        snprintf(name, sizeof name, "mmv_%s", type_name(check_types[j]));
+        failed += run_perf(dev, q, name, check_types[j], 8192, 65536, 1, 50);
+    }
     return failed;
 }
 

@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "dequant.cuh"
 #include "kernels.h"
 
 #define RT_CU_WARP 32
@@ -27,25 +28,15 @@ __device__ __forceinline__ float rt_cu_bf16(uint16_t bits) {
 }
 
 /* Element i0 of a row that starts at row. Quantised rows are contiguous
- * blocks (supports_op checks it), so i0 picks a block and a lane in it. */
+ * blocks (supports_op checks it), decoded by dequant.cuh. */
 __device__ __forceinline__ float rt_cu_load(int32_t type, const char *row, int64_t nb0,
                                             int64_t i0) {
     switch (type) {
     case RT_TYPE_F32: return *(const float *)(row + i0 * nb0);
     case RT_TYPE_F16: return rt_cu_half(*(const uint16_t *)(row + i0 * nb0));
     case RT_TYPE_BF16: return rt_cu_bf16(*(const uint16_t *)(row + i0 * nb0));
-    case RT_TYPE_Q8_0: {
-        const rt_block_q8_0_t *b = (const rt_block_q8_0_t *)row + i0 / RT_QK8_0;
-        return rt_cu_half(b->d) * (float)b->qs[i0 % RT_QK8_0];
-    }
-    case RT_TYPE_Q4_0: {
-        const rt_block_q4_0_t *b = (const rt_block_q4_0_t *)row + i0 / RT_QK4_0;
-        const int j = (int)(i0 % RT_QK4_0);
-        const int q = j < RT_QK4_0 / 2 ? b->qs[j] & 0x0f : b->qs[j - RT_QK4_0 / 2] >> 4;
-        return rt_cu_half(b->d) * (float)(q - 8);
-    }
     case RT_TYPE_I32: return (float)*(const int32_t *)(row + i0 * nb0);
-    default: return 0.0f;
+    default: return rt_cu_dq_row(type, row, i0);
     }
 }
 

@@ -130,6 +130,43 @@ __global__ void rt_cu_k_copy_quant(rt_cu_tensor_t dst, rt_cu_tensor_t src, bool 
     else rt_cu_quantize_q4_0(v, (rt_block_q4_0_t *)block);
 }
 
+//===--- MUL_MAT's rounding of activations ---===//
+
+/* One warp per run of rb elements (rb / 32 per lane): the run's max |x|
+ * over the warp, then each element at its int8 level, as the CPU plugin's
+ * activation quantisers (kern_blocks.c, abi/rt_quant.h's Q8_K) pick it. */
+__global__ void rt_cu_k_round_b(rt_cu_tensor_t dst, rt_cu_tensor_t src, int rb) {
+    const int64_t runs_per_row = src.ne[0] / rb;
+    const int64_t run = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / RT_CU_WARP;
+    if (run >= runs_per_row * rt_cu_nrows(src)) return; /* whole warps leave together */
+    const int lane = threadIdx.x % RT_CU_WARP, per_lane = rb / RT_CU_WARP;
+    const rt_cu_rowidx x = rt_cu_row_index(src.ne, run / runs_per_row);
+    const int64_t k0 = (run % runs_per_row) * rb;
+    const float *s = (const float *)rt_cu_row(src, x.i1, x.i2, x.i3) + k0;
+    float *d = (float *)rt_cu_row(dst, x.i1, x.i2, x.i3) + k0;
+    float amax = 0.0f;
+    for (int e = 0; e < per_lane; e++) amax = fmaxf(amax, fabsf(s[lane + RT_CU_WARP * e]));
+    const float scale = rt_cu_warp_max(amax) / 127.0f;
+    for (int e = 0; e < per_lane; e++) {
+        const float v = s[lane + RT_CU_WARP * e];
+        const float r = rb == 32 ? v * (1.0f / scale) : v / scale;
+        const int q = r < 0.0f ? -(int)(-r + 0.5f) : (int)(r + 0.5f);
+        d[lane + RT_CU_WARP * e] = scale != 0.0f ? scale * (float)max(-127, min(127, q)) : 0.0f;
+    }
+}
+
+cudaError_t rt_cu_launch_round_b(const rt_cu_node_t *n, cudaStream_t stream) {
+    const rt_cu_tensor_t &s = n->src[0];
+    const int rb = n->params[0];
+    if (rb != 32 && rb != 256) return cudaErrorInvalidValue;
+    const int64_t warps = s.ne[0] / rb * rt_cu_nrows(s), per_block = 256 / RT_CU_WARP;
+    const int64_t grid = (warps + per_block - 1) / per_block;
+    if (grid == 0) return cudaSuccess;
+    if (grid > 0x7fffffff) return cudaErrorInvalidConfiguration;
+    rt_cu_k_round_b<<<(unsigned)grid, 256, 0, stream>>>(n->dst, s, rb);
+    return cudaGetLastError();
+}
+
 //===--- launchers ---===//
 
 static bool rt_cu_same_shape(const rt_cu_tensor_t &a, const rt_cu_tensor_t &b) {
@@ -142,12 +179,9 @@ static bool rt_cu_is_float(int32_t type) {
 
 /* Bytes per element or block, and elements per block, of a type moved raw. */
 static void rt_cu_raw_unit(int32_t type, int64_t *out_unit, int64_t *out_blck) {
-    *out_blck = 1;
-    switch (type) {
-    case RT_TYPE_Q8_0: *out_unit = sizeof(rt_block_q8_0_t), *out_blck = RT_QK8_0; return;
-    case RT_TYPE_Q4_0: *out_unit = sizeof(rt_block_q4_0_t), *out_blck = RT_QK4_0; return;
-    default: *out_unit = 4; return; /* I32 */
-    }
+    const int qk = rt_cu_block_elems(type);
+    *out_blck = qk ? qk : 1;
+    *out_unit = qk ? rt_cu_block_bytes(type) : 4; /* I32 */
 }
 
 cudaError_t rt_cu_launch_copy(const rt_cu_node_t *n, cudaStream_t stream) {

@@ -8,8 +8,10 @@
  * so that the same calls work eagerly and under CUDA graph capture.
  *
  * Element types are those of abi/rt_tensor.h. Kernels read any F32, F16,
- * BF16, Q8_0 and Q4_0 row (quantised rows contiguous, nb[0] the block size)
- * and write F32, F16 or BF16 (Q8_0/Q4_0 only through rt_cu_launch_copy). */
+ * BF16 row and any row of a quantised type rt_cu_block_elems names
+ * (kernels/dequant.cuh decodes them; rows contiguous, nb[0] the block
+ * size) and write F32, F16 or BF16 (Q8_0/Q4_0 only through
+ * rt_cu_launch_copy). */
 #ifndef RT_CU_KERNELS_H
 #define RT_CU_KERNELS_H
 
@@ -22,6 +24,59 @@ extern "C" {
 #endif
 
 #define RT_CU_INTERNAL __attribute__((visibility("hidden")))
+
+/* Type facts both sides use: constant expressions in kernels. */
+#ifdef __CUDACC__
+#define RT_CU_TYPE_FN constexpr __host__ __device__
+#else
+#define RT_CU_TYPE_FN
+#endif
+
+
+/* Elements per block of a quantised type the kernels decode, 0 for any
+ * other type; and bytes per block (GGUF's layouts, kernels/dequant.cuh). */
+static inline RT_CU_TYPE_FN int rt_cu_block_elems(int32_t type) {
+    switch (type) {
+    case RT_TYPE_Q4_0: case RT_TYPE_Q4_1: case RT_TYPE_Q5_0: case RT_TYPE_Q5_1:
+    case RT_TYPE_Q8_0: case RT_TYPE_IQ4_NL:
+        return 32;
+    case RT_TYPE_Q2_K: case RT_TYPE_Q3_K: case RT_TYPE_Q4_K: case RT_TYPE_Q5_K:
+    case RT_TYPE_Q6_K: case RT_TYPE_IQ4_XS:
+        return 256;
+    default: return 0;
+    }
+}
+
+/* The block over which MUL_MAT rounds b to int8 levels for weights of
+ * type (as the CPU plugin's integer dot products see it, so that results
+ * do not depend on the device): 32 for Q4_1, Q5_0, Q5_1 and IQ4_NL (f32
+ * scale, x * (1/d)), 256 for the super-block types (Q8_K's, x / d); 0 for
+ * the others (Q8_0/Q4_0 go through Q8_0 blocks, floats are not rounded). */
+static inline RT_CU_TYPE_FN int rt_cu_round_block(int32_t type) {
+    switch (type) {
+    case RT_TYPE_Q4_1: case RT_TYPE_Q5_0: case RT_TYPE_Q5_1: case RT_TYPE_IQ4_NL: return 32;
+    case RT_TYPE_Q2_K: case RT_TYPE_Q3_K: case RT_TYPE_Q4_K: case RT_TYPE_Q5_K:
+    case RT_TYPE_Q6_K: case RT_TYPE_IQ4_XS: return 256;
+    default: return 0;
+    }
+}
+
+static inline RT_CU_TYPE_FN int rt_cu_block_bytes(int32_t type) {
+    switch (type) {
+    case RT_TYPE_Q4_0: case RT_TYPE_IQ4_NL: return 18;
+    case RT_TYPE_Q4_1: return 20;
+    case RT_TYPE_Q5_0: return 22;
+    case RT_TYPE_Q5_1: return 24;
+    case RT_TYPE_Q8_0: return 34;
+    case RT_TYPE_Q2_K: return 84;
+    case RT_TYPE_Q3_K: return 110;
+    case RT_TYPE_Q4_K: return 144;
+    case RT_TYPE_Q5_K: return 176;
+    case RT_TYPE_Q6_K: return 210;
+    case RT_TYPE_IQ4_XS: return 136;
+    default: return 0;
+    }
+}
 
 /* A tensor as a kernel sees it: element (i0, i1, i2, i3) is at
  * data + i0*nb[0] + i1*nb[1] + i2*nb[2] + i3*nb[3] (i0 in blocks for a
@@ -51,6 +106,10 @@ typedef struct rt_cu_node {
  * itself (I32 and quantised blocks are moved as bytes). Also the plugin's
  * own conversions (weights to F16, activations to F16/BF16 for cuBLAS). */
 RT_CU_INTERNAL cudaError_t rt_cu_launch_copy(const rt_cu_node_t *n, cudaStream_t stream);
+/* MUL_MAT's rounding of b (rt_cu_round_block): src[0] F32 (nb[0] = 4, any
+ * row strides) into dst, dense F32 of its shape, each run of params[0]
+ * (32 or 256) elements of a row at the int8 levels of max|x| / 127. */
+RT_CU_INTERNAL cudaError_t rt_cu_launch_round_b(const rt_cu_node_t *n, cudaStream_t stream);
 /* GET_ROWS: dst F32 row (i1, i2, i3) = row src[1][i1, i2, i3] of src[0]'s
  * matrix (i2, i3); an index out of range gives a row of zeros. */
 RT_CU_INTERNAL cudaError_t rt_cu_launch_get_rows(const rt_cu_node_t *n, cudaStream_t stream);

@@ -15,10 +15,12 @@
  * block's 32 elements are 4 groups: low nibbles of bytes 0-7 and 8-15,
  * then high nibbles of the same bytes.
  *
- * Float weights take F32 b and F32 arithmetic. Quantised weights take b
- * already rounded to Q8_0 blocks (ops_mul_mat.c quantises it first, as the
- * CPU plugin does) and multiply integers, 4 bytes at a time (__dp4a): per
- * group sum((q_a - o) * q_b), o = 8 for Q4_0, scaled by both blocks' scales.
+ * Float weights take F32 b and F32 arithmetic. Q8_0 and Q4_0 weights take
+ * b already rounded to Q8_0 blocks (ops_mul_mat.c quantises it first, as
+ * the CPU plugin does) and multiply integers, 4 bytes at a time (__dp4a):
+ * per group sum((q_a - o) * q_b), o = 8 for Q4_0, scaled by both blocks'
+ * scales. The other quantised types take F32 b and decode their group of 8
+ * (which never crosses a block) through dequant.cuh, in F32.
  *
  * Tiled (any shape, any type of a): 64x64 output tiles in shared memory,
  * elements of a converted to float as they are loaded. */
@@ -28,6 +30,7 @@
 #define MMV_ROWS 4
 #define MMV_GROUP 8 /* elements per lane per step */
 
+/* The types whose matrix-vector product takes Q8_0 b and integer dots. */
 __host__ __device__ constexpr bool rt_cu_is_quant(int type) {
     return type == RT_TYPE_Q8_0 || type == RT_TYPE_Q4_0;
 }
@@ -123,6 +126,13 @@ __device__ __forceinline__ float rt_cu_mmv_dot(const char *row, int64_t g, bool 
         rt_cu_load8_bytes((const uint8_t *)b->qs + (g % 4) * MMV_GROUP, w);
         const int sumi = __dp4a((int)w[1], bg.q[1], __dp4a((int)w[0], bg.q[0], 0));
         s = rt_cu_half(b->d) * bg.d * (float)sumi;
+    } else if constexpr (TYPE != RT_TYPE_Q4_0) { /* decoded in F32 */
+        constexpr int qk = rt_cu_block_elems(TYPE), bytes = rt_cu_block_bytes(TYPE);
+        const int64_t k0 = g * MMV_GROUP;
+        const uint8_t *blk = (const uint8_t *)row + (k0 / qk) * bytes;
+        const int j0 = (int)(k0 % qk);
+#pragma unroll
+        for (int j = 0; j < MMV_GROUP; j++) s += rt_cu_dq<TYPE>(blk, j0 + j) * bg.v[j];
     } else { /* Q4_0 */
         const rt_block_q4_0_t *b = (const rt_block_q4_0_t *)row + g / 4;
         const int sub = (int)(g % 4);
@@ -213,6 +223,12 @@ cudaError_t rt_cu_launch_mul_mat_vec(const rt_cu_node_t *n, cudaStream_t stream)
     case RT_TYPE_BF16: rt_cu_k_mmv<RT_TYPE_BF16><<<grid, block, 0, stream>>>(d, a, b, va, vb); break;
     case RT_TYPE_Q8_0: rt_cu_k_mmv<RT_TYPE_Q8_0><<<grid, block, 0, stream>>>(d, a, b, va, vb); break;
     case RT_TYPE_Q4_0: rt_cu_k_mmv<RT_TYPE_Q4_0><<<grid, block, 0, stream>>>(d, a, b, va, vb); break;
+#define RT_CU_MMV_CASE(T) case T: rt_cu_k_mmv<T><<<grid, block, 0, stream>>>(d, a, b, va, vb); break;
+    RT_CU_MMV_CASE(RT_TYPE_Q4_1) RT_CU_MMV_CASE(RT_TYPE_Q5_0) RT_CU_MMV_CASE(RT_TYPE_Q5_1)
+    RT_CU_MMV_CASE(RT_TYPE_IQ4_NL) RT_CU_MMV_CASE(RT_TYPE_Q2_K) RT_CU_MMV_CASE(RT_TYPE_Q3_K)
+    RT_CU_MMV_CASE(RT_TYPE_Q4_K) RT_CU_MMV_CASE(RT_TYPE_Q5_K) RT_CU_MMV_CASE(RT_TYPE_Q6_K)
+    RT_CU_MMV_CASE(RT_TYPE_IQ4_XS)
+#undef RT_CU_MMV_CASE
     default: return cudaErrorInvalidValue;
     }
     return cudaGetLastError();

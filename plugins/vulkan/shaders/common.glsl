@@ -4,7 +4,8 @@
 // binding, one extra), the four storage buffers (bindings 0-2 sources, 3 the
 // destination), each seen through 32-bit float, 16-bit and 32-bit int views
 // so one module serves every element type, typed loads and stores at byte
-// offsets, and the flat index of a thread across a 3-D dispatch.
+// offsets, the block sizes of every type (dequant.glsl decodes the
+// quantised ones), and the flat index of a thread across a 3-D dispatch.
 //
 // Addresses are bytes throughout: push constants carry ne[] in elements and
 // nb[] and offsets in bytes, so any strides work as on the CPU. The plugin
@@ -19,19 +20,56 @@ layout(constant_id = 4) const uint TYPE2 = 0;
 layout(constant_id = 5) const uint TYPE3 = 0;
 layout(constant_id = 6) const uint EXTRA = 0;
 
-// rt_type_t values (abi/rt_tensor.h).
+// rt_type_t values (abi/rt_tensor.h, GGUF's ids).
 #define T_F32 0u
 #define T_F16 1u
 #define T_Q4_0 2u
+#define T_Q4_1 3u
+#define T_Q5_0 6u
+#define T_Q5_1 7u
 #define T_Q8_0 8u
+#define T_Q2_K 10u
+#define T_Q3_K 11u
+#define T_Q4_K 12u
+#define T_Q5_K 13u
+#define T_Q6_K 14u
+#define T_IQ4_NL 20u
+#define T_IQ4_XS 23u
 #define T_I32 26u
 #define T_BF16 30u
 
-// Bytes per block and elements per block of a type.
+// Bytes per block and elements per block of a type (1 element for the
+// float and integer types).
 uint type_bytes(uint t) {
-    return t == T_Q8_0 ? 34u : t == T_Q4_0 ? 18u : (t == T_F16 || t == T_BF16) ? 2u : 4u;
+    switch (t) {
+    case T_Q4_0: case T_IQ4_NL: return 18u;
+    case T_Q4_1: return 20u;
+    case T_Q5_0: return 22u;
+    case T_Q5_1: return 24u;
+    case T_Q8_0: return 34u;
+    case T_Q2_K: return 84u;
+    case T_Q3_K: return 110u;
+    case T_Q4_K: return 144u;
+    case T_Q5_K: return 176u;
+    case T_Q6_K: return 210u;
+    case T_IQ4_XS: return 136u;
+    case T_F16: case T_BF16: return 2u;
+    default: return 4u;
+    }
 }
-uint type_block(uint t) { return (t == T_Q8_0 || t == T_Q4_0) ? 32u : 1u; }
+uint type_block(uint t) {
+    switch (t) {
+    case T_Q4_0: case T_Q4_1: case T_Q5_0: case T_Q5_1: case T_Q8_0: case T_IQ4_NL: return 32u;
+    case T_Q2_K: case T_Q3_K: case T_Q4_K: case T_Q5_K: case T_Q6_K: case T_IQ4_XS: return 256u;
+    default: return 1u;
+    }
+}
+// The same as expressions of a specialisation constant (a global const may
+// not call a function): a super-block of 256 ("K-quant" layouts), any block.
+#define TYPE_IS_K(t) ((t) == T_Q2_K || (t) == T_Q3_K || (t) == T_Q4_K || (t) == T_Q5_K || \
+                      (t) == T_Q6_K || (t) == T_IQ4_XS)
+#define TYPE_IS_QUANT(t) (TYPE_IS_K(t) || (t) == T_Q4_0 || (t) == T_Q4_1 || (t) == T_Q5_0 || \
+                          (t) == T_Q5_1 || (t) == T_Q8_0 || (t) == T_IQ4_NL)
 
 // float -> binary16 bits, rounding to nearest even in integer arithmetic
 // (a conversion instruction may round otherwise), as abi/rt_quant.h does.
@@ -76,21 +114,7 @@ int loadi##n(uint off) { return b##n##_i32.v[off >> 2]; }                       
 void storei##n(uint off, int x) { b##n##_i32.v[off >> 2] = x; }                      \
 void store16_##n(uint off, uint x) { b##n##_u16.v[off >> 1] = uint16_t(x); }         \
 uint byte##n(uint off) { return (uint(b##n##_u16.v[off >> 1]) >> ((off & 1u) * 8u)) & 0xffu; } \
-float half##n(uint off) { return unpackHalf2x16(uint(b##n##_u16.v[off >> 1])).x; }   \
-/* Element j (0..31) of the quantised block at off, without its scale. */            \
-float quant##n(uint off, uint j) {                                                   \
-    if (TYPE == T_Q8_0) { int q = int(byte##n(off + 2u + j)); return float(q - ((q & 0x80) << 1)); } \
-    uint b = byte##n(off + 2u + (j & 15u));                                          \
-    return float(int(j < 16u ? (b & 15u) : (b >> 4)) - 8);                           \
-}                                                                                    \
-/* Element k of a contiguous row of TYPE starting at off. */                         \
-float row##n(uint off, uint k) {                                                     \
-    if (TYPE == T_Q8_0 || TYPE == T_Q4_0) {                                          \
-        uint blk = off + (k >> 5) * type_bytes(TYPE);                                \
-        return half##n(blk) * quant##n(blk, k & 31u);                                \
-    }                                                                                \
-    return load##n(off + k * type_bytes(TYPE));                                      \
-}
+float half##n(uint off) { return unpackHalf2x16(uint(b##n##_u16.v[off >> 1])).x; }
 
 RT_BINDING(0, TYPE0)
 RT_BINDING(1, TYPE1)

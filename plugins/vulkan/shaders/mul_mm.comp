@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: MIT
+// mul_mm.comp: MUL_MAT for many columns (n > 8, prompts), with the same
+// operands and push constants as mul_mat.comp plus the number of row
+// tiles. A workgroup of 256 computes a 64 x 64 tile of c (64 rows of a
+// against 64 rows of b) in steps of 32 along K: each step decodes the 64 x
+// 32 piece of a once into shared memory (two groups of 16 per row, through
+// dequant.glsl, for quantised a) and loads the 32 x 64 piece of b, then
+// every invocation accumulates a 4 x 4 block of outputs from them (b
+// rounded as dequant.glsl's DQ_RB says, as in mul_mat.comp). Each
+// element of a is thus decoded once per 64 columns instead of once per 8.
+#version 450
+#include "common.glsl"
+#include "dequant.glsl"
+
+#define BM 64u
+#define BN 64u
+#define BK 32u
+
+layout(push_constant) uniform Push {
+    uvec4 offs;
+    uvec4 nb_a, nb_b, nb_d; // byte strides
+    uvec4 ne_d;             // {M, N, b2, b3}
+    uint k;                 // K, elements per row
+    uint r2, r3;            // b2 / a2, b3 / a3
+    uint n_tiles;           // ceil(N / BN)
+    uint m_tiles;           // ceil(M / BM)
+} pc;
+
+const bool QUANT = TYPE_IS_QUANT(TYPE0);
+
+shared float as[BK][BM + 1u];
+shared float bs[BK][BN + 1u];
+
+// a's rows m0.., elements k0.. into as (zeros past M and K).
+void load_a(uint a0, uint m0, uint k0) {
+    const uint t = gl_LocalInvocationID.x;
+    if (QUANT) {
+        if (t >= 2u * BM) return;
+        const uint r = t >> 1, h = t & 1u;
+        float y[16];
+        if (m0 + r < pc.ne_d.x) dq_row_group(a0 + (m0 + r) * pc.nb_a.y, k0 / 16u + h, y);
+        else for (uint e = 0u; e < 16u; e++) y[e] = 0.0;
+        for (uint e = 0u; e < 16u; e++) as[16u * h + e][r] = y[e];
+        return;
+    }
+    for (uint i = t; i < BM * BK; i += gl_WorkGroupSize.x) {
+        const uint kk = i % BK, r = i / BK;
+        const bool ok = m0 + r < pc.ne_d.x && k0 + kk < pc.k;
+        as[kk][r] = ok ? load0(a0 + (m0 + r) * pc.nb_a.y + (k0 + kk) * type_bytes(TYPE0)) : 0.0;
+    }
+}
+
+shared float bscale[BN]; // b's rounding scale per column, for the DQ_RB elements from k0
+
+// b's rows n0.., elements k0.. into bs (zeros past N and K), rounded as
+// dequant.glsl's DQ_RB says: a new scale per column at each DQ_RB boundary
+// (BK divides 32 and 256), from b itself.
+void load_b(uint b0, uint n0, uint k0) {
+    const uint t = gl_LocalInvocationID.x;
+    if (DQ_RB != 0u && k0 % DQ_RB == 0u && t < BN)
+        bscale[t] = n0 + t < pc.ne_d.y ? dq_b_scale((b0 + (n0 + t) * pc.nb_b.y) / 4u + k0) : 0.0;
+    if (DQ_RB != 0u) barrier();
+    for (uint i = t; i < BN * BK; i += gl_WorkGroupSize.x) {
+        const uint kk = i % BK, c = i / BK;
+        const bool ok = n0 + c < pc.ne_d.y && k0 + kk < pc.k;
+        const float x = ok ? b1_f32.v[(b0 + (n0 + c) * pc.nb_b.y) / 4u + k0 + kk] : 0.0;
+        bs[kk][c] = DQ_RB != 0u ? dq_round_b(x, bscale[c]) : x;
+    }
+}
+
+void main() {
+    uint g = group_flat();
+    const uint mt = g % pc.m_tiles; g /= pc.m_tiles;
+    const uint nt = g % pc.n_tiles; g /= pc.n_tiles;
+    const uint i2 = g % pc.ne_d.z, i3 = g / pc.ne_d.z;
+    if (i3 >= pc.ne_d.w) return;
+    const uint m0 = mt * BM, n0 = nt * BN;
+    const uint a0 = pc.offs.x + (i2 / pc.r2) * pc.nb_a.z + (i3 / pc.r3) * pc.nb_a.w;
+    const uint b0 = pc.offs.y + i2 * pc.nb_b.z + i3 * pc.nb_b.w;
+    const uint tx = gl_LocalInvocationID.x % 16u, ty = gl_LocalInvocationID.x / 16u;
+    float acc[4][4];
+    for (uint i = 0u; i < 4u; i++)
+        for (uint j = 0u; j < 4u; j++) acc[i][j] = 0.0;
+    for (uint k0 = 0u; k0 < pc.k; k0 += BK) {
+        load_a(a0, m0, k0);
+        load_b(b0, n0, k0);
+        barrier();
+        for (uint kk = 0u; kk < BK; kk++) {
+            float av[4], bv[4];
+            for (uint i = 0u; i < 4u; i++) av[i] = as[kk][tx + 16u * i];
+            for (uint j = 0u; j < 4u; j++) bv[j] = bs[kk][ty + 16u * j];
+            for (uint i = 0u; i < 4u; i++)
+                for (uint j = 0u; j < 4u; j++) acc[i][j] += av[i] * bv[j];
+        }
+        barrier();
+    }
+    const uint d0 = pc.offs.w + i2 * pc.nb_d.z + i3 * pc.nb_d.w;
+    for (uint i = 0u; i < 4u; i++)
+        for (uint j = 0u; j < 4u; j++) {
+            const uint m = m0 + tx + 16u * i, n = n0 + ty + 16u * j;
+            if (m < pc.ne_d.x && n < pc.ne_d.y) store3(d0 + m * pc.nb_d.x + n * pc.nb_d.y, acc[i][j]);
+        }
+}

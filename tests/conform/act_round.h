@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/* act_round.h: MUL_MAT's rounding of b for the block weight types of ABI
+ * 1.2, as the contract lets a plugin's integer dot products see it (and
+ * the CPU, CUDA and Vulkan plugins do): each run of blck elements (32, or
+ * 256 for the super-block types) at the int8 levels of the f32 scale
+ * max|x| / 127 (Q8_K's rounding). Header-only so that the conformance
+ * reference and the device checks (tests/device) share it. */
+#ifndef RT_CONFORM_ACT_ROUND_H
+#define RT_CONFORM_ACT_ROUND_H
+
+#include "../../abi/rt_quant.h"
+
+#include <math.h>
+#include <stdint.h>
+
+/* x[0..blck) rounded in place. */
+static inline void cf_round_block_q8_f32(float *x, int64_t blck) {
+    float amax = 0.0f;
+    for (int64_t j = 0; j < blck; j++) amax = fmaxf(amax, fabsf(x[j]));
+    const float d = amax / 127.0f;
+    for (int64_t j = 0; j < blck; j++) x[j] = d * (float)rt_quant_level(x[j], d, -127, 127);
+}
+
+#endif /* RT_CONFORM_ACT_ROUND_H */
