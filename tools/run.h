@@ -15,7 +15,7 @@ typedef struct run {
     const run_options_t *o;
     rt_registry_t *reg;
     rtm_model_t *model;
-    const char *model_path;
+    char model_file[4096];    /* the GGUF loaded */
     rtm_context_t *ctx;
     rtm_sampler_t *sampler;
     rt_out_file_t dump;       /* dump.f is NULL without --dump-logits */
@@ -24,6 +24,10 @@ typedef struct run {
     double t_prompt, t_gen;   /* seconds */
     rt_stop_text_t stop;      /* during run_generate */
     bool stopped;             /* the last run_generate ended on a stop string */
+    bool capture;             /* run_generate's text also goes into reply */
+    char *reply;              /* malloc'd, reply_len bytes (NUL-terminated) */
+    size_t reply_len, reply_cap;
+    bool reply_failed;        /* no memory for the reply */
 } run_t;
 
 /* One line on stderr ("rt-run: ..."); returns the exit status 1. */

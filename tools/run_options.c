@@ -48,7 +48,9 @@ static void usage(FILE *f) {
         "  -s, --seed S              sampling seed (default: 0)\n"
         "chat:\n"
         "  -cnv, --conversation, -i, --interactive\n"
-        "                            chat on stdin through the model's chat template\n"
+        "                            chat through the model's chat template: each line\n"
+        "                            on stdin a user message (-p: the first), -n tokens\n"
+        "                            at most a reply; ends at the end of stdin\n"
         "  -no-cnv, --no-conversation  plain completion of the prompt (the default)\n"
         "  -sys, --system-prompt TEXT  the chat's system message (default: none)\n"
         "  -r, --reverse-prompt TEXT stop after TEXT (up to %d times the option)\n"
@@ -177,8 +179,8 @@ static int one_option(int c, const char *name, const char *v, run_options_t *o) 
     bool ok = true;
     switch (c) {
     case 'm': o->model = v; break;
-    case 'p': o->prompt = v; break;
-    case 'f': ok = read_prompt_file(v, o); break;
+    case 'p': o->prompt = v, o->prompt_given = true; break;
+    case 'f': ok = read_prompt_file(v, o), o->prompt_given = true; break;
     case 'n': ok = rt_cli_int(TOOL, name, v, -1, INT32_MAX, &o->n_predict); break;
     case 'c': ok = rt_cli_int(TOOL, name, v, 1, 1 << 24, &o->n_ctx); break;
     case 'b': ok = rt_cli_int(TOOL, name, v, 1, 1 << 20, &o->n_batch); break;

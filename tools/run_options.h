@@ -14,6 +14,7 @@ typedef struct run_options {
     const char *model;       /* NULL: the bundled model */
     const char *prompt;      /* -p, or the text of -f (then owned: prompt_buf) */
     char *prompt_buf;
+    bool prompt_given;       /* -p or -f (the chat's first message then) */
     int32_t n_predict;       /* < 0: until end of generation or the context is full */
     rtm_sampler_params_t sampling;
     const char *devices;     /* comma-separated names, NULL: all */
