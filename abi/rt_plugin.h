@@ -328,7 +328,8 @@ RT_STATIC_ASSERT(offsetof(rt_device_vtable_t, next) == 88, "rt_device_vtable_t 1
 enum {
     RT_EXT_DEVICE_ASYNC = 1,   /* rt_device_ext_async_t on rt_device_vtable_t.next */
     RT_EXT_DEVICE_HOST_PTR = 2, /* rt_device_ext_host_ptr_t on rt_device_vtable_t.next */
-    RT_EXT_QUEUE_PLACEMENT = 3  /* rt_queue_ext_placement_t on rt_queue_options_t.next */
+    RT_EXT_QUEUE_PLACEMENT = 3, /* rt_queue_ext_placement_t on rt_queue_options_t.next */
+    RT_EXT_DEVICE_SPEED = 4     /* abi >= 1.2: rt_device_ext_speed_t on rt_device_vtable_t.next */
 };
 
 /* Asynchronous transfers and events (RT_DEVICE_CAP_ASYNC / _EVENTS). */
@@ -361,6 +362,17 @@ typedef struct rt_device_ext_host_ptr {
      * caller's; the buffer's destroy must not free it. */
     rt_status_t (*buffer_from_host_ptr)(void *device, void *ptr, size_t size, void *state);
 } rt_device_ext_host_ptr_t;
+
+/* The device's own speed figures (abi >= 1.2), which rt_device_speed (in
+ * rt_sched.h) then takes instead of measuring: a plugin that knows its
+ * hardware (a datasheet, its own calibration) saves the measurement.
+ * RT_ERR_UNSUPPORTED when it cannot say for this device; the core then
+ * measures. The figures mean what rt_device_speed_t's fields mean. */
+typedef struct rt_device_ext_speed {
+    rt_ext_header_t header; /* type = RT_EXT_DEVICE_SPEED */
+    rt_status_t (*get_speed)(void *device, double *bytes_per_s, double *layer_s,
+                             double *copy_in_s);
+} rt_device_ext_speed_t;
 
 //===--- queue extensions ---===//
 

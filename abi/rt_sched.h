@@ -163,6 +163,14 @@ RT_API void rt_sched_write_splits(const rt_sched_t *sched, rt_write_fn write, vo
  *   RT_PLACEMENT_AUTO: as many of the last layers as fit, each GPU taking a
  *     run of consecutive layers in proportion to its budget, the bytes free
  *     minus the reserve the caller keeps for compute buffers.
+ *   RT_PLACEMENT_FASTEST (abi >= 1.2): the plan whose predicted decode time
+ *     per token is least, within the same budgets, from each device's
+ *     figures (rt_device_speed_t): a layer costs its bytes over the
+ *     device's bandwidth plus a fixed time, and each crossing of the
+ *     activations into a device that device's copy time (the logits' way
+ *     back to the CPU the same again). A device that would slow the job
+ *     down gets nothing, whatever its kind. The CPU still takes a prefix and each GPU
+ *     one run, in the order given.
  *
  *     uint64_t sizes[32] = ...;                     // weights + KV per layer
  *     rt_placement_params_t pp = { .struct_size = sizeof pp, .mode = RT_PLACEMENT_AUTO,
@@ -179,8 +187,24 @@ typedef struct rt_placement rt_placement_t;
 typedef int32_t rt_placement_mode_t;
 enum {
     RT_PLACEMENT_N_GPU_LAYERS = 0, /* the last n_gpu_layers layers on the first GPU */
-    RT_PLACEMENT_AUTO = 1          /* split by free memory across all GPUs */
+    RT_PLACEMENT_AUTO = 1,         /* split by free memory across all GPUs */
+    RT_PLACEMENT_FASTEST = 2       /* abi >= 1.2: least predicted time within memory */
 };
+
+/* What RT_PLACEMENT_FASTEST knows of a device (abi >= 1.2): measured by a
+ * calibration, reported by its plugin, or given by the caller. */
+typedef struct rt_device_speed {
+    double bytes_per_s;   /* weight and KV bytes a decode step streams a second; 0: none */
+    double layer_s;       /* fixed seconds per layer (launches, barriers) */
+    double copy_in_s;     /* seconds for a token's activations to cross into the device */
+} rt_device_speed_t;
+
+/* The speed figures of dev (abi >= 1.2): read from the cache under
+ * $XDG_CACHE_HOME/rt (else ~/.cache/rt), one file per device, driver and
+ * plugin version, or measured by short calibration kernels (well under a
+ * second) and cached then; refresh measures again whatever the cache
+ * holds. A cache that cannot be written is only logged. */
+RT_API rt_status_t rt_device_speed(rt_device_t *dev, bool refresh, rt_device_speed_t *out);
 
 typedef struct rt_placement_params {
     uint32_t struct_size;
@@ -194,6 +218,7 @@ typedef struct rt_placement_params {
     rt_device_t *const *devices;    /* n_devices, or NULL when memory_free is given */
     const uint64_t *memory_free;    /* n_devices byte counts; NULL: read from the devices */
     const uint64_t *reserve;        /* n_devices byte counts to keep free; NULL: none */
+    const rt_device_speed_t *speed; /* abi >= 1.2: n_devices figures, FASTEST needs them */
 } rt_placement_params_t;
 
 /* Plans the placement (params are copied). RT_ERR_INVALID_ARGUMENT for
@@ -218,7 +243,13 @@ RT_API uint64_t rt_placement_device_bytes(const rt_placement_t *placement, int32
  * RT_ERR_OUT_OF_MEMORY when device i holds nothing to move;
  * RT_ERR_INVALID_ARGUMENT for the CPU or a bad index. */
 RT_API rt_status_t rt_placement_replan(rt_placement_t *placement, int32_t i, uint64_t bytes);
-/* One line per device: its layers (as ranges), input/output, bytes. */
+/* Predicted decode seconds per token (FASTEST; 0 in the other modes) of
+ * device i's share: its layers and the copy into it (the last device's
+ * also the logits' copy back to the CPU); i = -1: the whole plan. abi >= 1.2. */
+RT_API double rt_placement_predicted_s(const rt_placement_t *placement, int32_t i);
+/* One line per device: its layers (as ranges), input/output, bytes; in
+ * FASTEST mode also the predicted time of its share, and a last line with
+ * the whole plan's. */
 RT_API void rt_placement_write_text(const rt_placement_t *placement, rt_write_fn write,
                                     void *user_data);
 

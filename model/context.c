@@ -18,7 +18,7 @@
  * the plan and the plan must end up being the largest graph's. Every
  * ubatch after that has the same structure with smaller sizes, fits the
  * plan, and allocates nothing; the stats count what would say otherwise. */
-#include "model_impl.h"
+#include "arch.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -29,6 +29,7 @@ struct rtm_context {
     rtm_model_t *model;
     int32_t n_ctx, n_batch;
     bool logits_all;
+    rtm_part_t layers;            /* the layers the context runs (all, unless a part's) */
     rtm_kv_cache_t kv;
     rt_sched_t *sched;
     void *graph_mem;              /* headers of one graph at a time */
@@ -37,7 +38,12 @@ struct rtm_context {
     float *logits;                /* n_logits rows of n_vocab */
     int32_t n_logits, logits_cap; /* rows held, rows allocated */
     int32_t *tok_buf, *pos_buf;   /* n_batch each: input staging */
+    const float *hidden_in;       /* the current part's input, borrowed for one run */
     float *mask_buf;              /* n_ctx * n_batch */
+    float *mask_swa_buf;          /* the same for sliding-window layers, when the model has them */
+    float *pool_buf;              /* n_batch: 1/n each, for an embedding model's mean */
+    float *rope_buf;              /* rope with factors: cos, sin (n_batch * n_rot each), the
+                                     rotation (n_rot * n_rot) */
     bool no_graph_reuse;
     bool check_numerics;          /* every node kept, see numerics.c */
     struct {                      /* the allocated graph, while gctx is not NULL */
@@ -70,7 +76,7 @@ static rt_status_t reserve(rtm_context_t *c, const rtm_ubatch_t *ub, bool keep_s
     rtm_graph_io_t io;
     rt_status_t st = graph_context(c, &gctx);
     if (st != RT_OK) return st;
-    rtm_llama_build(c->model, &c->kv, gctx, ub, &io);
+    rtm_graph_build(c->model, &c->kv, gctx, ub, &io);
     if (c->check_numerics) rtm_numerics_keep_nodes(io.graph);
     st = rt_sched_reserve(c->sched, io.graph);
     if (st != RT_OK) st = rtm_error_core(st, "rtm_context_create: reserving compute buffers");
@@ -84,8 +90,8 @@ static rt_status_t reserve(rtm_context_t *c, const rtm_ubatch_t *ub, bool keep_s
 }
 
 static rt_status_t reserve_all(rtm_context_t *c) {
-    const rtm_ubatch_t pp = {c->n_batch, c->n_ctx, c->n_ctx - c->n_batch, c->logits_all};
-    const rtm_ubatch_t tg = {1, c->n_ctx, c->n_ctx - 1, c->logits_all};
+    const rtm_ubatch_t pp = {c->n_batch, c->n_ctx, c->n_ctx - c->n_batch, c->logits_all, c->layers};
+    const rtm_ubatch_t tg = {1, c->n_ctx, c->n_ctx - 1, c->logits_all, c->layers};
     rt_status_t st = reserve(c, &pp, false);
     if (st == RT_OK) st = reserve(c, &tg, true);
     if (st == RT_OK) st = reserve(c, &pp, false);
@@ -99,14 +105,14 @@ static rt_status_t make_sched(rtm_context_t *c, int32_t n_threads) {
     const rtm_model_t *m = c->model;
     const rt_sched_options_t o = {.struct_size = sizeof o, .devices = m->devices,
                                   .n_devices = m->n_devices,
-                                  .graph_size = rtm_llama_graph_size(&m->hp),
+                                  .graph_size = rtm_graph_size(&m->hp),
                                   .n_threads = n_threads};
     const rt_status_t st = rt_sched_create(&o, &c->sched);
     return st == RT_OK ? RT_OK : rtm_error_core(st, "rtm_context_create: scheduler");
 }
 
 static rt_status_t alloc_host(rtm_context_t *c) {
-    const size_t graph_size = (size_t)rtm_llama_graph_size(&c->model->hp);
+    const size_t graph_size = (size_t)rtm_graph_size(&c->model->hp);
     size_t graph_bytes = 0;
     const rt_status_t st = rt_graph_overhead_v2(graph_size, &graph_bytes);
     if (st != RT_OK) return rtm_error_core(st, "rtm_context_create: %d layers", c->model->hp.n_layer);
@@ -114,10 +120,39 @@ static rt_status_t alloc_host(rtm_context_t *c) {
     c->graph_mem = malloc(c->graph_mem_size);
     c->tok_buf = malloc((size_t)c->n_batch * sizeof c->tok_buf[0]);
     c->pos_buf = malloc((size_t)c->n_batch * sizeof c->pos_buf[0]);
-    c->mask_buf = malloc((size_t)c->n_batch * (size_t)c->n_ctx * sizeof c->mask_buf[0]);
-    if (c->graph_mem && c->tok_buf && c->pos_buf && c->mask_buf) return RT_OK;
+    const size_t mask_bytes = (size_t)c->n_batch * (size_t)c->n_ctx * sizeof c->mask_buf[0];
+    c->mask_buf = malloc(mask_bytes);
+    const bool swa = c->model->hp.n_swa > 0;
+    if (swa) c->mask_swa_buf = malloc(mask_bytes);
+    c->pool_buf = malloc((size_t)c->n_batch * sizeof c->pool_buf[0]);
+    const size_t n_rot = (size_t)c->model->hp.n_rot;
+    if (c->model->hp.rope_factors)
+        c->rope_buf = calloc(2 * (size_t)c->n_batch * n_rot + n_rot * n_rot, sizeof c->rope_buf[0]);
+    if (c->graph_mem && c->tok_buf && c->pos_buf && c->mask_buf && (!swa || c->mask_swa_buf) &&
+        c->pool_buf && (!c->model->hp.rope_factors || c->rope_buf))
+        return RT_OK;
     return rtm_error(RT_ERR_OUT_OF_MEMORY, "rtm_context_create: no host memory for n_ctx %d, "
                      "n_batch %d", c->n_ctx, c->n_batch);
+}
+
+static bool same_part(const rtm_part_t *a, const rtm_part_t *b) {
+    return a->layer_begin == b->layer_begin && a->layer_end == b->layer_end && a->block == b->block;
+}
+
+static rt_status_t set_layers(rtm_context_t *c, const rtm_context_params_t *p) {
+    const int32_t n_layer = c->model->hp.n_layer;
+    const bool all = p->layer_begin == 0 && p->layer_end == 0;
+    c->layers = (rtm_part_t){sizeof c->layers, all ? 0 : p->layer_begin, all ? n_layer : p->layer_end,
+                             RTM_BLOCK_LAYERS};
+    const rtm_model_t *m = c->model;
+    if (all && (m->layer_begin > 0 || m->layer_end < n_layer))
+        c->layers = (rtm_part_t){sizeof c->layers, m->layer_begin, m->layer_end, RTM_BLOCK_LAYERS};
+    if (c->layers.layer_begin >= m->layer_begin && c->layers.layer_begin < c->layers.layer_end &&
+        c->layers.layer_end <= m->layer_end)
+        return RT_OK;
+    return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_context_create: layers [%d, %d) are not a "
+                     "range of the model's [%d, %d)", p->layer_begin, p->layer_end,
+                     m->layer_begin, m->layer_end);
 }
 
 static void set_sizes(rtm_context_t *c, const rtm_context_params_t *p) {
@@ -142,7 +177,7 @@ static void drop_graph(rtm_context_t *c) {
 /* Whether the graph built for a serves b. */
 static bool serves(const rtm_context_t *c, const rtm_ubatch_t *a, const rtm_ubatch_t *b) {
     return a->n_tokens == b->n_tokens && a->n_kv == b->n_kv && a->all_logits == b->all_logits &&
-           (c->kv.by_rows || a->n_past == b->n_past);
+           same_part(&a->part, &b->part) && (c->kv.by_rows || a->n_past == b->n_past);
 }
 
 /* The allocated graph for ub: the current one when it serves ub. */
@@ -152,7 +187,7 @@ static rt_status_t prepare_graph(rtm_context_t *c, const rtm_ubatch_t *ub) {
     rt_status_t st = graph_context(c, &c->cur.gctx);
     if (st != RT_OK) return st;
     c->cur.ub = *ub;
-    rtm_llama_build(c->model, &c->kv, c->cur.gctx, ub, &c->cur.io);
+    rtm_graph_build(c->model, &c->kv, c->cur.gctx, ub, &c->cur.io);
     if (c->check_numerics) rtm_numerics_keep_nodes(c->cur.io.graph);
     st = rt_sched_alloc_graph(c->sched, c->cur.io.graph);
     if (st != RT_OK) {
@@ -173,6 +208,9 @@ void rtm_context_destroy(rtm_context_t *c) {
     free(c->tok_buf);
     free(c->pos_buf);
     free(c->mask_buf);
+    free(c->mask_swa_buf);
+    free(c->pool_buf);
+    free(c->rope_buf);
     free(c->logits);
     free(c);
 }
@@ -193,8 +231,10 @@ rt_status_t rtm_context_create(rtm_model_t *m, const rtm_context_params_t *param
     c->model = m;
     c->stats.struct_size = sizeof c->stats;
     set_sizes(c, p);
-    rt_status_t st = alloc_host(c);
-    if (st == RT_OK) st = rtm_kv_cache_init(&c->kv, m, c->n_ctx);
+    rt_status_t st = set_layers(c, p);
+    if (st == RT_OK) st = alloc_host(c);
+    if (st == RT_OK)
+        st = rtm_kv_cache_init(&c->kv, m, c->n_ctx, c->layers.layer_begin, c->layers.layer_end);
     if (st == RT_OK) st = make_sched(c, p->n_threads);
     if (st == RT_OK) st = reserve_all(c);
     if (st != RT_OK) {
@@ -210,21 +250,72 @@ rt_status_t rtm_context_create(rtm_model_t *m, const rtm_context_params_t *param
 //===--- decoding ---===//
 
 /* Token i goes to position (and cache row) n_past + i. Causal: it sees
- * positions 0..n_past + i of the n_kv rows read. */
+ * positions 0..n_past + i of the n_kv rows read; on a sliding-window
+ * layer only the last n_swa of them (p - j < n_swa, as llama.cpp's
+ * standard window). An encoder's tokens see every token of the input. A
+ * part that reads hidden states has no tokens. */
 static void fill_inputs(rtm_context_t *c, const rtm_token_t *tokens, int32_t n, int32_t n_kv) {
+    const int32_t n_swa = c->model->hp.n_swa;
+    const bool causal = c->model->hp.causal;
     for (int32_t i = 0; i < n; i++) {
-        const int32_t p = c->n_past + i;
-        c->tok_buf[i] = tokens[i];
+        const int32_t p = c->n_past + i, last = causal ? p : c->n_past + n - 1;
+        c->tok_buf[i] = tokens ? tokens[i] : 0;
         c->pos_buf[i] = p;
-        for (int32_t j = 0; j < n_kv; j++)
-            c->mask_buf[(size_t)i * (size_t)n_kv + (size_t)j] = j <= p ? 0.0f : -INFINITY;
+        c->pool_buf[i] = 1.0f / (float)n;
+        float *row = c->mask_buf + (size_t)i * (size_t)n_kv;
+        for (int32_t j = 0; j < n_kv; j++) row[j] = j <= last ? 0.0f : -INFINITY;
+        if (n_swa == 0) continue;
+        float *row_swa = c->mask_swa_buf + (size_t)i * (size_t)n_kv;
+        for (int32_t j = 0; j < n_kv; j++) row_swa[j] = j <= p && p - j < n_swa ? 0.0f : -INFINITY;
     }
 }
 
+/* Rope with factors (blocks.c): per token the cos and sin of each pair's
+ * angle p * freq_scale * base^(-2i/n_rot) / factor_i, on both elements of
+ * the pair (adjacent in NORMAL mode, n_rot/2 apart in NEOX), and the
+ * rotation that turns each pair a quarter. */
+static void fill_rope(rtm_context_t *c, int32_t n) {
+    const rtm_hparams_t *hp = &c->model->hp;
+    const int32_t nr = hp->n_rot, half = nr / 2;
+    const bool neox = hp->rope_mode == RT_ROPE_MODE_NEOX;
+    float *cs = c->rope_buf, *sn = cs + (size_t)c->n_batch * nr, *rot = sn + (size_t)c->n_batch * nr;
+    for (int32_t t = 0; t < n; t++)
+        for (int32_t i = 0; i < half; i++) {
+            const double theta = (double)c->pos_buf[t] * hp->rope_freq_scale *
+                                 pow(hp->rope_freq_base, -2.0 * i / nr) / c->model->rope_freqs[i];
+            const int32_t d0 = neox ? i : 2 * i, d1 = neox ? i + half : 2 * i + 1;
+            cs[t * nr + d0] = cs[t * nr + d1] = (float)cos(theta);
+            sn[t * nr + d0] = sn[t * nr + d1] = (float)sin(theta);
+        }
+    for (int32_t i = 0; i < half; i++) { /* row m of rot: turned[m] = sum_k rot[m][k] x[k] */
+        const int32_t d0 = neox ? i : 2 * i, d1 = neox ? i + half : 2 * i + 1;
+        rot[(size_t)d0 * nr + d1] = -1.0f;
+        rot[(size_t)d1 * nr + d0] = 1.0f;
+    }
+}
+
+static rt_status_t set_rope_inputs(rtm_context_t *c, const rtm_graph_io_t *io) {
+    const size_t nr = (size_t)c->model->hp.n_rot;
+    const float *sn = c->rope_buf + (size_t)c->n_batch * nr;
+    rt_status_t st = rt_tensor_set(io->rope_cos, c->rope_buf, 0, rt_nbytes(io->rope_cos));
+    if (st == RT_OK) st = rt_tensor_set(io->rope_sin, sn, 0, rt_nbytes(io->rope_sin));
+    if (st == RT_OK) st = rt_tensor_set(io->rope_rot, sn + (size_t)c->n_batch * nr, 0, rt_nbytes(io->rope_rot));
+    return st;
+}
+
+/* Writes the inputs the graph has (a part has only some). */
+static rt_status_t set_input(rt_tensor_t *t, const void *data) {
+    return t == NULL ? RT_OK : rt_tensor_set(t, data, 0, rt_nbytes(t));
+}
+
 static rt_status_t set_inputs(rtm_context_t *c, const rtm_graph_io_t *io) {
-    rt_status_t st = rt_tensor_set(io->tokens, c->tok_buf, 0, rt_nbytes(io->tokens));
-    if (st == RT_OK) st = rt_tensor_set(io->pos, c->pos_buf, 0, rt_nbytes(io->pos));
-    if (st == RT_OK) st = rt_tensor_set(io->mask, c->mask_buf, 0, rt_nbytes(io->mask));
+    rt_status_t st = set_input(io->tokens, c->tok_buf);
+    if (st == RT_OK) st = set_input(io->pos, c->pos_buf);
+    if (st == RT_OK) st = set_input(io->mask, c->mask_buf);
+    if (st == RT_OK) st = set_input(io->mask_swa, c->mask_swa_buf);
+    if (st == RT_OK) st = set_input(io->pool, c->pool_buf);
+    if (st == RT_OK) st = set_input(io->hidden_in, c->hidden_in);
+    if (st == RT_OK && io->rope_cos != NULL) st = set_rope_inputs(c, io);
     return st;
 }
 
@@ -265,16 +356,25 @@ static rt_status_t check_logits(const rtm_context_t *c, const float *out, size_t
                      (long long)(bad / n_vocab), (double)out[bad], where);
 }
 
-/* One graph: n tokens; their logits (or the last one's) into out when not NULL. */
-static rt_status_t run_ubatch(rtm_context_t *c, const rtm_token_t *tokens, int32_t n, float *out) {
-    const rtm_ubatch_t ub = {n, kv_rows(c, n), c->n_past, c->logits_all};
+/* The graph's output (logits or hidden state) into out when not NULL. */
+static rt_status_t get_output(const rtm_graph_io_t *io, float *out) {
+    const rt_tensor_t *t = io->logits ? io->logits : io->hidden_out;
+    return out == NULL ? RT_OK : rt_tensor_get(t, out, 0, rt_nbytes(t));
+}
+
+/* One graph of part: n tokens (or hidden states in c->hidden_in); their
+ * output into out when not NULL. */
+static rt_status_t run_part(rtm_context_t *c, const rtm_part_t *part, const rtm_token_t *tokens,
+                            int32_t n, float *out) {
+    const rtm_ubatch_t ub = {n, kv_rows(c, n), c->n_past, c->logits_all, *part};
     rt_status_t st = prepare_graph(c, &ub);
     const rtm_graph_io_t *io = &c->cur.io;
     fill_inputs(c, tokens, n, ub.n_kv);
+    if (c->model->hp.rope_factors) fill_rope(c, n);
     if (st == RT_OK) st = set_inputs(c, io);
     if (st == RT_OK) st = rt_sched_graph_compute(c->sched, io->graph);
-    if (st == RT_OK && out != NULL) st = rt_tensor_get(io->logits, out, 0, rt_nbytes(io->logits));
-    if (st == RT_OK && out != NULL) {
+    if (st == RT_OK) st = get_output(io, out);
+    if (st == RT_OK && out != NULL && io->logits != NULL) {
         st = check_logits(c, out, rt_nbytes(io->logits) / sizeof out[0]);
         if (st != RT_OK) return st;
     }
@@ -296,6 +396,10 @@ static rt_status_t check_decode(const rtm_context_t *c, const rtm_token_t *token
     if (n > c->n_ctx - c->n_past)
         return rtm_error(RT_ERR_DOES_NOT_FIT, "rtm_decode: %d tokens after %d do not fit a "
                          "context of %d", n, c->n_past, c->n_ctx);
+    if (c->model->hp.embeddings && (c->n_past > 0 || n > c->n_batch))
+        return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_decode: an embedding model takes its whole "
+                         "input in one decode of at most n_batch (%d) tokens, after "
+                         "rtm_context_clear (%d tokens, %d before)", c->n_batch, n, c->n_past);
     return RT_OK;
 }
 
@@ -310,6 +414,9 @@ static rt_status_t reserve_logits(rtm_context_t *c, int32_t rows) {
 
 rt_status_t rtm_decode(rtm_context_t *c, const rtm_token_t *tokens, int32_t n) {
     if (c == NULL) return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_decode: NULL context");
+    if (!rtm_part_embeds(&c->layers) || !rtm_part_heads(&c->layers, c->model->hp.n_layer))
+        return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_decode: the context runs layers [%d, %d) "
+                         "only: use rtm_decode_part", c->layers.layer_begin, c->layers.layer_end);
     rt_status_t st = check_decode(c, tokens, n);
     const int32_t rows = c->logits_all ? n : 1;
     if (st == RT_OK) st = reserve_logits(c, rows);
@@ -318,17 +425,82 @@ rt_status_t rtm_decode(rtm_context_t *c, const rtm_token_t *tokens, int32_t n) {
         const int32_t nb = n - i < c->n_batch ? n - i : c->n_batch;
         float *out = c->logits_all ? c->logits + (size_t)i * (size_t)c->model->hp.n_vocab
                    : i + nb == n ? c->logits : NULL;
-        st = run_ubatch(c, tokens + i, nb, out);
+        st = run_part(c, &c->layers, tokens + i, nb, out);
         if (st == RT_OK) c->n_past += nb;
     }
     if (st == RT_OK) c->n_logits = rows;
     return st;
 }
 
+//===--- parts ---===//
+
+/* A part of the context's layers: a range, or one block of one layer; a
+ * range of no layers only to embed or to run the head. */
+static rt_status_t check_part(const rtm_context_t *c, const rtm_part_t *p) {
+    const int32_t n_layer = c->model->hp.n_layer, b = p->layer_begin, e = p->layer_end;
+    const bool inside = b >= c->layers.layer_begin && e <= c->layers.layer_end && b <= e;
+    const bool shape = p->block == RTM_BLOCK_LAYERS
+                     ? (b < e || ((b == 0) != (e == n_layer)))
+                     : (p->block == RTM_BLOCK_ATTN || p->block == RTM_BLOCK_FFN) && e == b + 1;
+    if (inside && shape) return RT_OK;
+    return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_decode_part: block %d of layers [%d, %d) is not "
+                     "a part of the context's layers [%d, %d)", p->block, b, e,
+                     c->layers.layer_begin, c->layers.layer_end);
+}
+
+static rt_status_t check_part_inputs(const rtm_context_t *c, const rtm_part_t *p,
+                                     const rtm_token_t *tokens, const float *hidden_in, int32_t n) {
+    if (rtm_part_embeds(p)) return check_decode(c, tokens, n);
+    if (hidden_in == NULL || n < 1)
+        return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_decode_part: no hidden state (n = %d)", n);
+    if (n > c->n_ctx - c->n_past)
+        return rtm_error(RT_ERR_DOES_NOT_FIT, "rtm_decode_part: %d positions after %d do not fit a "
+                         "context of %d", n, c->n_past, c->n_ctx);
+    return RT_OK;
+}
+
+rt_status_t rtm_decode_part(rtm_context_t *c, const rtm_part_t *part, const rtm_token_t *tokens,
+                            const float *hidden_in, int32_t n, float *hidden_out) {
+    if (c == NULL || part == NULL)
+        return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_decode_part: NULL context or part");
+    rtm_part_t p = {sizeof p, 0, 0, RTM_BLOCK_LAYERS};
+    rtm_params_copy(&p, sizeof p, part);
+    rt_status_t st = c->model->desc->parts ? check_part(c, &p)
+                   : rtm_error(RT_ERR_UNSUPPORTED, "rtm_decode_part: architecture %s does not run "
+                               "in parts", c->model->arch);
+    if (st == RT_OK) st = check_part_inputs(c, &p, tokens, hidden_in, n);
+    if (st == RT_OK && n > c->n_batch)
+        st = rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_decode_part: %d positions, n_batch is %d", n,
+                       c->n_batch);
+    const bool heads = rtm_part_heads(&p, c->model->hp.n_layer);
+    const int32_t rows = c->logits_all ? n : 1;
+    if (st == RT_OK && heads) st = reserve_logits(c, rows);
+    if (st != RT_OK) return st;
+    c->hidden_in = hidden_in;
+    c->n_logits = 0;
+    st = run_part(c, &p, tokens, n, heads ? c->logits : hidden_out);
+    c->hidden_in = NULL;
+    if (st == RT_OK && heads) c->n_logits = rows;
+    return st;
+}
+
+rt_status_t rtm_context_advance(rtm_context_t *c, int32_t n) {
+    if (c == NULL || n < 0 || n > c->n_ctx - c->n_past)
+        return rtm_error(RT_ERR_DOES_NOT_FIT, "rtm_context_advance: %d positions after %d do not "
+                         "fit the context", n, c ? c->n_past : 0);
+    c->n_past += n;
+    return RT_OK;
+}
+
 //===--- getters ---===//
 
+const float *rtm_get_embeddings(const rtm_context_t *c) {
+    if (c == NULL || c->n_logits == 0 || !c->model->hp.embeddings) return NULL;
+    return c->logits;
+}
+
 const float *rtm_get_logits(const rtm_context_t *c) {
-    if (c == NULL || c->n_logits == 0) return NULL;
+    if (c == NULL || c->n_logits == 0 || c->model->hp.embeddings) return NULL;
     return c->logits + (size_t)(c->n_logits - 1) * (size_t)c->model->hp.n_vocab;
 }
 

@@ -7,12 +7,17 @@
  * because graph inputs start on it. Layers are placed by rt_placement_t
  * (abi/rt_sched.h) over the bytes of each layer's weights and KV cache;
  * before that, the whole model is checked against the memory of the
- * devices allowed to hold it, so a model too large fails with one line. */
+ * devices allowed to hold it, so a model too large fails with one line.
+ * RTM_SPLIT_FASTEST gives the placement each device's speed figures
+ * (rt_device_speed: cached, else measured once), so a device that would
+ * slow the model down, such as a software one, gets nothing; a device
+ * whose figures cannot be had makes it fall back to the memory split. */
 #include "model_impl.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static rt_device_kind_t kind_of(const rt_device_t *dev, uint64_t *out_free) {
     rt_device_props_t p = {.struct_size = sizeof p};
@@ -98,11 +103,12 @@ typedef struct place_sizes {
 } place_sizes_t;
 
 static void measure(const rtm_model_t *m, int32_t n_ctx, place_sizes_t *s) {
-    s->input = rtm_llama_input_bytes(m);
-    s->output = rtm_llama_output_bytes(m);
+    s->input = m->layer_begin == 0 ? rtm_arch_input_bytes(m) : 0;
+    s->output = m->layer_end == m->hp.n_layer ? rtm_arch_output_bytes(m) : 0;
     s->total = s->input + s->output;
     for (int32_t il = 0; il < m->hp.n_layer; il++) {
-        s->layer[il] = rtm_llama_layer_bytes(m, il) + rtm_kv_layer_bytes(&m->hp, n_ctx);
+        s->layer[il] = rtm_holds_layer(m, il) /* another process's layers cost nothing here */
+                     ? rtm_arch_layer_bytes(m, il) + rtm_kv_layer_bytes(&m->hp, n_ctx) : 0;
         s->total += s->layer[il];
     }
     s->capacity = 0;
@@ -134,6 +140,38 @@ static rt_status_t take_plan(rtm_model_t *m, const rt_placement_t *pl, const pla
     return ok ? RT_OK : too_large(m, s, ": layers would fall to the CPU, which is not one of them");
 }
 
+/* FASTEST's figures for every device; false when one cannot be measured,
+ * which the plan's text then says. */
+static bool speeds(rtm_model_t *m, rt_device_speed_t *out) {
+    for (int32_t d = 0; d < m->n_devices; d++)
+        if (rt_device_speed(m->devices[d], false, &out[d]) != RT_OK) {
+            snprintf(m->plan_text, sizeof m->plan_text, "%s: no speed figures (%s); placed by "
+                     "memory\n", rt_device_name(m->devices[d]), rt_last_error());
+            return false;
+        }
+    return true;
+}
+
+static rt_placement_mode_t mode_of(rtm_model_t *m, const rtm_model_params_t *params,
+                                   rt_device_speed_t *speed) {
+    if (params->split == RTM_SPLIT_N_GPU_LAYERS) return RT_PLACEMENT_N_GPU_LAYERS;
+    if (params->split == RTM_SPLIT_FASTEST && speeds(m, speed)) return RT_PLACEMENT_FASTEST;
+    return RT_PLACEMENT_AUTO;
+}
+
+static void append_plan(const char *s, size_t n, void *user_data) {
+    rtm_model_t *m = user_data;
+    const size_t len = strlen(m->plan_text);
+    if (len + n < sizeof m->plan_text) {
+        memcpy(m->plan_text + len, s, n);
+        m->plan_text[len + n] = '\0';
+    }
+}
+
+void rtm_model_write_plan(const rtm_model_t *m, rt_write_fn write, void *user_data) {
+    if (m != NULL && write != NULL && m->plan_text[0]) write(m->plan_text, strlen(m->plan_text), user_data);
+}
+
 rt_status_t rtm_devices_place(rtm_model_t *m, const rtm_model_params_t *params) {
     const int32_t n_ctx = params->n_ctx > 0 ? params->n_ctx : RTM_DEFAULT_N_CTX;
     place_sizes_t s = {0};
@@ -143,9 +181,11 @@ rt_status_t rtm_devices_place(rtm_model_t *m, const rtm_model_params_t *params) 
                    : rtm_error(RT_ERR_OUT_OF_MEMORY, "rtm_model_load: no memory");
     if (st == RT_OK) measure(m, n_ctx, &s);
     if (st == RT_OK && s.total > s.capacity) st = too_large(m, &s, "");
+    rt_device_speed_t speed[RTM_MAX_DEVICES] = {{0}};
+    m->plan_text[0] = '\0';
     const rt_placement_params_t pp = {
-        .struct_size = sizeof pp,
-        .mode = params->split == RTM_SPLIT_N_GPU_LAYERS ? RT_PLACEMENT_N_GPU_LAYERS : RT_PLACEMENT_AUTO,
+        .struct_size = sizeof pp, .mode = st == RT_OK ? mode_of(m, params, speed) : RT_PLACEMENT_AUTO,
+        .speed = speed,
         .n_gpu_layers = params->n_gpu_layers, .n_layers = m->hp.n_layer, .layer_bytes = s.layer,
         .input_bytes = s.input, .output_bytes = s.output, .n_devices = m->n_devices,
         .devices = m->devices, .memory_free = s.free, .reserve = s.reserve};
@@ -153,6 +193,7 @@ rt_status_t rtm_devices_place(rtm_model_t *m, const rtm_model_params_t *params) 
     if (st == RT_OK && (st = rt_placement_create(&pp, &pl)) != RT_OK)
         st = rtm_error_core(st, "rtm_model_load: placement");
     if (st == RT_OK) st = take_plan(m, pl, &s);
+    if (st == RT_OK && pp.mode == RT_PLACEMENT_FASTEST) rt_placement_write_text(pl, append_plan, m);
     rt_placement_destroy(pl);
     free(s.layer);
     return st;

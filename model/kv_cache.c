@@ -6,7 +6,7 @@
  * are ever read (rows past the sequence are read, masked, so they must
  * hold finite numbers). The graph writes new rows with SET_ROWS where every
  * device runs it, else with rt_cpy into views, and reads the first n_kv
- * rows through views (llama.c). */
+ * rows through views (blocks.c). */
 #include "model_impl.h"
 
 #include <stdlib.h>
@@ -21,11 +21,13 @@ void rtm_kv_cache_deinit(rtm_kv_cache_t *kv) {
     *kv = (rtm_kv_cache_t){0};
 }
 
+static bool cached(const rtm_kv_cache_t *kv, int32_t il) { return il >= kv->layer_begin && il < kv->layer_end; }
+
 static rt_status_t make_contexts(rtm_kv_cache_t *kv, const rtm_model_t *m) {
     const rt_context_params_t p = {.struct_size = sizeof p,
                                    .mem_size = 2 * (size_t)m->hp.n_layer * rt_tensor_overhead(),
                                    .no_alloc = true};
-    for (int32_t il = 0; il < m->hp.n_layer; il++) {
+    for (int32_t il = kv->layer_begin; il < kv->layer_end; il++) {
         const int32_t d = m->layout.layer[il];
         if (kv->ctx[d] != NULL) continue;
         const rt_status_t st = rt_context_create(&p, &kv->ctx[d]);
@@ -36,7 +38,7 @@ static rt_status_t make_contexts(rtm_kv_cache_t *kv, const rtm_model_t *m) {
 
 static void declare(rtm_kv_cache_t *kv, const rtm_model_t *m) {
     const int64_t n_embd_kv = rtm_n_embd_kv(&m->hp);
-    for (int32_t il = 0; il < m->hp.n_layer; il++) {
+    for (int32_t il = kv->layer_begin; il < kv->layer_end; il++) {
         rt_context_t *ctx = kv->ctx[m->layout.layer[il]];
         kv->k[il] = rt_format_name(rt_new_tensor_2d(ctx, RT_TYPE_F32, n_embd_kv, kv->n_ctx),
                                    "cache_k_l%d", il);
@@ -57,7 +59,7 @@ static rt_status_t allocate(rtm_kv_cache_t *kv, const rtm_model_t *m) {
     return RT_OK;
 }
 
-/* Whether d runs the two SET_ROWS of llama.c's store_kv on its cache: a
+/* Whether d runs the two SET_ROWS of blocks.c's store_kv on its cache: a
  * plugin of ABI 1.0 does not know the op. */
 static bool device_sets_rows(const rtm_kv_cache_t *kv, const rtm_model_t *m, int32_t il,
                              rt_device_t *dev) {
@@ -76,20 +78,21 @@ static bool device_sets_rows(const rtm_kv_cache_t *kv, const rtm_model_t *m, int
     return ok;
 }
 
-/* Asked once per device, on its first layer's cache (all have one shape). */
+/* Asked once per device, on its first cached layer (all have one shape). */
 static bool all_set_rows(const rtm_kv_cache_t *kv, const rtm_model_t *m) {
     bool asked[RTM_MAX_DEVICES] = {false};
     for (int32_t il = 0; il < m->hp.n_layer; il++) {
         const int32_t d = m->layout.layer[il];
-        if (asked[d]) continue;
+        if (asked[d] || !cached(kv, il)) continue;
         asked[d] = true;
         if (!device_sets_rows(kv, m, il, m->devices[d])) return false;
     }
     return true;
 }
 
-rt_status_t rtm_kv_cache_init(rtm_kv_cache_t *kv, const rtm_model_t *m, int32_t n_ctx) {
-    *kv = (rtm_kv_cache_t){.n_ctx = n_ctx};
+rt_status_t rtm_kv_cache_init(rtm_kv_cache_t *kv, const rtm_model_t *m, int32_t n_ctx,
+                              int32_t layer_begin, int32_t layer_end) {
+    *kv = (rtm_kv_cache_t){.n_ctx = n_ctx, .layer_begin = layer_begin, .layer_end = layer_end};
     kv->k = calloc((size_t)m->hp.n_layer, sizeof kv->k[0]);
     kv->v = calloc((size_t)m->hp.n_layer, sizeof kv->v[0]);
     if (kv->k == NULL || kv->v == NULL)

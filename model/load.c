@@ -6,7 +6,7 @@
  * shape, choose the devices, place the layers (checking that the model
  * fits), declare the weights per device, and only then bring their bytes
  * onto the devices (weights.c). */
-#include "model_impl.h"
+#include "arch.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,8 +20,10 @@ void rtm_model_destroy(rtm_model_t *m) {
         rt_buffer_free(m->buf_w[d]);
         rt_context_destroy(m->ctx_w[d]);
     }
+    rt_context_destroy(m->ctx_shard);
     free(m->layout.layer);
     free(m->layers);
+    free(m->rope_freqs);
     rtm_vocab_destroy(m->vocab);
     rt_gguf_destroy(m->gguf); /* last: mapped weights point into it */
     free(m);
@@ -39,22 +41,39 @@ static rt_status_t read_arch(rtm_model_t *m, const char *path) {
     if (rt_gguf_get_str(m->gguf, "general.architecture", &arch) != RT_OK)
         return rtm_error(RT_ERR_FORMAT, "rtm_model_load: %s has no general.architecture key", path);
     snprintf(m->arch, sizeof m->arch, "%s", arch);
-    if (strcmp(arch, "llama") != 0)
-        return rtm_error(RT_ERR_UNSUPPORTED, "rtm_model_load: %s: unknown architecture '%s' "
-                         "(supported: llama)", path, arch);
-    return RT_OK;
+    m->desc = rtm_arch_find(arch);
+    if (m->desc != NULL) return RT_OK;
+    char names[256];
+    rtm_arch_names(names, sizeof names);
+    return rtm_error(RT_ERR_UNSUPPORTED, "rtm_model_load: %s: unknown architecture '%s' "
+                     "(supported: %s)", path, arch, names);
 }
 
 static rt_status_t read_model(rtm_model_t *m, const char *path) {
     rt_status_t st = read_arch(m, path);
     if (st == RT_OK && (st = rtm_vocab_create(m->gguf, &m->vocab)) != RT_OK)
         st = rtm_error_wrap(st, "rtm_model_load: %s", path);
-    if (st == RT_OK) st = rtm_llama_read(m, path);
+    if (st == RT_OK) st = rtm_arch_read(m, path);
     if (st == RT_OK) {
         m->layers = calloc((size_t)m->hp.n_layer, sizeof m->layers[0]);
         if (m->layers == NULL) st = rtm_error(RT_ERR_OUT_OF_MEMORY, "rtm_model_load: no memory");
     }
     return st;
+}
+
+static rt_status_t held_layers(rtm_model_t *m, const rtm_model_params_t *p) {
+    const bool all = p->layer_begin == 0 && p->layer_end == 0;
+    m->layer_begin = all ? 0 : p->layer_begin;
+    m->layer_end = all ? m->hp.n_layer : p->layer_end;
+    if ((!all || p->n_shards > 1) && !m->desc->parts)
+        return rtm_error(RT_ERR_UNSUPPORTED, "rtm_model_load: architecture %s does not run in parts "
+                         "(layer ranges or shards)", m->arch);
+    if (m->layer_begin >= 0 && m->layer_begin < m->layer_end && m->layer_end <= m->hp.n_layer &&
+        (all || p->n_shards <= 1))
+        return RT_OK;
+    return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_model_load: layers [%d, %d) of %d (with %d "
+                     "shards) are not a part it can hold", p->layer_begin, p->layer_end,
+                     m->hp.n_layer, p->n_shards);
 }
 
 static void count_weights(rtm_model_t *m) {
@@ -80,10 +99,13 @@ rt_status_t rtm_model_load(const char *path, const rtm_model_params_t *caller_pa
     m->stats.struct_size = sizeof m->stats;
     rt_status_t st = open_file(m, path);
     if (st == RT_OK) st = read_model(m, path);
+    if (st == RT_OK) st = held_layers(m, params);
     if (st == RT_OK) st = rtm_devices_choose(m, params);
     if (st == RT_OK) st = rtm_devices_place(m, params);
-    if (st == RT_OK) st = rtm_llama_declare(m, !params->no_repack);
+    const bool sharded = params->n_shards > 1; /* slices are views: the file's layout */
+    if (st == RT_OK) st = rtm_arch_declare(m, !params->no_repack && !sharded);
     if (st == RT_OK) st = rtm_weights_load(m, params->no_mmap, !params->no_progress);
+    if (st == RT_OK) st = rtm_model_shard(m, params->shard, params->n_shards);
     if (st != RT_OK) {
         rtm_model_destroy(m);
         return st;
@@ -101,6 +123,7 @@ const char *rtm_model_arch(const rtm_model_t *m) { return m->arch; }
 int32_t rtm_model_n_vocab(const rtm_model_t *m) { return m->hp.n_vocab; }
 int32_t rtm_model_n_layer(const rtm_model_t *m) { return m->hp.n_layer; }
 int32_t rtm_model_n_embd(const rtm_model_t *m) { return m->hp.n_embd; }
+bool rtm_model_is_embedding(const rtm_model_t *m) { return m->hp.embeddings; }
 int32_t rtm_model_n_ctx_train(const rtm_model_t *m) { return m->hp.n_ctx_train; }
 
 rt_device_t *rtm_model_layer_device(const rtm_model_t *m, int32_t il) {
@@ -115,14 +138,19 @@ rt_status_t rtm_model_get_load_stats(const rtm_model_t *m, rtm_load_stats_t *out
 
 //===--- the placement as text ---===//
 
+/* Whether layer il is one held here, on device d. */
+static bool on(const rtm_model_t *m, int32_t il, int32_t d) {
+    return rtm_holds_layer(m, il) && m->layout.layer[il] == d;
+}
+
 /* "0-3,5": the layers on device d. */
 static void layer_ranges(const rtm_model_t *m, int32_t d, char *buf, size_t size) {
     size_t n = 0;
     buf[0] = 0;
     for (int32_t il = 0; il < m->hp.n_layer && n < size; il++) {
-        if (m->layout.layer[il] != d || (il > 0 && m->layout.layer[il - 1] == d)) continue;
+        if (!on(m, il, d) || on(m, il - 1, d)) continue;
         int32_t end = il;
-        while (end + 1 < m->hp.n_layer && m->layout.layer[end + 1] == d) end++;
+        while (on(m, end + 1, d)) end++;
         n += (size_t)snprintf(buf + n, size - n, n ? ",%d" : "%d", il);
         if (end > il && n < size) n += (size_t)snprintf(buf + n, size - n, "-%d", end);
     }
@@ -135,8 +163,8 @@ void rtm_model_write_placement(const rtm_model_t *m, rt_write_fn write, void *us
         const size_t bytes = m->buf[d] ? rt_buffer_size(m->buf[d]) : 0;
         const int n = snprintf(line, sizeof line, "%-10s layers %-12s%s%s weights %8.2f MiB (%s)\n",
                                rt_device_name(m->devices[d]), layers[0] ? layers : "-",
-                               m->layout.input == d ? " +input" : "",
-                               m->layout.output == d ? " +output" : "", (double)bytes / 1048576.0,
+                               m->layout.input == d && m->tok_embd ? " +input" : "",
+                               m->layout.output == d && m->output ? " +output" : "", (double)bytes / 1048576.0,
                                m->buf[d] == NULL ? "none" : m->mapped[d] ? "mapped" : "copied");
         write(line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), user_data);
     }

@@ -30,7 +30,8 @@ static bool space_at(const pretok_t *p, size_t i) {
 
 /* Neither whitespace, letter nor number, and inside the text. */
 static bool punct_at(const pretok_t *p, size_t i) {
-    return i < p->n && !space_at(p, i) && class_at(p, i) == RTM_CPT_OTHER;
+    const int c = class_at(p, i);
+    return i < p->n && !space_at(p, i) && c != RTM_CPT_LETTER && c != RTM_CPT_NUMBER;
 }
 
 static void emit(pretok_t *p, size_t end) {
@@ -39,19 +40,25 @@ static void emit(pretok_t *p, size_t end) {
     p->pos = end;
 }
 
+static uint32_t lower_ascii(uint32_t c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
+
+size_t rtm_pretok_contraction(const uint32_t *cpts, size_t n, size_t pos, bool any_case) {
+    if (pos >= n || cpts[pos] != '\'') return 0;
+    uint32_t a = pos + 1 < n ? cpts[pos + 1] : RTM_CPT_END, b = pos + 2 < n ? cpts[pos + 2] : RTM_CPT_END;
+    if (any_case) {
+        a = lower_ascii(a);
+        b = lower_ascii(b);
+    }
+    if (a == 's' || a == 't' || a == 'm' || a == 'd') return 2;
+    if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return 3;
+    return 0;
+}
+
 /* 's|'t|'re|'ve|'m|'ll|'d */
 static bool match_contraction(pretok_t *p) {
-    if (cpt_at(p, p->pos) != '\'') return false;
-    const uint32_t a = cpt_at(p, p->pos + 1), b = cpt_at(p, p->pos + 2);
-    if (a == 's' || a == 't' || a == 'm' || a == 'd') {
-        emit(p, p->pos + 2);
-        return true;
-    }
-    if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) {
-        emit(p, p->pos + 3);
-        return true;
-    }
-    return false;
+    const size_t k = rtm_pretok_contraction(p->cpts, p->n, p->pos, false);
+    if (k > 0) emit(p, p->pos + k);
+    return k > 0;
 }
 
 /* ' ?\p{L}+', ' ?\p{N}+' and ' ?[^\s\p{L}\p{N}]+': an optional space, then

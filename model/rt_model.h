@@ -75,7 +75,8 @@ typedef struct rtm_vocab rtm_vocab_t;
 typedef int32_t rtm_vocab_type_t;
 enum {
     RTM_VOCAB_SPM = 1,
-    RTM_VOCAB_BPE = 2
+    RTM_VOCAB_BPE = 2,
+    RTM_VOCAB_WPM = 3       /* BERT's WordPiece ("bert") */
 };
 
 /* tokenizer.ggml.token_type values (GGUF's). */
@@ -145,7 +146,9 @@ typedef struct rtm_model rtm_model_t;
 typedef int32_t rtm_split_t;
 enum {
     RTM_SPLIT_AUTO = 0,      /* as many of the last layers on GPUs as fit, by free memory */
-    RTM_SPLIT_N_GPU_LAYERS = 1 /* the last n_gpu_layers layers on the first GPU */
+    RTM_SPLIT_N_GPU_LAYERS = 1, /* the last n_gpu_layers layers on the first GPU */
+    RTM_SPLIT_FASTEST = 2       /* least predicted decode time within memory, from each
+                                   device's measured speed (rt_device_speed) */
 };
 
 /* A zeroed struct (registry aside) asks for the defaults. */
@@ -161,6 +164,14 @@ typedef struct rtm_model_params {
     bool no_progress;              /* no progress bar (it only shows when stderr is a terminal) */
     bool no_repack;                /* keep matrix weights in the file's layout even where the
                                       device offers its own (a RT_BUFT_FLAG_WEIGHTS type) */
+    /* added with distributed decoding (dist/): */
+    int32_t shard, n_shards;       /* tensor parallel: hold shard `shard` (0..n_shards-1) of
+                                      every layer's attention heads and feed-forward columns
+                                      (the KV cache too); n_shards 0 or 1: the whole model.
+                                      Implies no_repack. */
+    int32_t layer_begin, layer_end; /* pipeline parallel: hold (and place on the devices)
+                                       layers [begin, end) only, with the embeddings and the
+                                       head; 0, 0: every layer */
 } rtm_model_params_t;
 
 /* Opens the GGUF at path and loads it onto the devices (docs/memory.md §5):
@@ -183,6 +194,8 @@ RTM_API const char *rtm_model_arch(const rtm_model_t *model);      /* "llama" */
 RTM_API int32_t rtm_model_n_vocab(const rtm_model_t *model);
 RTM_API int32_t rtm_model_n_layer(const rtm_model_t *model);
 RTM_API int32_t rtm_model_n_embd(const rtm_model_t *model);
+/* Whether the model outputs a sentence embedding (BERT) rather than logits. */
+RTM_API bool rtm_model_is_embedding(const rtm_model_t *model);
 RTM_API int32_t rtm_model_n_ctx_train(const rtm_model_t *model);
 /* The device holding layer il's weights and KV cache; -1 is the input
  * (token embeddings), n_layer the output. NULL when out of range. */
@@ -200,6 +213,9 @@ typedef struct rtm_load_stats {
 } rtm_load_stats_t;
 /* Fills the fields inside out->struct_size (set it first). */
 RTM_API rt_status_t rtm_model_get_load_stats(const rtm_model_t *model, rtm_load_stats_t *out);
+/* RTM_SPLIT_FASTEST's plan as the placement wrote it: each device's share
+ * with its predicted decode time, and the whole; nothing in other modes. */
+RTM_API void rtm_model_write_plan(const rtm_model_t *model, rt_write_fn write, void *user_data);
 /* One line per device: the layers it holds and the bytes of weights. */
 RTM_API void rtm_model_write_placement(const rtm_model_t *model, rt_write_fn write,
                                        void *user_data);
@@ -219,6 +235,10 @@ typedef struct rtm_context_params {
     bool check_numerics; /* keep every node's result so that a decode whose logits are
                             not finite names the first node that produced a NaN/Inf
                             (more compute memory); the logits are checked always */
+    /* added with distributed decoding (dist/): */
+    int32_t layer_begin, layer_end; /* the layers this context runs, [begin, end): only they
+                                       get a KV cache and the reserve plans their part
+                                       (rtm_decode_part); 0, 0: every layer */
 } rtm_context_params_t;
 
 /* Creates the KV cache (each layer's on that layer's device) and the
@@ -239,8 +259,13 @@ RTM_API void rtm_context_destroy(rtm_context_t *ctx);
  * the first node that was not finite). */
 RTM_API rt_status_t rtm_decode(rtm_context_t *ctx, const rtm_token_t *tokens, int32_t n);
 /* n_vocab logits of the last token of the last decode (valid until the next
- * decode); NULL before any. */
+ * decode); NULL before any, and for an embedding model. */
 RTM_API const float *rtm_get_logits(const rtm_context_t *ctx);
+/* An embedding model's (rtm_model_is_embedding) n_embd floats for the
+ * input of the last decode, mean-pooled and of unit length (valid until
+ * the next decode); NULL before any and for other models. The whole input
+ * goes in one decode of at most n_batch tokens, from an empty context. */
+RTM_API const float *rtm_get_embeddings(const rtm_context_t *ctx);
 /* With logits_all: logits of token i of the last decode; NULL otherwise. */
 RTM_API const float *rtm_get_logits_ith(const rtm_context_t *ctx, int32_t i);
 RTM_API int32_t rtm_context_n_past(const rtm_context_t *ctx);
@@ -266,6 +291,50 @@ typedef struct rtm_context_stats {
                                  minus the runs that reused one) */
 } rtm_context_stats_t;
 RTM_API rt_status_t rtm_context_get_stats(const rtm_context_t *ctx, rtm_context_stats_t *out);
+
+//===--- parts of the forward pass (for dist/) ---===//
+
+/* A process that holds only some layers (pipeline parallel), or a shard of
+ * every layer (tensor parallel, rtm_model_params_t.n_shards), runs the
+ * forward pass in parts and moves the hidden state {n_embd, n} (F32, one
+ * token's row after another) between them itself:
+ *
+ *     rtm_part_t p = {sizeof p, .layer_begin = 2, .layer_end = 5};
+ *     rtm_decode_part(c, &p, NULL, hidden_in, n, NULL);   // layers 2-4 and the head
+ *     rtm_context_advance(c, n);                           // then the next n positions
+ *
+ * A part whose layer_begin is 0 (and block LAYERS) embeds tokens; any
+ * other reads hidden_in. A part that ends at n_layer (block LAYERS) ends
+ * with the output head: the logits are kept as rtm_decode keeps them
+ * (rtm_get_logits); any other writes its hidden state into hidden_out.
+ * Blocks ATTN and FFN run that block of layer_begin alone and give its
+ * output before the residual add, which is what tensor parallelism sums
+ * over the shards before adding it to the hidden state. */
+typedef int32_t rtm_block_t;
+enum {
+    RTM_BLOCK_LAYERS = 0, /* whole layers [layer_begin, layer_end) */
+    RTM_BLOCK_ATTN = 1,   /* attention of layer_begin: W_o . attention(norm(x)) */
+    RTM_BLOCK_FFN = 2     /* feed-forward of layer_begin: W_down . swiglu(...)(norm(x)) */
+};
+
+typedef struct rtm_part {
+    uint32_t struct_size;
+    int32_t layer_begin, layer_end; /* 0 <= begin <= end <= n_layer; ATTN, FFN: end = begin + 1 */
+    rtm_block_t block;
+} rtm_part_t;
+
+/* Runs one part for n positions after n_past (1 <= n <= n_batch), one
+ * graph, without advancing n_past. tokens (n of them) are read only by a
+ * part that embeds; hidden_in ({n_embd, n}) only by the others; the
+ * layers run must be the context's. RT_ERR_INVALID_ARGUMENT for a bad
+ * part, a missing input or a token out of range; RT_ERR_DOES_NOT_FIT when
+ * n positions do not fit the cache. */
+RTM_API rt_status_t rtm_decode_part(rtm_context_t *ctx, const rtm_part_t *part,
+                                    const rtm_token_t *tokens, const float *hidden_in, int32_t n,
+                                    float *hidden_out);
+/* n positions were run by every part: the next part starts after them.
+ * RT_ERR_DOES_NOT_FIT past the context's end. */
+RTM_API rt_status_t rtm_context_advance(rtm_context_t *ctx, int32_t n);
 
 //===--- rtm_sampler_t ---===//
 

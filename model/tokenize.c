@@ -96,6 +96,8 @@ static rt_status_t tokenize_frags(const rtm_vocab_t *v, const char *text, const 
         }
         if (v->type == RTM_VOCAB_SPM)
             st = rtm_tokenize_spm(v, text + fr.off, fr.len, v->add_space_prefix && prev_special, out);
+        else if (v->type == RTM_VOCAB_WPM)
+            st = rtm_tokenize_wpm(v, text + fr.off, fr.len, out);
         else
             st = rtm_tokenize_bpe(v, text + fr.off, fr.len, out);
         prev_special = false;

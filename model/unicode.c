@@ -59,16 +59,41 @@ int rtm_cpt_class(uint32_t cpt) {
     int32_t lo = 0, hi = rtm_unicode_n_runs - 1;
     while (lo < hi) {
         const int32_t mid = lo + (hi - lo + 1) / 2;
-        if (rtm_unicode_runs[mid] >> 2 <= cpt)
+        if (rtm_unicode_runs[mid] >> 3 <= cpt)
             lo = mid;
         else
             hi = mid - 1;
     }
-    return (int)(rtm_unicode_runs[lo] & 3);
+    return (int)(rtm_unicode_runs[lo] & 7);
 }
 
 bool rtm_cpt_is_whitespace(uint32_t cpt) {
     return (cpt >= 0x09 && cpt <= 0x0D) || cpt == 0x20 || cpt == 0x85 || cpt == 0xA0 ||
            cpt == 0x1680 || (cpt >= 0x2000 && cpt <= 0x200A) || cpt == 0x2028 ||
            cpt == 0x2029 || cpt == 0x202F || cpt == 0x205F || cpt == 0x3000;
+}
+
+/* The index of the entry for cpt in a table sorted by its first column
+ * (stride words a row), or -1. */
+static int32_t find_row(const uint32_t *rows, int32_t n, size_t stride, uint32_t cpt) {
+    int32_t lo = 0, hi = n - 1;
+    while (lo <= hi) {
+        const int32_t mid = lo + (hi - lo) / 2;
+        const uint32_t key = rows[(size_t)mid * stride];
+        if (key == cpt) return mid;
+        if (key < cpt) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return -1;
+}
+
+uint32_t rtm_cpt_lower(uint32_t cpt) {
+    if (cpt < 128) return cpt >= 'A' && cpt <= 'Z' ? cpt + 32 : cpt;
+    const int32_t i = find_row(&rtm_unicode_lower[0][0], rtm_unicode_n_lower, 2, cpt);
+    return i >= 0 ? rtm_unicode_lower[i][1] : cpt;
+}
+
+uint32_t rtm_cpt_nfd(uint32_t cpt) {
+    const int32_t i = cpt < 0xC0 ? -1 : find_row(&rtm_unicode_nfd[0][0], rtm_unicode_n_nfd, 2, cpt);
+    return i >= 0 ? rtm_unicode_nfd[i][1] : cpt;
 }

@@ -37,9 +37,10 @@ static rt_status_t read_type(const rt_gguf_t *g, rtm_vocab_t *v) {
         return rtm_error(RT_ERR_FORMAT, "vocabulary: the file has no string key %s", KEY_MODEL);
     if (strcmp(model, "llama") == 0) v->type = RTM_VOCAB_SPM;
     else if (strcmp(model, "gpt2") == 0) v->type = RTM_VOCAB_BPE;
+    else if (strcmp(model, "bert") == 0) v->type = RTM_VOCAB_WPM;
     else
         return rtm_error(RT_ERR_UNSUPPORTED, "vocabulary: tokenizer '%s' is not supported "
-                         "(supported: llama, gpt2)", model);
+                         "(supported: llama, gpt2, bert)", model);
     return RT_OK;
 }
 
@@ -123,7 +124,6 @@ static rt_status_t read_merges(const rt_gguf_t *g, rtm_vocab_t *v) {
     return st;
 }
 
-/* An id key: absent, or out of range (4294967295 means "unset"), gives def. */
 /* A special token's id, def when the key is missing. An id past the
  * vocabulary is refused: dropping it would change every prompt silently. */
 static rt_status_t read_id(const rt_gguf_t *g, const char *key, rtm_token_t def, int32_t n,
@@ -142,15 +142,31 @@ static bool read_flag(const rt_gguf_t *g, const char *key, bool def) {
     return rt_gguf_get_bool(g, key, &b) == RT_OK ? b : def;
 }
 
-static rt_status_t read_specials(const rt_gguf_t *g, rtm_vocab_t *v) {
-    const bool spm = v->type == RTM_VOCAB_SPM;
-    /* The defaults must exist too (a two-token SPM vocabulary has no EOS). */
+/* id as a default, when the vocabulary has it (a two-token SPM
+ * vocabulary has no EOS). */
+static rtm_token_t def_id(rtm_token_t id, int32_t n) { return id < n ? id : RTM_TOKEN_NULL; }
+
+/* WordPiece: [CLS] text [SEP], as BERT was trained; the defaults are
+ * bert-base-uncased's ids, as llama.cpp's. */
+static rt_status_t read_specials_wpm(const rt_gguf_t *g, rtm_vocab_t *v) {
     const int32_t n = v->n_tokens;
-    rt_status_t st = read_id(g, "tokenizer.ggml.bos_token_id", spm && n > 1 ? 1 : RTM_TOKEN_NULL, n, &v->bos);
-    if (st == RT_OK)
-        st = read_id(g, "tokenizer.ggml.eos_token_id", spm && n > 2 ? 2 : RTM_TOKEN_NULL, n, &v->eos);
-    if (st == RT_OK)
-        st = read_id(g, "tokenizer.ggml.unknown_token_id", spm ? 0 : RTM_TOKEN_NULL, n, &v->unk);
+    rt_status_t st = read_id(g, "tokenizer.ggml.cls_token_id", def_id(101, n), n, &v->bos);
+    if (st == RT_OK) st = read_id(g, "tokenizer.ggml.seperator_token_id", def_id(102, n), n, &v->eos);
+    if (st == RT_OK) st = read_id(g, "tokenizer.ggml.unknown_token_id", def_id(100, n), n, &v->unk);
+    if (st != RT_OK) return st;
+    v->add_bos = read_flag(g, "tokenizer.ggml.add_bos_token", true) && v->bos != RTM_TOKEN_NULL;
+    v->add_eos = read_flag(g, "tokenizer.ggml.add_eos_token", true) && v->eos != RTM_TOKEN_NULL;
+    return RT_OK;
+}
+
+static rt_status_t read_specials(const rt_gguf_t *g, rtm_vocab_t *v) {
+    if (v->type == RTM_VOCAB_WPM) return read_specials_wpm(g, v);
+    const bool spm = v->type == RTM_VOCAB_SPM;
+    const int32_t n = v->n_tokens;
+    const rtm_token_t none = RTM_TOKEN_NULL;
+    rt_status_t st = read_id(g, "tokenizer.ggml.bos_token_id", spm ? def_id(1, n) : none, n, &v->bos);
+    if (st == RT_OK) st = read_id(g, "tokenizer.ggml.eos_token_id", spm ? def_id(2, n) : none, n, &v->eos);
+    if (st == RT_OK) st = read_id(g, "tokenizer.ggml.unknown_token_id", spm ? def_id(0, n) : none, n, &v->unk);
     if (st != RT_OK) return st;
     v->add_bos = read_flag(g, "tokenizer.ggml.add_bos_token", spm) && v->bos != RTM_TOKEN_NULL;
     v->add_eos = read_flag(g, "tokenizer.ggml.add_eos_token", false) && v->eos != RTM_TOKEN_NULL;
@@ -176,6 +192,19 @@ static void find_byte_tokens(rtm_vocab_t *v) {
         }
         v->byte_token[b] = rtm_strmap_get(&v->token_map, buf, n);
     }
+}
+
+/* BPE: the pre-tokenizer the file names; without the key, GPT-2's, as
+ * llama.cpp assumes ("default"). */
+static rt_status_t read_pretok(const rt_gguf_t *g, rtm_vocab_t *v) {
+    const char *pre = "default";
+    if (rt_gguf_find_key(g, "tokenizer.ggml.pre") >= 0 && rt_gguf_get_str(g, "tokenizer.ggml.pre", &pre) != RT_OK)
+        return rtm_error(RT_ERR_FORMAT, "vocabulary: tokenizer.ggml.pre is not a string");
+    v->pretok = rtm_pretok_find(pre);
+    if (v->pretok == NULL)
+        return rtm_error(RT_ERR_UNSUPPORTED, "vocabulary: pre-tokenizer '%s' (tokenizer.ggml.pre) "
+                         "is not supported", pre);
+    return RT_OK;
 }
 
 static bool is_special_type(int32_t type) {
@@ -214,6 +243,7 @@ rt_status_t rtm_vocab_create(const rt_gguf_t *g, rtm_vocab_t **out_vocab) {
     rt_status_t st = read_type(g, v);
     if (st == RT_OK) st = read_tokens(g, v);
     if (st == RT_OK && v->type == RTM_VOCAB_BPE) st = read_merges(g, v);
+    if (st == RT_OK && v->type == RTM_VOCAB_BPE) st = read_pretok(g, v);
     if (st == RT_OK) st = list_specials(v);
     if (st == RT_OK) st = read_specials(g, v);
     if (st == RT_OK) {

@@ -79,7 +79,7 @@ static void put_piece(const rtm_vocab_t *v, rtm_token_t t, bool special, bool ls
     case RTM_TOKEN_TYPE_UNUSED:
         return;
     default:
-        if (v->type == RTM_VOCAB_SPM) put_spm_normal(s, text, len, lstrip);
+        if (v->type != RTM_VOCAB_BPE) put_spm_normal(s, text, len, lstrip); /* SPM, WPM: U+2581 */
         else put_bpe_normal(v, s, text, len);
     }
 }

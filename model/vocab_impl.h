@@ -12,6 +12,8 @@
 
 #include "strmap.h"
 
+typedef struct rtm_pretok rtm_pretok_t;
+
 struct rtm_vocab {
     rtm_vocab_type_t type;
     int32_t n_tokens;
@@ -33,6 +35,7 @@ struct rtm_vocab {
     bool add_bos;
     bool add_eos;
     bool add_space_prefix;    /* SPM: a space before text that follows BOS or a special */
+    const rtm_pretok_t *pretok; /* BPE: the pre-tokenizer tokenizer.ggml.pre names */
 };
 
 static inline const char *rtm_vocab_text(const rtm_vocab_t *v, rtm_token_t t) {
@@ -94,8 +97,59 @@ RTM_INTERNAL rt_status_t rtm_tokenize_spm(const rtm_vocab_t *v, const char *text
                                           bool space_prefix, rtm_tok_out_t *out);
 RTM_INTERNAL rt_status_t rtm_tokenize_bpe(const rtm_vocab_t *v, const char *text, size_t len,
                                           rtm_tok_out_t *out);
+RTM_INTERNAL rt_status_t rtm_tokenize_wpm(const rtm_vocab_t *v, const char *text, size_t len,
+                                          rtm_tok_out_t *out);
 /* BPE: fills byte_cpt (GPT-2's bytes_to_unicode). */
 RTM_INTERNAL void rtm_bpe_byte_map(uint32_t byte_cpt[256]);
+
+//===--- pre-tokenizers (pretok*.c, pretokenize.c) ---===//
+
+/* One split of a pre-tokenizer's chain (pretok.c). */
+typedef enum rtm_pre {
+    RTM_PRE_GPT2,           /* GPT-2's regex (pretokenize.c) */
+    RTM_PRE_LLAMA3,         /* Llama 3's regex (pretok_llama3.c) */
+    RTM_PRE_QWEN2,          /* Llama 3's with single digits */
+    RTM_PRE_QWEN35,         /* Qwen 2's with marks as letters */
+    RTM_PRE_NEWLINE,        /* [\r\n]: the patterns of pretok_match.c */
+    RTM_PRE_DIGIT,          /* \p{N} */
+    RTM_PRE_DIGITS,         /* \p{N}+ */
+    RTM_PRE_DIGITS3,        /* \p{N}{1,3} */
+    RTM_PRE_ASCII_DIGITS3,  /* [0-9][0-9][0-9] */
+    RTM_PRE_FALCON_PUNCT,   /* [\p{P}\$\+<=>\^~\|`]+ */
+    RTM_PRE_SPACE_LETTERS,  /* \s?\p{L}+ */
+    RTM_PRE_SPACE_PUNCT,    /* \s?\p{P}+ */
+    RTM_PRE_CJK,            /* [一-龥ࠀ-一가-퟿]+ */
+    RTM_PRE_TRAILING_SPACE, /* \s+$ */
+    RTM_PRE_DSLLM_LETTERS,  /* \s?[A-Za-zµÀ-Ö...]+ (Deepseek LLM's cased scripts) */
+    RTM_PRE_DSLLM_PUNCT,    /* \s?[!-/:-~！-／：-～‘-‟　-。]+ */
+    RTM_PRE_COUNT
+} rtm_pre_t;
+
+/* A named pre-tokenizer: its splits in order; ignore_merges: a word that
+ * is a token as a whole is that token (Llama 3), merges or not. */
+struct rtm_pretok {
+    const char *name;       /* tokenizer.ggml.pre */
+    uint8_t splits[6];      /* rtm_pre_t */
+    int n_splits;
+    bool ignore_merges;
+};
+
+/* The pre-tokenizer tokenizer.ggml.pre names, or NULL. */
+RTM_INTERNAL const rtm_pretok_t *rtm_pretok_find(const char *name);
+/* Cuts n code points into words by p's chain: their lengths into word_len
+ * (room for n), scratch the same size; returns the count. */
+RTM_INTERNAL size_t rtm_pretokenize(const rtm_pretok_t *p, const uint32_t *cpts, size_t n,
+                                    uint32_t *word_len, uint32_t *scratch);
+/* The length of the contraction ('s 't 're 've 'm 'll 'd) at pos, 0 if
+ * none; any_case: the letters in either case (Llama 3's (?i:...)). */
+RTM_INTERNAL size_t rtm_pretok_contraction(const uint32_t *cpts, size_t n, size_t pos, bool any_case);
+/* The splits, each over one piece of n code points, writing its words'
+ * lengths and returning their count. */
+RTM_INTERNAL size_t rtm_pretokenize_llama3(const uint32_t *cpts, size_t n, uint32_t *word_len);
+RTM_INTERNAL size_t rtm_pretokenize_qwen2(const uint32_t *cpts, size_t n, uint32_t *word_len);
+RTM_INTERNAL size_t rtm_pretokenize_qwen35(const uint32_t *cpts, size_t n, uint32_t *word_len);
+RTM_INTERNAL size_t rtm_pretokenize_match(rtm_pre_t pattern, const uint32_t *cpts, size_t n,
+                                          uint32_t *word_len);
 
 /* GPT-2's pre-tokenizer ('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+|
  * ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+) over n code points: writes the length,

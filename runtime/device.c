@@ -146,6 +146,8 @@ static rt_status_t visit_ext(void *ctx, const rt_ext_header_t *r) {
         rt_struct_copy(&dev->async, sizeof dev->async, r, r->struct_size);
     else if (r->type == RT_EXT_DEVICE_HOST_PTR)
         rt_struct_copy(&dev->host_ptr, sizeof dev->host_ptr, r, r->struct_size);
+    else if (r->type == RT_EXT_DEVICE_SPEED)
+        rt_struct_copy(&dev->speed, sizeof dev->speed, r, r->struct_size);
     else
         rt_log(RT_LOG_DEBUG, "%s: skipping device extension of unknown type %u", dev->name,
                r->type);

@@ -18,6 +18,7 @@ struct rt_device {
     rt_device_vtable_t vtable;      /* normalised */
     rt_device_ext_async_t async;    /* normalised; header.type 0 when absent */
     rt_device_ext_host_ptr_t host_ptr; /* normalised; header.type 0 when absent */
+    rt_device_ext_speed_t speed;    /* normalised; header.type 0 when absent */
     rt_device_props_t props;        /* read once at load */
     rt_buffer_type_t *bufts;        /* n_bufts entries */
     int32_t n_bufts;

@@ -20,7 +20,7 @@ command -v ninja >/dev/null 2>&1 || { echo "test-configure-darwin: no ninja"; ex
 root=$(pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for d in abi runtime model plugins tools tests; do ln -s "$root/$d" "$tmp/$d"; done
+for d in abi runtime model dist plugins tools tests; do ln -s "$root/$d" "$tmp/$d"; done
 cp configure build.ninja "$tmp/"
 mkdir "$tmp/bin"
 printf '#!/bin/sh\necho Darwin\n' > "$tmp/bin/uname"

@@ -657,7 +657,9 @@ static void test_decode_errors(void **state) {
 //===--- model-6: a small llama written here, and its malformed variants ---===//
 
 /* What to break in the synthetic model. */
-typedef enum { SYN_OK, SYN_BAD_SHAPE, SYN_BAD_TYPE, SYN_NO_EMBD_KEY } syn_break_t;
+typedef enum {
+    SYN_OK, SYN_BAD_SHAPE, SYN_BAD_TYPE, SYN_NO_EMBD_KEY, SYN_ROPE_FREQS, SYN_VOCAB_SIZE, SYN_YARN
+} syn_break_t;
 
 static void syn_tensor(rt_gguf_writer_t *w, const char *name, rt_type_t type, int64_t ne0, int64_t ne1) {
     const int64_t ne[2] = {ne0, ne1};
@@ -688,10 +690,13 @@ static void write_synthetic(const char *path, syn_break_t brk) {
     rt_gguf_writer_set_u32(w, "llama.feed_forward_length", 16);
     rt_gguf_writer_set_u32(w, "llama.attention.head_count", 2);
     rt_gguf_writer_set_u32(w, "llama.attention.head_count_kv", 1);
+    if (brk == SYN_VOCAB_SIZE) rt_gguf_writer_set_u32(w, "llama.vocab_size", 5);
+    if (brk == SYN_YARN) rt_gguf_writer_set_str(w, "llama.rope.scaling.type", "yarn");
     rt_gguf_writer_set_str(w, "tokenizer.ggml.model", "llama");
     rt_gguf_writer_set_array(w, "tokenizer.ggml.tokens", RT_GGUF_TYPE_STRING, tokens, 4);
     syn_tensor(w, "token_embd.weight", RT_TYPE_F32, 8, 4);
     syn_tensor(w, "output_norm.weight", RT_TYPE_F32, 8, 0);
+    if (brk == SYN_ROPE_FREQS) syn_tensor(w, "rope_freqs.weight", RT_TYPE_F32, 3, 0); /* n_rot/2 is 2 */
     syn_layer(w, brk);
     assert_int_equal(rt_gguf_writer_write_file(w, path), RT_OK);
     rt_gguf_writer_destroy(w);
@@ -729,6 +734,15 @@ static void test_synthetic(void **state) {
     expect_load_error(reg, path, RT_ERR_FORMAT, "blk.0.attn_k.weight is i32", "model-6.2");
     write_synthetic(path, SYN_NO_EMBD_KEY);
     expect_load_error(reg, path, RT_ERR_FORMAT, "llama.embedding_length", "model-6.2");
+    /* model-6.4: what rt does not implement is refused by name, never run
+     * wrong: rope factors of the wrong shape, yarn scaling. */
+    write_synthetic(path, SYN_ROPE_FREQS);
+    expect_load_error(reg, path, RT_ERR_UNSUPPORTED, "rope_freqs.weight is not F32 {2}", "model-6.4");
+    write_synthetic(path, SYN_YARN);
+    expect_load_error(reg, path, RT_ERR_UNSUPPORTED, "rope scaling 'yarn'", "model-6.4");
+    /* model-6.5: llama.vocab_size must be token_embd's rows. */
+    write_synthetic(path, SYN_VOCAB_SIZE);
+    expect_load_error(reg, path, RT_ERR_FORMAT, "llama.vocab_size is 5", "model-6.5");
     rt_registry_destroy(reg);
     /* model-6.3: the tied output on a GPU while the input stays on the CPU. */
     write_synthetic(path, SYN_OK);

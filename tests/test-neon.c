@@ -17,6 +17,7 @@
  *           bit, mat-vec (quantize_act + matvec) <= 1e-5.
  *
  * Prints "ok"/"FAIL" per check and exits 1 on any failure. */
+#include "conform/rng.h"
 #include "../plugins/cpu/kern.h"
 
 #include "../abi/rt_quant.h"
@@ -27,12 +28,9 @@
 #include <string.h>
 
 static int n_failed, n_checked;
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint64_t rng = 0x9e3779b97f4a7c15ull; /* conform/rng.h's generator */
 
-static float uniform(void) {
-    rng ^= rng >> 12, rng ^= rng << 25, rng ^= rng >> 27;
-    return (float)((rng * 0x2545f4914f6cdd1dull) >> 40) / 16777216.0f * 2.0f - 1.0f;
-}
+static float uniform(void) { return cf_rng_uniform(&rng, -1.0f, 1.0f); }
 
 static void check(bool ok, const char *id, const char *what) {
     n_checked++;

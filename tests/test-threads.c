@@ -12,7 +12,9 @@
  *
  *   threads-1  one queue, 4 threads, 40 graphs in a row
  *   threads-2  3 application threads, a queue each, buffers churned
- *   threads-3  2 schedulers in 2 threads, async compute with 2 copies */
+ *   threads-3  2 schedulers in 2 threads, async compute with 2 copies
+ *   threads-4  a pool of 4 threads per processor (its barriers must back off
+ *              to sleeping), graphs back to back and after pauses */
 #include "testutil.h"
 #include "conform/rng.h"
 
@@ -21,6 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "../abi/rt_sched.h"
 
@@ -224,6 +228,61 @@ static void test_sched_threads(void **state) {
     rt_registry_destroy(reg);
 }
 
+//===--- threads-4: more threads than processors ---===//
+
+#define OV_K 192 /* y = w x: big enough that the pool splits it */
+#define OV_M 160
+#define OV_N 6
+
+static void sleep_ms(long ms) {
+    const struct timespec ts = {0, ms * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Each thread that cannot get a processor makes the others wait at every
+ * barrier: the waiters must yield and sleep rather than spin forever, and
+ * a pause between graphs sends the workers to sleep, which the next graph
+ * must wake them from. Results are checked graph by graph. */
+static void test_oversubscribed(void **state) {
+    (void)state;
+    const long n_cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    const int32_t n_threads = (int32_t)(n_cpus > 0 && n_cpus < 4 ? 4 * n_cpus : 16);
+    rt_device_t *cpu = tu_cpu_device();
+    rt_context_t *ctx = tu_context(1, true);
+    rt_tensor_t *w = rt_new_tensor_2d(ctx, RT_TYPE_F32, OV_K, OV_M);
+    rt_tensor_t *x = rt_new_tensor_2d(ctx, RT_TYPE_F32, OV_K, OV_N);
+    rt_tensor_t *y = rt_mul_mat(ctx, w, rt_scale(ctx, x, 0.5f));
+    rt_set_output(y);
+    rt_graph_t *g = rt_graph_create(ctx, 16);
+    rt_graph_build_forward_expand(g, y);
+    rt_buffer_t *buf = NULL;
+    assert_int_equal(rt_alloc_ctx_tensors(ctx, rt_device_buffer_type(cpu, 0), &buf), RT_OK);
+    static float wd[OV_K * OV_M], xd[OV_K * OV_N], yd[OV_M * OV_N];
+    static double ref[OV_M * OV_N];
+    uint64_t seed = cf_rng_init(400);
+    fill(wd, OV_K * OV_M, &seed, -1, 1);
+    fill(xd, OV_K * OV_N, &seed, -1, 1);
+    for (int n = 0; n < OV_N; n++)
+        for (int m = 0; m < OV_M; m++) {
+            double acc = 0;
+            for (int k = 0; k < OV_K; k++) acc += (double)wd[m * OV_K + k] * 0.5 * xd[n * OV_K + k];
+            ref[n * OV_M + m] = acc;
+        }
+    assert_int_equal(rt_tensor_set(w, wd, 0, sizeof wd), RT_OK);
+    rt_queue_t *q = queue(cpu, n_threads);
+    for (int i = 0; i < 24; i++) {
+        assert_int_equal(rt_tensor_set(x, xd, 0, sizeof xd), RT_OK);
+        assert_int_equal(rt_queue_compute(q, g), RT_OK);
+        assert_int_equal(rt_tensor_get(y, yd, 0, sizeof yd), RT_OK);
+        if (tu_max_abs_error(ref, yd, OV_M * OV_N) > 1e-3)
+            fail_msg("threads-4: graph %d of %d threads is off", i, (int)n_threads);
+        if (i % 8 == 7) sleep_ms(5);
+    }
+    rt_queue_destroy(q);
+    rt_buffer_free(buf);
+    rt_context_destroy(ctx);
+}
+
 int main(void) {
     /* Only what is tested: the TSan step rebuilds no other plugin, and a
      * plugin left from another sanitizer build cannot be loaded. */
@@ -232,6 +291,7 @@ int main(void) {
         cmocka_unit_test(test_pool),
         cmocka_unit_test(test_app_threads),
         cmocka_unit_test(test_sched_threads),
+        cmocka_unit_test(test_oversubscribed),
     };
     return cmocka_run_group_tests_name("threads", tests, NULL, NULL);
 }

@@ -4,10 +4,14 @@
  * llama vocabulary and GPT-2's byte-level BPE, every case of the .inp file
  * must give exactly the ids of the .out file (tokenized as llama.cpp's
  * test-tokenizer-0 does: no BOS, special text not parsed), and decoding
- * must give the text back. Then the stories260K vocabulary (BOS, special
+ * must give the text back; the same for every other fixture of
+ * shared/models/vocab, each BPE one through the pre-tokenizer its
+ * tokenizer.ggml.pre names (skipped with a reason where that folder is
+ * absent), and BERT's WordPiece on its fixture (ids only). Then the stories260K vocabulary (BOS, special
  * tokens, byte pieces), output arrays that are too small, and vocabularies
  * that cannot be read. Tests run from the repository root;
- * RT_TEST_MODELS_DIR overrides models/ (the bundled ones). */
+ * RT_TEST_MODELS_DIR overrides models/ (the bundled ones) and
+ * ../shared/models (the other fixtures). */
 #include "testutil.h"
 
 #include "../model/rt_model.h"
@@ -18,6 +22,16 @@
 #include <unistd.h>
 
 //===--- helpers ---===//
+
+/* Where a fixture is: the bundled models/ (tu_model_path), except the
+ * other pre-tokenizers' fixtures ("vocab/..."), which are not bundled and
+ * are read from ../shared/models unless RT_TEST_MODELS_DIR names a folder. */
+static char *fixture_path(const char *file, char *buf, size_t size) {
+    const char *d = getenv("RT_TEST_MODELS_DIR");
+    if (strncmp(file, "vocab/", 6) != 0 || (d != NULL && *d)) return tu_model_path(file, buf, size);
+    snprintf(buf, size, "../shared/models/%s", file);
+    return buf;
+}
 
 /* The whole file, NUL-terminated; *out_len its bytes. */
 static char *read_file(const char *path, size_t *out_len) {
@@ -39,7 +53,7 @@ static rtm_vocab_t *open_vocab(const char *file) {
     char path[1024];
     rt_gguf_t *g = NULL;
     rtm_vocab_t *v = NULL;
-    if (rt_gguf_open(tu_model_path(file, path, sizeof path), NULL, &g) != RT_OK)
+    if (rt_gguf_open(fixture_path(file, path, sizeof path), NULL, &g) != RT_OK)
         fail_msg("%s: %s (set RT_TEST_MODELS_DIR)", path, rt_last_error());
     const rt_status_t st = rtm_vocab_create(g, &v);
     rt_gguf_destroy(g);
@@ -71,9 +85,9 @@ static void fixture_load(const char *vocab_file, fixture_t *f) {
     char path[1024], name[512];
     size_t len;
     snprintf(name, sizeof name, "%s.inp", vocab_file);
-    f->inp = read_file(tu_model_path(name, path, sizeof path), &len);
+    f->inp = read_file(fixture_path(name, path, sizeof path), &len);
     snprintf(name, sizeof name, "%s.out", vocab_file);
-    f->out = read_file(tu_model_path(name, path, sizeof path), &len);
+    f->out = read_file(fixture_path(name, path, sizeof path), &len);
     f->n = 0;
     for (char *p = f->inp, *sep; (sep = strstr(p, SEP)) != NULL; p = sep + strlen(SEP)) {
         assert_true(f->n < MAX_CASES);
@@ -132,21 +146,29 @@ static bool check_round_trip(const rtm_vocab_t *v, const fixture_case_t *c, int 
     return false;
 }
 
-/* Every case must match; the failures are listed before the test fails. */
-static void run_fixture(const char *vocab_file, const char *id) {
+/* Tokenizes and decodes every case of vocab_file's fixture, listing the
+ * failures; the counts come back. */
+static void fixture_score(const char *vocab_file, bool round_trip, int *out_n, int *out_bad_ids,
+                          int *out_bad_text) {
     rtm_vocab_t *v = open_vocab(vocab_file);
     fixture_t *f = calloc(1, sizeof *f);
     assert_non_null(f);
     fixture_load(vocab_file, f);
-    int bad_ids = 0, bad_text = 0;
+    *out_bad_ids = *out_bad_text = 0;
     for (int i = 0; i < f->n; i++) {
-        bad_ids += !check_case(v, &f->cases[i], i);
-        bad_text += !check_round_trip(v, &f->cases[i], i);
+        *out_bad_ids += !check_case(v, &f->cases[i], i);
+        if (round_trip) *out_bad_text += !check_round_trip(v, &f->cases[i], i);
     }
-    const int n = f->n;
+    *out_n = f->n;
     fixture_free(f);
     free(f);
     rtm_vocab_destroy(v);
+}
+
+/* Every case must match; the failures are listed before the test fails. */
+static void run_fixture(const char *vocab_file, const char *id) {
+    int n, bad_ids, bad_text;
+    fixture_score(vocab_file, true, &n, &bad_ids, &bad_text);
     if (n != 46) fail_msg("%s.1: %s has %d cases, expected 46", id, vocab_file, n);
     if (bad_ids) fail_msg("%s.2: %d of %d cases tokenize differently", id, bad_ids, n);
     if (bad_text) fail_msg("%s.3: %d of %d cases do not decode to their text", id, bad_text, n);
@@ -162,6 +184,46 @@ static void test_fixture_spm(void **state) {
 static void test_fixture_gpt2(void **state) {
     (void)state;
     run_fixture("ggml-vocab-gpt-2.gguf", "tokenizer-2");
+}
+
+//===--- tokenizer-7: BERT's WordPiece ---===//
+
+/* Ids only: WordPiece lowercases and drops accents, so the text does not
+ * come back. */
+static void test_fixture_bert(void **state) {
+    (void)state;
+    int n, bad_ids, bad_text;
+    fixture_score("ggml-vocab-bert-bge.gguf", false, &n, &bad_ids, &bad_text);
+    if (n != 46) fail_msg("tokenizer-7.1: %d cases, expected 46", n);
+    if (bad_ids) fail_msg("tokenizer-7.2: %d of %d cases tokenize differently", bad_ids, n);
+}
+
+//===--- tokenizer-6: every pre-tokenizer of models/vocab ---===//
+
+/* llama.cpp's other fixtures, one per tokenizer.ggml.pre (phi-3's is
+ * SentencePiece). All are run and listed before the test fails. */
+static const char *const vocab_fixtures[] = {
+    "command-r", "deepseek-coder", "deepseek-llm", "falcon", "llama-bpe", "mpt",
+    "phi-3", "qwen2", "qwen35", "refact", "starcoder",
+};
+
+static void test_fixture_pretokenizers(void **state) {
+    (void)state;
+    char file[128], path[1024];
+    if (access(fixture_path("vocab/SHA256SUMS", path, sizeof path), F_OK) != 0) {
+        print_message("tokenizer-6: no %s (the shared vocab fixtures): skipped\n", path);
+        skip();
+    }
+    int failed = 0;
+    for (size_t i = 0; i < sizeof vocab_fixtures / sizeof vocab_fixtures[0]; i++) {
+        int n, bad_ids, bad_text;
+        snprintf(file, sizeof file, "vocab/ggml-vocab-%s.gguf", vocab_fixtures[i]);
+        fixture_score(file, true, &n, &bad_ids, &bad_text);
+        print_message("tokenizer-6 %s: %d/%d tokenized, %d/%d decoded\n", vocab_fixtures[i],
+                      n - bad_ids, n, n - bad_text, n);
+        failed += n < 46 || bad_ids != 0 || bad_text != 0; /* qwen35 has 50 */
+    }
+    if (failed) fail_msg("tokenizer-6: %d fixtures are not all right", failed);
 }
 
 //===--- tokenizer-3: the stories260K vocabulary ---===//
@@ -241,8 +303,10 @@ static void test_does_not_fit(void **state) {
 
 //===--- tokenizer-5: vocabularies that cannot be read ---===//
 
-/* A vocab from a GGUF written here with the given tokenizer keys. */
-static rt_status_t vocab_from(const char *model, const char *const *tokens, uint64_t n_tokens) {
+/* A vocab from a GGUF written here with the given tokenizer keys; with
+ * pre, also one merge and tokenizer.ggml.pre. */
+static rt_status_t vocab_from_pre(const char *model, const char *const *tokens, uint64_t n_tokens,
+                                  const char *pre) {
     rt_gguf_writer_t *w = NULL;
     rt_gguf_t *g = NULL;
     rtm_vocab_t *v = NULL;
@@ -252,6 +316,12 @@ static rt_status_t vocab_from(const char *model, const char *const *tokens, uint
     if (tokens)
         assert_int_equal(rt_gguf_writer_set_array(w, "tokenizer.ggml.tokens", RT_GGUF_TYPE_STRING,
                                                   tokens, n_tokens), RT_OK);
+    const char *merges[] = {"a b"};
+    if (pre) {
+        assert_int_equal(rt_gguf_writer_set_str(w, "tokenizer.ggml.pre", pre), RT_OK);
+        assert_int_equal(rt_gguf_writer_set_array(w, "tokenizer.ggml.merges", RT_GGUF_TYPE_STRING,
+                                                  merges, 1), RT_OK);
+    }
     const size_t size = (size_t)rt_gguf_writer_size(w);
     assert_true(size <= sizeof mem);
     assert_int_equal(rt_gguf_writer_write_mem(w, mem, sizeof mem), RT_OK);
@@ -264,12 +334,16 @@ static rt_status_t vocab_from(const char *model, const char *const *tokens, uint
     return st;
 }
 
+static rt_status_t vocab_from(const char *model, const char *const *tokens, uint64_t n_tokens) {
+    return vocab_from_pre(model, tokens, n_tokens, NULL);
+}
+
 static void test_bad_vocabs(void **state) {
     (void)state;
     const char *toks[] = {"a", "b"};
     /* tokenizer-5.1: a tokenizer model we do not implement. */
-    assert_int_equal(vocab_from("bert", toks, 2), RT_ERR_UNSUPPORTED);
-    assert_non_null(strstr(rtm_last_error(), "bert"));
+    assert_int_equal(vocab_from("rwkv", toks, 2), RT_ERR_UNSUPPORTED);
+    assert_non_null(strstr(rtm_last_error(), "rwkv"));
     /* tokenizer-5.2: no tokenizer at all, or no tokens. */
     assert_int_equal(vocab_from(NULL, toks, 2), RT_ERR_FORMAT);
     assert_int_equal(vocab_from("llama", NULL, 0), RT_ERR_FORMAT);
@@ -277,24 +351,21 @@ static void test_bad_vocabs(void **state) {
     /* tokenizer-5.3: a gpt2 tokenizer needs its merges. */
     assert_int_equal(vocab_from("gpt2", toks, 2), RT_ERR_FORMAT);
     assert_non_null(strstr(rtm_last_error(), "merges"));
+    /* tokenizer-5.6: a pre-tokenizer we do not know is refused by its name,
+     * one we know is taken. */
+    assert_int_equal(vocab_from_pre("gpt2", toks, 2, "tekken-9"), RT_ERR_UNSUPPORTED);
+    assert_non_null(strstr(rtm_last_error(), "'tekken-9'"));
+    assert_int_equal(vocab_from_pre("gpt2", toks, 2, "llama-bpe"), RT_OK);
     /* tokenizer-5.4: the tiny SPM vocabulary works, every byte falling back. */
     assert_int_equal(vocab_from("llama", toks, 2), RT_OK);
-    /* tokenizer-5.5: the BERT fixture of models/ is refused clearly. */
-    char path[1024];
-    rt_gguf_t *g = NULL;
-    rtm_vocab_t *v = NULL;
-    assert_int_equal(rt_gguf_open(tu_model_path("ggml-vocab-bert-bge.gguf", path, sizeof path), NULL, &g),
-                     RT_OK);
-    assert_int_equal(rtm_vocab_create(g, &v), RT_ERR_UNSUPPORTED);
-    assert_null(v);
-    rt_gguf_destroy(g);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fixture_spm),   cmocka_unit_test(test_fixture_gpt2),
         cmocka_unit_test(test_stories_vocab), cmocka_unit_test(test_does_not_fit),
-        cmocka_unit_test(test_bad_vocabs),
+        cmocka_unit_test(test_bad_vocabs),    cmocka_unit_test(test_fixture_pretokenizers),
+        cmocka_unit_test(test_fixture_bert),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

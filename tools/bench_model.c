@@ -9,6 +9,7 @@
  * timing everything. Also shows what a token costs beyond its arithmetic:
  * the one-token graph's nodes and splits, and whether decoding ever planned
  * or allocated again (reserves and compute-buffer changes after creation). */
+#include "../tests/conform/rng.h"
 #include "bench.h"
 #include "bundled_model.h"
 
@@ -168,9 +169,9 @@ static int run(model_run_t *r, rt_registry_t *reg) {
     if (rtm_context_create(r->model, &cp, &r->ctx) != RT_OK) return -1;
     r->tokens = malloc((size_t)a->n_prompt * sizeof r->tokens[0]);
     if (r->tokens == NULL) return -1;
-    uint64_t s = 0x9e3779b97f4a7c15ull;
-    for (int32_t i = 0; i < a->n_prompt; i++, s = s * 6364136223846793005ull + 1)
-        r->tokens[i] = (rtm_token_t)((s >> 33) % (uint64_t)rtm_model_n_vocab(r->model));
+    uint64_t s = cf_rng_init(0); /* the tests' generator (tests/conform/rng.h) */
+    for (int32_t i = 0; i < a->n_prompt; i++)
+        r->tokens[i] = (rtm_token_t)((cf_rng_next(&s) >> 33) % (uint64_t)rtm_model_n_vocab(r->model));
     double tps[4];
     if (!measure(r, time_prompt, a->n_prompt, &tps[0], &tps[1]) ||
         !measure(r, time_gen, a->n_gen, &tps[2], &tps[3]))

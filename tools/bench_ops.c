@@ -21,6 +21,7 @@
  * repacked layout, RT_BUFT_FLAG_WEIGHTS) when it has one that takes them;
  * their type reads "q8_0(r)" then. --no-weights-buft keeps them in the
  * plain buffer type, in the GGUF layout. */
+#include "../tests/conform/rng.h"
 #include "bench.h"
 #include "bench_ceilings.h"
 #include "tools_os.h"
@@ -265,12 +266,10 @@ static void print_header(bench_t *b) {
 
 //===--- data ---===//
 
+/* The tests' generator (tests/conform/rng.h): the same data every run. */
 static uint64_t rng = 0x2545f4914f6cdd1dull;
 
-static float rand_uniform(float lo, float hi) {
-    rng ^= rng >> 12, rng ^= rng << 25, rng ^= rng >> 27;
-    return lo + (hi - lo) * (float)((rng * 0x2545f4914f6cdd1dull) >> 40) * (1.0f / 16777216.0f);
-}
+static float rand_uniform(float lo, float hi) { return cf_rng_uniform(&rng, lo, hi); }
 
 /* Random values in [lo, hi) in t's type, a batch of rows at a time
  * (contiguous tensors; I32 gets integers in [0, hi)); a tensor in a

@@ -11,6 +11,7 @@
  * the others load. Uses the public API only. Exits 1 when no plugin loaded,
  * naming where it looked. */
 #include "../abi/rt.h"
+#include "../abi/rt_sched.h"
 #include "plugin_probe.h"
 
 #include "tool_cli.h"
@@ -27,6 +28,7 @@ typedef struct opts {
     bool json;
     bool ops;
     bool probe;
+    bool calibrate;
     double probe_timeout_s; /* 0 until parsed: PROBE_TIMEOUT_S */
 } opts_t;
 
@@ -558,7 +560,8 @@ static void print_topology_json(const rt_topology_t *topo) {
 //===--- main ---===//
 
 static void usage(FILE *f) {
-    fputs("usage: rt-devices [--json] [--ops] [--probe] [--probe-timeout=S] [--help] [--version]\n"
+    fputs("usage: rt-devices [--json] [--ops] [--probe] [--probe-timeout=S] [--calibrate]\n"
+          "                  [--help] [--version]\n"
           "Lists the plugins rt considered, their devices and the machine's topology.\n"
           "  --json             the same as JSON (schema_version 1)\n"
           "  --ops              which ops and types each device supports\n"
@@ -566,6 +569,8 @@ static void usage(FILE *f) {
           "                     crashes, aborts, exits or hangs there is reported by\n"
           "                     file and signal, and the others load\n"
           "  --probe-timeout=S  seconds a plugin may take to start when probed (default: 10)\n"
+          "  --calibrate        measure each device's speed figures again (what the\n"
+          "                     placement plans with), cache and show them\n"
           "  --version          release, ABI and commit\n"
           "Environment: RT_PLUGIN_PATH (extra plugin directories), RT_PLUGINS and\n"
           "RT_PLUGINS_DISABLE (names or globs), HWLOC_XMLFILE (a recorded topology),\n"
@@ -576,10 +581,11 @@ static void usage(FILE *f) {
 /* -1 to go on, 0 after --help (the caller prints it), 1 after --version,
  * 2 on a bad option. */
 static int parse_args(int argc, char **argv, opts_t *o) {
-    enum { OPT_PROBE_TIMEOUT = 1000, OPT_VERSION };
+    enum { OPT_PROBE_TIMEOUT = 1000, OPT_VERSION, OPT_CALIBRATE };
     static const struct option opts[] = {
         {"json", no_argument, NULL, 'j'}, {"ops", no_argument, NULL, 'o'},
         {"probe", no_argument, NULL, 'p'}, {"probe-timeout", required_argument, NULL, OPT_PROBE_TIMEOUT},
+        {"calibrate", no_argument, NULL, OPT_CALIBRATE},
         {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0}};
     for (int c; (c = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
@@ -587,6 +593,7 @@ static int parse_args(int argc, char **argv, opts_t *o) {
         case 'j': o->json = true; break;
         case 'o': o->ops = true; break;
         case 'p': o->probe = true; break;
+        case OPT_CALIBRATE: o->calibrate = true; break;
         case OPT_PROBE_TIMEOUT: {
             char *end = NULL;
             o->probe_timeout_s = strtod(optarg, &end);
@@ -606,6 +613,24 @@ static int parse_args(int argc, char **argv, opts_t *o) {
         return rt_cli_bad_usage("rt-devices");
     }
     return -1;
+}
+
+/* Each device's speed figures, measured again and cached (rt_device_speed). */
+static int print_calibration(rt_registry_t *reg) {
+    int failures = 0;
+    printf("speed (measured now, cached for the placement):\n");
+    for (int32_t i = 0; i < rt_registry_device_count(reg); i++) {
+        rt_device_t *dev = rt_registry_device(reg, i);
+        rt_device_speed_t sp;
+        if (rt_device_speed(dev, true, &sp) != RT_OK) {
+            printf("  %-10s calibration failed: %s\n", rt_device_name(dev), rt_last_error());
+            failures++;
+            continue;
+        }
+        printf("  %-10s %9.2f GB/s weights, %8.1f us a layer, %8.1f us a copy in\n",
+               rt_device_name(dev), sp.bytes_per_s * 1e-9, sp.layer_s * 1e6, sp.copy_in_s * 1e6);
+    }
+    return failures;
 }
 
 static int32_t loaded_plugins(const rt_registry_t *reg) {
@@ -686,10 +711,11 @@ int main(int argc, char **argv) {
     thread_plan_init(&tp, topo);
     if (o.json) print_json(reg, topo, have_ops ? &ops : NULL, &tp);
     else print_text(reg, topo, have_ops ? &ops : NULL, &tp);
+    const int bad_calibration = o.calibrate && !o.json ? print_calibration(reg) : 0;
     free(tp.ids);
     const int32_t n_loaded = loaded_plugins(reg);
     if (n_loaded == 0) report_none(reg);
     rt_context_destroy(ops.ctx);
     rt_registry_destroy(reg);
-    return n_loaded > 0 ? 0 : 1;
+    return n_loaded > 0 && bad_calibration == 0 ? 0 : 1;
 }

@@ -4,25 +4,37 @@
  * stdout, then reports on stderr the load time, prompt and generation
  * speed and where each layer ran. Without -m it runs the bundled
  * stories260K (models/ of the build tree, or the installed share/rt: see
- * bundled_model.h) on every device found.
+ * bundled_model.h). With no device options the layers go where the
+ * predicted decode time is least (RTM_SPLIT_FASTEST: each device's speed
+ * is measured once and cached), so a device slower than the CPU, such as
+ * a software one, gets nothing; --split auto and --n-gpu-layers keep the
+ * memory-only splits. --explain prints that plan with its predicted times
+ * before the run, and the measured time per token after it.
  *
  *   rt-run [-m MODEL] [-p PROMPT | -f FILE] [-n N] [sampling] [-dev LIST]
- *          [-ngl N | --split auto] [-t N] [-b N] [-c N] [-r STOP]...
- *          [-cnv [-sys TEXT]] [--dump-logits FILE] [--check-numerics]
+ *          [-ngl N | --split auto|fastest] [-t N] [-b N] [-c N] [-r STOP]...
+ *          [-cnv [-sys TEXT]] [--dump-logits FILE] [--tp N] [--check-numerics]
+ *          [--special] [--explain]
  *
  * (every option, with its default: rt-run --help; run_options.c). -r stops
  * the generation after any of the texts given (printed up to it). -cnv
  * chats on stdin through the model's chat template (run_chat.c).
+ * --special parses special tokens' texts in the prompt ("<|im_start|>")
+ * as those tokens; without it they are plain text.
  * --dump-logits writes one text line of n_vocab logits per position whose
  * logits were computed: every prompt token, then each generated one.
  * Logits that are not finite always stop the run with an error naming the
  * step; --check-numerics keeps every node of the graph so that the error
  * also names the first node whose result was not finite.
+ * Under mpirun (dist/rt_dist.h) the model is split over the ranks: its
+ * layers (pipeline), or with --tp N its heads and FFN columns; rank 0
+ * prints, the rank holding the logits writes --dump-logits.
  * The dump is written through out_file.h: complete, or the previous file kept.
  * Every error, a failed write to stdout or the dump included, is one line
  * on stderr and exit status 1 (2 for usage). */
 #include "../abi/rt.h"
 #include "../model/rt_model.h"
+#include "../dist/rt_dist.h"
 #include "bundled_model.h"
 #include "out_file.h"
 #include "run.h"
@@ -36,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define MAX_DEVICES 16
 
@@ -90,26 +103,73 @@ int run_fail(const char *fmt, ...) {
     return 1;
 }
 
+//===--- over several processes (dist/) ---===//
+
+/* Every rank must run with the same settings: they go into the plan hash. */
+static int dist_plan(run_t *r, const char *file, rtm_model_params_t *mp) {
+    const run_options_t *o = r->o;
+    struct { int32_t n_predict, n_ctx, n_batch, top_k, tp, logits; float temp, top_p; uint64_t seed; }
+        settings;
+    memset(&settings, 0, sizeof settings); /* padding too: the bytes are hashed */
+    settings.n_predict = o->n_predict;
+    settings.n_ctx = o->n_ctx;
+    settings.n_batch = o->n_batch;
+    settings.top_k = o->sampling.top_k;
+    settings.tp = o->tp;
+    settings.logits = o->dump_logits != NULL;
+    settings.temp = o->sampling.temp;
+    settings.top_p = o->sampling.top_p;
+    settings.seed = o->sampling.seed;
+    if (rtd_plan(r->dist, file, &settings, sizeof settings, mp) == RT_OK) return 0;
+    return run_fail("%s", rtd_last_error());
+}
+
+static int dist_join(run_t *r, int *argc, char ***argv) {
+    const rtd_params_t p = {.struct_size = sizeof p, .tp = r->o->tp};
+    if (rtd_create(argc, argv, &p, &r->dist) != RT_OK) return run_fail("%s", rtd_last_error());
+    if (r->dist)
+        fprintf(stderr, "rt-run: rank %d of %d (pid %ld)\n", rtd_rank(r->dist), rtd_size(r->dist),
+                (long)getpid());
+    return 0;
+}
+
+static void dump_ubatch(void *user, const rtm_context_t *c, int32_t n_rows);
+
+/* Ranks other than 0 run their share of each decode until rank 0 is done. */
+static int dist_serve(run_t *r) {
+    if (rtd_serve(r->dist, r->ctx, r->sampler) != RT_OK)
+        return run_fail("%s", rtd_last_error());
+    return 0;
+}
+
 static int load(run_t *r) {
     char path[PATH_MAX];
     rt_device_t *devs[MAX_DEVICES];
     int32_t n_devs = 0;
     if (r->o->devices && !find_devices(r->reg, r->o->devices, devs, &n_devs)) return 1;
-    const rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = r->reg,
+    rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = r->reg,
                                    .devices = r->o->devices ? devs : NULL, .n_devices = n_devs,
                                    .split = r->o->split, .n_gpu_layers = r->o->n_gpu_layers,
                                    .n_ctx = r->o->n_ctx};
     const char *file = r->o->model ? r->o->model : rt_tools_bundled_model(path, sizeof path);
     snprintf(r->model_file, sizeof r->model_file, "%s", file);
+    if (dist_plan(r, file, &mp) != 0) return 1;
     if (rtm_model_load(file, &mp, &r->model) != RT_OK) return run_fail("%s", rtm_last_error());
-    const rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = r->o->n_ctx,
-                                     .n_batch = r->o->n_batch, .n_threads = r->o->n_threads,
-                                     .logits_all = r->o->dump_logits != NULL,
-                                     .check_numerics = r->o->check_numerics};
+    rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = r->o->n_ctx,
+                               .n_batch = r->o->n_batch, .n_threads = r->o->n_threads,
+                               .logits_all = r->o->dump_logits != NULL,
+                               .check_numerics = r->o->check_numerics};
+    if (rtd_setup(r->dist, r->model, &cp) != RT_OK) return run_fail("%s", rtd_last_error());
+    rtd_set_logits_fn(r->dist, dump_ubatch, r); /* the rank with the head dumps per ubatch */
     if (rtm_context_create(r->model, &cp, &r->ctx) != RT_OK) return run_fail("%s", rtm_last_error());
+    if (r->o->explain) {
+        fprintf(stderr, "plan (least predicted decode time per token):\n");
+        rtm_model_write_plan(r->model, write_stderr, NULL);
+    }
     if (rtm_sampler_create(&r->o->sampling, &r->sampler) != RT_OK) return run_fail("%s", rtm_last_error());
     const char *inputs[] = {file, NULL};
-    if (r->o->dump_logits && rt_out_file_open(&r->dump, r->o->dump_logits, inputs) != 0)
+    if (r->o->dump_logits && rtd_runs_head(r->dist) &&
+        rt_out_file_open(&r->dump, r->o->dump_logits, inputs) != 0)
         return run_fail("%s", r->dump.error);
     return 0;
 }
@@ -130,13 +190,23 @@ static int tokenize_prompt(run_t *r) {
     return 0;
 }
 
-static void dump_rows(run_t *r, int32_t n_rows) {
+static void dump_rows_now(run_t *r, int32_t n_rows) {
     const int32_t n_vocab = rtm_model_n_vocab(r->model);
     for (int32_t i = 0; r->dump.f && i < n_rows; i++) {
         const float *l = rtm_get_logits_ith(r->ctx, i);
         for (int32_t j = 0; j < n_vocab; j++) fprintf(r->dump.f, j ? " %.9g" : "%.9g", (double)l[j]);
         fputc('\n', r->dump.f);
     }
+}
+
+/* Alone, after each decode; in a job, dump_ubatch does it. */
+static void dump_rows(run_t *r, int32_t n_rows) {
+    if (r->dist == NULL) dump_rows_now(r, n_rows);
+}
+
+static void dump_ubatch(void *user, const rtm_context_t *c, int32_t n_rows) {
+    (void)c;
+    dump_rows_now(user, n_rows);
 }
 
 /* The text on stdout, and into the reply while the chat captures it. */
@@ -171,7 +241,7 @@ static int emit_token(run_t *r, rtm_token_t t) {
 }
 
 int run_feed(run_t *r, const rtm_token_t *tokens, int32_t n) {
-    if (rtm_decode(r->ctx, tokens, n) != RT_OK) return run_fail("%s", rtm_last_error());
+    if (rtd_decode(r->dist, r->ctx, tokens, n) != RT_OK) return run_fail("%s", rtd_last_error());
     for (int32_t i = 0; i < n; i++) rtm_sampler_accept(r->sampler, tokens[i]);
     dump_rows(r, n);
     return 0;
@@ -184,7 +254,11 @@ int run_generate(run_t *r, int32_t n_max) {
     rt_stop_text_init(&r->stop, r->o->stops, r->o->n_stops);
     int rc = 0;
     for (int32_t n = 0; rc == 0 && (n_max < 0 || n < n_max); n++) {
-        rtm_token_t t = rtm_sampler_sample(r->sampler, rtm_get_logits(r->ctx), rtm_model_n_vocab(r->model));
+        rtm_token_t t; /* over several ranks, it comes when every stage is done */
+        if (rtd_next_token(r->dist, r->ctx, r->sampler, rtm_model_n_vocab(r->model), &t) != RT_OK) {
+            rc = run_fail("%s", rtd_last_error());
+            break;
+        }
         const bool eog = rtm_vocab_is_eog(v, t);
         if (!eog && (rc = emit_token(r, t)) != 0) break;
         r->n_generated += !eog; /* counted as printed, also when the context is full */
@@ -201,6 +275,7 @@ int run_generate(run_t *r, int32_t n_max) {
 
 /* The prompt, then up to n_predict tokens. */
 static int complete(run_t *r) {
+    if (rtd_rank(r->dist) != 0) return dist_serve(r);
     const double t0 = now();
     if (run_feed(r, r->prompt, r->n_prompt) != 0) return 1;
     r->t_prompt = now() - t0;
@@ -208,8 +283,7 @@ static int complete(run_t *r) {
     fflush(stdout);
     if (run_generate(r, r->o->n_predict) != 0) return 1;
     fputc('\n', stdout);
-    if (fflush(stdout) != 0 || ferror(stdout)) return run_fail("cannot write stdout: %s", strerror(errno));
-    return r->dump.f && rt_out_file_commit(&r->dump) != 0 ? run_fail("%s", r->dump.error) : 0;
+    return fflush(stdout) != 0 || ferror(stdout) ? run_fail("cannot write stdout: %s", strerror(errno)) : 0;
 }
 
 static void report(const run_t *r) {
@@ -230,6 +304,9 @@ static void report(const run_t *r) {
             (double)cs.compute_bytes / 1048576.0, cs.tg_splits, cs.n_graphs, cs.n_reserves);
     fprintf(stderr, "layers (%s, %d):\n", rtm_model_arch(r->model), rtm_model_n_layer(r->model));
     rtm_model_write_placement(r->model, write_stderr, NULL);
+    if (r->o->explain && r->n_generated > 0)
+        fprintf(stderr, "measured decode: %.3f ms per token (the plan's prediction above)\n",
+                r->t_gen / r->n_generated * 1e3);
 }
 
 /* --list-devices: one line per device, in the registry's order. */
@@ -245,14 +322,21 @@ int main(int argc, char **argv) {
     const int pa = run_options_parse(argc, argv, &o);
     if (pa != 0) return run_options_deinit(&o), pa == 1 ? 0 : 2;
     run_t r = {.o = &o};
-    int rc = rt_registry_create(NULL, &r.reg) == RT_OK ? 0 : run_fail("%s", rt_last_error());
+    int rc = o.conversation && o.tp ? run_fail("-cnv runs in one process, not with --tp") : 0;
+    if (rc == 0 && !o.list_devices) rc = dist_join(&r, &argc, &argv);
+    if (rc == 0) rc = rt_registry_create(NULL, &r.reg) == RT_OK ? 0 : run_fail("%s", rt_last_error());
     if (rc == 0 && o.list_devices) list_devices(r.reg);
     else {
         if (rc == 0) rc = load(&r);
         if (rc == 0 && !o.conversation) rc = tokenize_prompt(&r);
         if (rc == 0) rc = o.conversation ? run_chat(&r) : complete(&r);
-        if (rc == 0) report(&r);
+        if (rc == 0 && rtd_finish(r.dist, write_stderr, NULL) != RT_OK) rc = run_fail("%s", rtd_last_error());
+        /* by the rank with the head, once every row is written */
+        if (rc == 0 && r.dump.f && rt_out_file_commit(&r.dump) != 0) rc = run_fail("%s", r.dump.error);
+        if (rc == 0 && rtd_rank(r.dist) == 0) report(&r);
+        if (rc != 0) rtd_abort(r.dist, rc); /* the other ranks would wait for this one */
     }
+    rtd_destroy(r.dist);
     rt_out_file_abort(&r.dump); /* after a commit, nothing is left to remove */
     free(r.prompt);
     rtm_sampler_destroy(r.sampler);

@@ -7,12 +7,14 @@
 
 #include "../abi/rt.h"
 #include "../model/rt_model.h"
+#include "../dist/rt_dist.h"
 #include "out_file.h"
 #include "run_options.h"
 #include "stop_text.h"
 
 typedef struct run {
     const run_options_t *o;
+    rtd_t *dist;              /* NULL: this process runs alone */
     rt_registry_t *reg;
     rtm_model_t *model;
     char model_file[4096];    /* the GGUF loaded */

@@ -3,6 +3,7 @@
  * llama.cpp spelling beside rt's), one switch over their codes, and the
  * help text stating every default. */
 #include "run_options.h"
+#include "../dist/rt_dist.h"
 #include "tool_cli.h"
 
 #include <errno.h>
@@ -35,9 +36,12 @@ static void usage(FILE *f) {
         "  -t, --threads N           CPU threads (default: the CPU plugin's)\n"
         "  -dev, --device, --devices LIST  comma-separated devices (default: all)\n"
         "      --list-devices        list the devices and exit\n"
-        "  -ngl, --n-gpu-layers, --gpu-layers N  the last N layers on the first GPU\n"
-        "                            (-1: all; default: --split auto)\n"
-        "      --split auto          as many layers on GPUs as fit, by free memory\n"
+        "  -ngl, --n-gpu-layers, --gpu-layers N  the last N layers on the first GPU (-1: all)\n"
+        "      --split auto|fastest  auto: as many layers on GPUs as fit, by free memory;\n"
+        "                            fastest: the least predicted decode time (the default\n"
+        "                            without -dev, -ngl or --split)\n"
+        "      --explain             the placement plan before the run, measured time after\n"
+        "      --tp N                tensor-parallel ranks under mpirun -np N (see README)\n"
         "sampling (default: greedy; --temp > 0 samples):\n"
         "      --temp T              temperature (default: 0, greedy)\n"
         "      --top-k K             keep the K most likely (default: %d; 0: all)\n"
@@ -69,7 +73,7 @@ static void usage(FILE *f) {
 enum {
     OPT_TEMP = 1000, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P, OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N,
     OPT_SPLIT, OPT_LIST_DEVICES, OPT_DEVICE, OPT_NGL, OPT_CNV, OPT_NO_CNV, OPT_SYS, OPT_COLOR,
-    OPT_SPECIAL, OPT_DUMP_LOGITS, OPT_CHECK_NUMERICS, OPT_VERSION
+    OPT_SPECIAL, OPT_DUMP_LOGITS, OPT_CHECK_NUMERICS, OPT_VERSION, OPT_EXPLAIN, OPT_TP
 };
 
 static const struct option long_options[] = {
@@ -109,6 +113,8 @@ static const struct option long_options[] = {
     {"special", no_argument, NULL, OPT_SPECIAL},
     {"dump-logits", required_argument, NULL, OPT_DUMP_LOGITS},
     {"check-numerics", no_argument, NULL, OPT_CHECK_NUMERICS},
+    {"explain", no_argument, NULL, OPT_EXPLAIN},
+    {"tp", required_argument, NULL, OPT_TP},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -153,11 +159,12 @@ static bool add_stop(const char *text, run_options_t *o) {
 }
 
 static bool split_option(const char *value, run_options_t *o) {
-    if (strcmp(value, "auto") == 0) {
-        o->split = RTM_SPLIT_AUTO;
+    o->split_given = true;
+    if (strcmp(value, "auto") == 0 || strcmp(value, "fastest") == 0) {
+        o->split = value[0] == 'a' ? RTM_SPLIT_AUTO : RTM_SPLIT_FASTEST;
         return true;
     }
-    fprintf(stderr, TOOL ": --split knows only 'auto', not '%s'\n", value);
+    fprintf(stderr, TOOL ": --split knows 'auto' and 'fastest', not '%s'\n", value);
     return false;
 }
 
@@ -193,6 +200,7 @@ static int one_option(int c, const char *name, const char *v, run_options_t *o) 
     case OPT_DEVICE: o->devices = v; break;
     case OPT_NGL:
         o->split = RTM_SPLIT_N_GPU_LAYERS;
+        o->split_given = true;
         ok = rt_cli_int(TOOL, name, v, -1, INT32_MAX, &o->n_gpu_layers);
         break;
     case OPT_CNV: o->conversation = true; break;
@@ -202,6 +210,8 @@ static int one_option(int c, const char *name, const char *v, run_options_t *o) 
     case OPT_SPECIAL: o->special = true; break;
     case OPT_DUMP_LOGITS: o->dump_logits = v; break;
     case OPT_CHECK_NUMERICS: o->check_numerics = true; break;
+    case OPT_EXPLAIN: o->explain = true; break;
+    case OPT_TP: ok = rt_cli_int(TOOL, name, v, 1, RTD_MAX_RANKS, &o->tp); break;
     case 'h': usage(stdout); return 1;
     case OPT_VERSION: rt_cli_print_version(stdout, TOOL); return 1;
     default: return 2; /* getopt said why */
@@ -232,6 +242,8 @@ int run_options_parse(int argc, char **argv, run_options_t *o) {
         fprintf(stderr, TOOL ": unexpected argument '%s'\n", argv[optind]);
         return rt_cli_bad_usage(TOOL);
     }
+    /* No device options: the fastest plan; named devices keep the memory split. */
+    if (!o->split_given && o->devices == NULL) o->split = RTM_SPLIT_FASTEST;
     return 0;
 }
 

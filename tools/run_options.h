@@ -24,6 +24,9 @@ typedef struct run_options {
     int32_t n_threads, n_batch, n_ctx;
     const char *dump_logits; /* file, or NULL */
     bool check_numerics;
+    bool explain;            /* the placement plan before the run, the measured time after */
+    bool split_given;        /* --split or -ngl (else the fastest plan, without -dev) */
+    int32_t tp;              /* tensor-parallel ranks (mpirun -np N); 0: pipeline */
     bool special;            /* special tokens' texts in the prompt are those tokens */
     bool conversation;       /* -cnv: a chat through the model's template */
     bool color;              /* the user's text in colour on a terminal */

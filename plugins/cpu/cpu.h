@@ -41,8 +41,13 @@ void rt_cpu_device_init(rt_cpu_device_t *dev, const rt_host_t *host);
 
 //===--- the operating system (os_linux.c, os_darwin.c) ---===//
 
-/* Processors this process may run on, >= 1: the default thread count. */
+/* The default thread count, >= 1: the processors this process may run on,
+ * capped by its CPU quota where the OS has one. */
 int32_t rt_cpu_os_count(void);
+/* Processors' worth of time the cgroup CPU quota (v2 or v1) gives the
+ * process whose /proc/PID/cgroup file is self_cgroup, under the cgroup
+ * file system mounted at root; 0 when none or unknown (cgroup.c). */
+int32_t rt_cpu_cgroup_cpus(const char *root, const char *self_cgroup);
 /* Pins thread to processor cpu: 0, or an errno value (ENOTSUP where the
  * OS has no pinning). */
 int rt_cpu_os_pin(pthread_t thread, int32_t cpu);
@@ -148,6 +153,9 @@ int32_t rt_cpu_op_phases(const rt_tensor_t *node);      /* >= 1 */
  * small that the others' share would cost more in cache traffic and
  * waiting than it saves. */
 int32_t rt_cpu_op_threads(const rt_tensor_t *node, int32_t nth);
+/* Rough work of a node in elements touched (what rt_cpu_op_threads and
+ * the pool's choice of thread count weigh). */
+int64_t rt_cpu_op_work(const rt_tensor_t *node);
 void rt_cpu_op_compute(const rt_cpu_params_t *p, rt_tensor_t *node);
 
 //===--- types and row conversion (ops.c) ---===//

@@ -335,9 +335,9 @@ int32_t rt_cpu_op_phases(const rt_tensor_t *node) {
     return e && e->phases ? e->phases(node) : 1;
 }
 
-/* Rough work of a node in elements touched; a product counts its
- * multiply-adds, eight to an element (they run that many times faster). */
-static int64_t rt_cpu_op_work(const rt_tensor_t *node) {
+/* A product counts its multiply-adds, eight to an element (they run that
+ * many times faster). */
+int64_t rt_cpu_op_work(const rt_tensor_t *node) {
     if (node->op == RT_OP_MUL_MAT) {
         const rt_tensor_t *b = node->src[1];
         return node->src[0]->ne[0] * node->ne[0] * b->ne[1] * b->ne[2] * b->ne[3] / 8;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* os_linux.c: what the CPU plugin asks of Linux (cpu.h, "the operating
  * system"): the processors of the process's affinity mask, which taskset
- * and cpusets narrow; pinning a worker to one processor; the memory
+ * and cpusets narrow, capped by its cgroup CPU quota (cgroup.c: docker
+ * --cpus, systemd CPUQuota); pinning a worker to one processor; the memory
  * available now. os_darwin.c answers the same on macOS. */
 #include "cpu.h"
 
@@ -10,7 +11,7 @@
 #include <sched.h>
 #include <unistd.h>
 
-int32_t rt_cpu_os_count(void) {
+static int32_t rt_cpu_os_affinity(void) {
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0) {
         const int n = CPU_COUNT(&set);
@@ -18,6 +19,12 @@ int32_t rt_cpu_os_count(void) {
     }
     const long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int32_t)n : 1;
+}
+
+int32_t rt_cpu_os_count(void) {
+    const int32_t n = rt_cpu_os_affinity();
+    const int32_t quota = rt_cpu_cgroup_cpus("/sys/fs/cgroup", "/proc/self/cgroup");
+    return quota > 0 && quota < n ? quota : n;
 }
 
 int rt_cpu_os_pin(pthread_t thread, int32_t cpu) {

@@ -1,18 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /* threadpool.c: one persistent pool of threads per queue, and the graph
  * loop they run. The calling thread is thread 0 and n_threads - 1 workers
- * are the others. Between graphs a worker spins for a while on the graph
- * generation (a decode loop submits graphs back to back, and waking a
- * sleeping thread costs tens of microseconds), then sleeps on a condition
- * variable; the caller only takes the lock to wake sleepers. A graph is one
- * pass of every thread over the same node list: each does its share of a
- * node's phase (most nodes have one, rt_cpu_op_phases) and meets the others
- * at one barrier per phase, spinning briefly and then yielding (nodes are
- * short, and the machine may have fewer cores than threads). The last
+ * are the others. A graph is one pass of every thread over the same node
+ * list: each does its share of a node's phase (most nodes have one,
+ * rt_cpu_op_phases) and meets the others at one barrier per phase. The last
  * thread into a barrier resets the work counter that kernels claim items
- * from. No node allocates and no barrier makes a system call unless a
- * thread has to wait long: the pool owns the per-thread and the shared
- * scratch, sized before each graph from what its nodes ask for. */
+ * from. Every wait (a worker between graphs, a thread in a barrier) backs
+ * off the same way: it spins a bounded while (a decode loop submits graphs
+ * back to back and its barriers are microseconds apart, while waking a
+ * sleeper costs tens of them), then yields a few times, then sleeps on the
+ * pool's condition variable. The barrier's spin budget adapts: a wait that
+ * had to sleep halves it, one that ended sooner doubles it, so on busy
+ * cores (a competing process, more threads than the affinity mask or a
+ * cgroup quota lets run) a thread soon stops burning the core that the
+ * thread it waits for needs, and on idle cores it keeps the fast path.
+ * Backing off cannot make a thread that the OS does not run arrive at a
+ * barrier sooner, so the pool also times its graphs (seconds per unit of
+ * work) on all threads and on the caller alone, runs the faster way, and
+ * tries the other now and then: on a machine whose cores are all busy, 2
+ * threads are then never much slower than 1. No node allocates: the pool owns the per-thread and the shared scratch,
+ * sized before each graph from what its nodes ask for. */
 #include "cpu.h"
 
 #include <errno.h>
@@ -22,6 +29,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct rt_cpu_worker {
     rt_cpu_pool_t *pool;
@@ -29,8 +37,9 @@ typedef struct rt_cpu_worker {
     int32_t ith;
 } rt_cpu_worker_t;
 
-/* Invariants: generation, stop and the graph fields change only under
- * mutex, and the graph fields only while no graph runs; a worker runs the
+/* Invariants: generation, stop and the graph fields change only on the
+ * calling thread, and the graph fields only while no graph runs; mutex
+ * guards nothing but the sleeps (rt_cpu_wait); a worker runs the
  * graph of each generation exactly once. The final barrier of a graph is
  * the point after which no worker reads the node list. */
 struct rt_cpu_pool {
@@ -52,16 +61,27 @@ struct rt_cpu_pool {
     uint8_t *shared;                /* after the threads' scratch, shared_size bytes */
     size_t shared_size;
     int32_t n_active;               /* threads running the current graph: 1 or n_threads */
+    double rate[2];                 /* seconds per work unit alone, on all; 0: unknown */
+    uint32_t n_split;               /* graphs worth splitting run so far */
     atomic_int barrier_count;       /* threads arrived at the current barrier */
-    atomic_int barrier_phase;       /* bumped when the last one arrives */
+    _Atomic uint64_t barrier_phase; /* bumped when the last one arrives */
+    atomic_int spin_limit;          /* a barrier's spins before yielding (adapted) */
     _Atomic int64_t counter;        /* work items claimed in the current phase */
     rt_cpu_error_t error;
 };
 
-/* Spins before a thread gives its core away: in a barrier (then yields), and
- * between graphs (then sleeps). About 2^14 pauses are some 100 us. */
-#define RT_CPU_SPIN_BARRIER (1 << 12)
-#define RT_CPU_SPIN_IDLE (1 << 14)
+/* Bounds of a wait's back-off. About 2^14 pauses are some 100 us on a
+ * recent x86 core; a yield costs a system call, and on a busy core lets the
+ * other process run for its time slice. */
+#define RT_CPU_SPIN_IDLE (1 << 14)  /* between graphs */
+#define RT_CPU_SPIN_MAX (1 << 12)   /* in a barrier, while its waits end spinning */
+#define RT_CPU_SPIN_MIN (1 << 5)    /* in a barrier, once its waits end asleep */
+#define RT_CPU_YIELDS 8
+/* Every RT_CPU_PROBE-th graph worth splitting runs the way that was slower
+ * (conditions change: a competitor ends, the graphs grow); a new rate
+ * weighs RT_CPU_RATE_NEW in the smoothed one. */
+#define RT_CPU_PROBE 16
+#define RT_CPU_RATE_NEW 0.25
 
 static inline void rt_cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -101,6 +121,54 @@ void rt_cpu_split(int64_t n, int32_t ith, int32_t nth, int64_t *out_begin, int64
     *out_end = n * (ith + 1) / nth;
 }
 
+//===--- waiting: spin, yield, sleep ---===//
+
+/* How a wait ended: the caller's spin budget is judged by it. */
+typedef enum rt_cpu_waited { RT_CPU_SPUN, RT_CPU_YIELDED, RT_CPU_SLEPT } rt_cpu_waited_t;
+
+/* Until *word moves past seen: spin up to spin_limit times, yield up to
+ * RT_CPU_YIELDS times, then sleep. The sleeper counts itself before its
+ * last look at the word and whoever moves the word looks at the count after
+ * (rt_cpu_pool_notify), so one of the two always sees the other (both
+ * sequentially consistent). */
+static rt_cpu_waited_t rt_cpu_wait(rt_cpu_pool_t *pool, _Atomic uint64_t *word, uint64_t seen,
+                                   int32_t spin_limit) {
+    for (int32_t i = 0; i < spin_limit; i++) {
+        if (atomic_load(word) != seen) return RT_CPU_SPUN;
+        rt_cpu_relax();
+    }
+    for (int32_t i = 0; i < RT_CPU_YIELDS; i++) {
+        if (atomic_load(word) != seen) return RT_CPU_YIELDED;
+        sched_yield();
+    }
+    pthread_mutex_lock(&pool->mutex);
+    atomic_fetch_add(&pool->n_sleeping, 1);
+    while (atomic_load(word) == seen) pthread_cond_wait(&pool->wake, &pool->mutex);
+    atomic_fetch_sub(&pool->n_sleeping, 1);
+    pthread_mutex_unlock(&pool->mutex);
+    return RT_CPU_SLEPT;
+}
+
+/* Called after moving a word that threads may sleep on: takes the lock
+ * only when one may. Sleepers on the other word wake, see theirs
+ * unchanged, and sleep again. */
+static void rt_cpu_pool_notify(rt_cpu_pool_t *pool) {
+    if (atomic_load(&pool->n_sleeping) > 0) {
+        pthread_mutex_lock(&pool->mutex);
+        pthread_cond_broadcast(&pool->wake);
+        pthread_mutex_unlock(&pool->mutex);
+    }
+}
+
+/* A barrier wait that slept spun for nothing: halve the budget; one that
+ * ended sooner might have ended spinning: double it. Stored only when it
+ * changes, so threads on idle cores do not share a written cache line. */
+static void rt_cpu_adapt_spin(rt_cpu_pool_t *pool, int32_t limit, rt_cpu_waited_t how) {
+    int32_t next = how == RT_CPU_SLEPT ? limit / 2 : limit * 2;
+    next = next < RT_CPU_SPIN_MIN ? RT_CPU_SPIN_MIN : next > RT_CPU_SPIN_MAX ? RT_CPU_SPIN_MAX : next;
+    if (next != limit) atomic_store_explicit(&pool->spin_limit, next, memory_order_relaxed);
+}
+
 //===--- the barrier and the graph loop ---===//
 
 /* The last of n threads in resets the work counter for the next phase,
@@ -112,19 +180,16 @@ static void rt_cpu_barrier(rt_cpu_pool_t *pool, int32_t n) {
         atomic_store_explicit(&pool->counter, 0, memory_order_relaxed);
         return;
     }
-    const int phase = atomic_load(&pool->barrier_phase);
+    const uint64_t phase = atomic_load(&pool->barrier_phase);
     if (atomic_fetch_add(&pool->barrier_count, 1) == n - 1) {
         atomic_store(&pool->barrier_count, 0);
         atomic_store_explicit(&pool->counter, 0, memory_order_relaxed);
         atomic_fetch_add(&pool->barrier_phase, 1);
+        rt_cpu_pool_notify(pool);
         return;
     }
-    for (int spins = 0; atomic_load(&pool->barrier_phase) == phase; spins++) {
-        if (spins < RT_CPU_SPIN_BARRIER)
-            rt_cpu_relax();
-        else
-            sched_yield();
-    }
+    const int32_t limit = atomic_load_explicit(&pool->spin_limit, memory_order_relaxed);
+    rt_cpu_adapt_spin(pool, limit, rt_cpu_wait(pool, &pool->barrier_phase, phase, limit));
 }
 
 /* Every thread runs this for the same graph; a barrier separates two
@@ -161,60 +226,39 @@ done:
     rt_cpu_barrier(pool, n_active);
 }
 
-/* Until the generation moves past seen (or stop): spin, then sleep. The
- * sleeper counts itself before its last look at the generation, and the
- * caller bumps the generation before looking at the count, so one of the
- * two always sees the other (both sequentially consistent). */
-static uint64_t rt_cpu_worker_wait(rt_cpu_pool_t *pool, uint64_t seen) {
-    for (int spins = 0; spins < RT_CPU_SPIN_IDLE; spins++) {
-        const uint64_t g = atomic_load(&pool->generation);
-        if (g != seen || atomic_load(&pool->stop)) return g;
-        rt_cpu_relax();
-    }
-    pthread_mutex_lock(&pool->mutex);
-    atomic_fetch_add(&pool->n_sleeping, 1);
-    while (!atomic_load(&pool->stop) && atomic_load(&pool->generation) == seen)
-        pthread_cond_wait(&pool->wake, &pool->mutex);
-    atomic_fetch_sub(&pool->n_sleeping, 1);
-    pthread_mutex_unlock(&pool->mutex);
-    return atomic_load(&pool->generation);
-}
-
 static void *rt_cpu_worker_main(void *arg) {
     rt_cpu_worker_t *w = arg;
     rt_cpu_pool_t *pool = w->pool;
     uint64_t seen = 0;
     for (;;) {
-        seen = rt_cpu_worker_wait(pool, seen);
+        rt_cpu_wait(pool, &pool->generation, seen, RT_CPU_SPIN_IDLE);
+        seen = atomic_load(&pool->generation);
         if (atomic_load(&pool->stop)) break;
         rt_cpu_run_graph(pool, w->ith);
     }
     return NULL;
 }
 
-/* Bumps the generation; takes the lock only when a worker may sleep. */
+/* Bumps the generation (stop is set first, so a stopping worker wakes). */
 static void rt_cpu_pool_wake(rt_cpu_pool_t *pool, bool stop) {
     if (stop) atomic_store(&pool->stop, true);
     atomic_fetch_add(&pool->generation, 1);
-    if (atomic_load(&pool->n_sleeping) > 0 || stop) {
-        pthread_mutex_lock(&pool->mutex);
-        pthread_cond_broadcast(&pool->wake);
-        pthread_mutex_unlock(&pool->mutex);
-    }
+    rt_cpu_pool_notify(pool);
 }
 
 //===--- scratch ---===//
 
 /* Grows the scratch to what the largest node asks for; keeps it otherwise.
- * *out_any says whether any node computes at all, *out_split whether any
- * is worth more than one thread. */
+ * *out_work is the work of the nodes worth more than one thread (0: run
+ * the graph alone), *out_any says whether any node computes at all. */
 static rt_status_t rt_cpu_pool_reserve(rt_cpu_pool_t *pool, rt_tensor_t *const *nodes,
-                                       int32_t n_nodes, bool *out_any, bool *out_split) {
+                                       int32_t n_nodes, bool *out_any, int64_t *out_work) {
     size_t wsize = 0, shared = 0;
-    *out_any = *out_split = false;
+    *out_any = false;
+    *out_work = 0;
     for (int32_t i = 0; i < n_nodes; i++) {
         if (!rt_cpu_op_computes(nodes[i]->op)) continue;
-        if (rt_cpu_op_threads(nodes[i], pool->n_threads) > 1) *out_split = true;
+        if (rt_cpu_op_threads(nodes[i], pool->n_threads) > 1) *out_work += rt_cpu_op_work(nodes[i]);
         const size_t w = rt_cpu_pad(rt_cpu_op_wsize(nodes[i]));
         const size_t s = rt_cpu_pad(rt_cpu_op_shared_wsize(nodes[i]));
         if (w > wsize) wsize = w;
@@ -247,21 +291,51 @@ static rt_status_t rt_cpu_pool_reserve(rt_cpu_pool_t *pool, rt_tensor_t *const *
     return RT_OK;
 }
 
+//===--- all threads or the caller alone ---===//
+
+static double rt_cpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* 1 (all threads) or 0 (the caller alone) for the next graph worth
+ * splitting: a way not yet timed first (all threads before alone), then
+ * the faster, the slower every RT_CPU_PROBE-th graph. */
+static int rt_cpu_pool_choose(rt_cpu_pool_t *pool) {
+    if (pool->n_threads == 1) return 0;
+    const uint32_t n = pool->n_split++;
+    if (pool->rate[1] == 0) return 1;
+    if (pool->rate[0] == 0) return 0;
+    const int best = pool->rate[1] <= pool->rate[0] ? 1 : 0;
+    return n % RT_CPU_PROBE == RT_CPU_PROBE - 1 ? 1 - best : best;
+}
+
+static void rt_cpu_pool_learn(rt_cpu_pool_t *pool, int way, double seconds, int64_t work) {
+    const double r = seconds / (double)work;
+    pool->rate[way] = pool->rate[way] == 0 ? r : pool->rate[way] * (1 - RT_CPU_RATE_NEW) + r * RT_CPU_RATE_NEW;
+}
+
 /* A graph of small nodes only (a small model's decode step) runs on the
- * calling thread alone: no wake-up, no barrier. */
+ * calling thread alone: no wake-up, no barrier; so does one the pool has
+ * found faster that way (rt_cpu_pool_choose). */
 rt_status_t rt_cpu_pool_compute(rt_cpu_pool_t *pool, rt_tensor_t *const *nodes, int32_t n_nodes) {
-    bool any, split;
-    rt_status_t st = rt_cpu_pool_reserve(pool, nodes, n_nodes, &any, &split);
+    bool any;
+    int64_t work;
+    rt_status_t st = rt_cpu_pool_reserve(pool, nodes, n_nodes, &any, &work);
     if (st != RT_OK || !any) return st; /* views only: nothing to wake the workers for */
     atomic_store(&pool->error.claimed, 0);
     atomic_store(&pool->counter, 0);
     pool->nodes = nodes; /* published by the generation bump */
     pool->n_nodes = n_nodes;
-    pool->n_active = split ? pool->n_threads : 1;
-    if (split) rt_cpu_pool_wake(pool, false);
+    const int way = work > 0 ? rt_cpu_pool_choose(pool) : 0;
+    pool->n_active = way ? pool->n_threads : 1;
+    const double t0 = work > 0 ? rt_cpu_seconds() : 0;
+    if (way) rt_cpu_pool_wake(pool, false);
     rt_cpu_run_graph(pool, 0);
     if (atomic_load(&pool->error.claimed))
         return pool->host->set_error(pool->error.status, "cpu: %s", pool->error.message);
+    if (work > 0) rt_cpu_pool_learn(pool, way, rt_cpu_seconds() - t0, work);
     return RT_OK;
 }
 
@@ -320,6 +394,7 @@ rt_status_t rt_cpu_pool_create(const rt_host_t *host, int32_t n_threads, const i
     atomic_init(&pool->counter, 0);
     atomic_init(&pool->barrier_count, 0);
     atomic_init(&pool->barrier_phase, 0);
+    atomic_init(&pool->spin_limit, RT_CPU_SPIN_MAX);
     atomic_init(&pool->error.claimed, 0);
     const rt_status_t st = rt_cpu_pool_start(pool, cpu_ids, n_cpu_ids);
     if (st != RT_OK) {

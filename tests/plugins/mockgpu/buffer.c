@@ -54,16 +54,20 @@ static void *buffer_base(void *state) {
 static rt_status_t set_tensor(void *state, rt_tensor_t *t, const void *data, size_t offset,
                               size_t size) {
     mockgpu_buffer_t *b = state;
+    const double t0 = mockgpu_now();
     memcpy((char *)t->data + offset, data, size);
     b->device->counters.bytes_in += size;
+    mockgpu_pace_copy(b->device, t0);
     return RT_OK;
 }
 
 static rt_status_t get_tensor(void *state, const rt_tensor_t *t, void *data, size_t offset,
                               size_t size) {
     mockgpu_buffer_t *b = state;
+    const double t0 = mockgpu_now();
     memcpy(data, (const char *)t->data + offset, size);
     b->device->counters.bytes_out += size;
+    mockgpu_pace_copy(b->device, t0);
     return RT_OK;
 }
 

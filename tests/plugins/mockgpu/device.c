@@ -18,8 +18,11 @@ static rt_status_t get_props(void *device, rt_device_props_t *props) {
     mockgpu_device_t *d = device;
     props->kind = RT_DEVICE_KIND_GPU;
     snprintf(props->name, sizeof props->name, "Mock GPU %u", d->index);
+    /* The knobs are part of the description, so cached speed figures of a
+     * differently configured mock do not apply (runtime/cost_cache.c). */
     snprintf(props->description, sizeof props->description,
-             "private memory, arithmetic delegated to the CPU plugin");
+             "private memory, arithmetic delegated to the CPU plugin, emulating %g GB/s, "
+             "%g us copies", d->gbps, d->copy_us);
     props->memory_total = d->memory;
     const uint64_t used = d->allocated;
     props->memory_free = used < d->memory ? d->memory - used : 0;
@@ -89,7 +92,10 @@ static rt_status_t graph_compute(void *queue, rt_tensor_t *const *nodes, int32_t
     mockgpu_queue_t *q = queue;
     q->device->counters.n_graphs++;
     q->device->counters.n_nodes += (uint64_t)n_nodes;
-    return q->device->owner->cpu_vt->graph_compute(q->cpu_queue, nodes, n_nodes);
+    const double t0 = mockgpu_now();
+    const rt_status_t st = q->device->owner->cpu_vt->graph_compute(q->cpu_queue, nodes, n_nodes);
+    if (st == RT_OK) mockgpu_pace_graph(q->device, nodes, n_nodes, t0);
+    return st;
 }
 
 static rt_status_t synchronize(void *queue) {
@@ -134,8 +140,25 @@ static rt_status_t event_record(void *event, void *queue) { (void)event; (void)q
 static rt_status_t event_wait(void *queue, void *event) { (void)event; (void)queue; return RT_OK; }
 static rt_status_t event_synchronize(void *event) { (void)event; return RT_OK; }
 
+/* Its knobs as the device's own figures, when RT_MOCKGPU_REPORT_SPEED asks
+ * for them and the bandwidth knob is set. */
+static rt_status_t get_speed(void *device, double *bytes_per_s, double *layer_s,
+                             double *copy_in_s) {
+    const mockgpu_device_t *d = device;
+    if (!d->report_speed || d->gbps <= 0) return RT_ERR_UNSUPPORTED;
+    *bytes_per_s = d->gbps * 1e9;
+    *layer_s = 0;
+    *copy_in_s = d->copy_us * 1e-6;
+    return RT_OK;
+}
+
+static const rt_device_ext_speed_t speed_ext = {
+    {sizeof speed_ext, RT_EXT_DEVICE_SPEED, NULL},
+    get_speed,
+};
+
 static const rt_device_ext_async_t async_ext = {
-    {sizeof async_ext, RT_EXT_DEVICE_ASYNC, NULL},
+    {sizeof async_ext, RT_EXT_DEVICE_ASYNC, &speed_ext.header},
     set_tensor_async, get_tensor_async, cpy_tensor_async,
     event_create, event_destroy, event_record, event_wait, event_synchronize,
 };

@@ -52,6 +52,9 @@ static void configure_devices(mockgpu_t *m) {
     char mem[MOCKGPU_MAX_DEVICES][64], pci[MOCKGPU_MAX_DEVICES][64];
     const int n_mem = split_list(getenv("RT_MOCKGPU_MEMORY"), mem, MOCKGPU_MAX_DEVICES);
     const int n_pci = split_list(getenv("RT_MOCKGPU_PCI"), pci, MOCKGPU_MAX_DEVICES);
+    char gbps[MOCKGPU_MAX_DEVICES][64], copy[MOCKGPU_MAX_DEVICES][64];
+    const int n_gbps = split_list(getenv("RT_MOCKGPU_GBPS"), gbps, MOCKGPU_MAX_DEVICES);
+    const int n_copy = split_list(getenv("RT_MOCKGPU_COPY_US"), copy, MOCKGPU_MAX_DEVICES);
     for (uint32_t i = 0; i < m->n_devices; i++) {
         mockgpu_device_t *d = &m->devices[i];
         memset(d, 0, sizeof *d);
@@ -59,6 +62,12 @@ static void configure_devices(mockgpu_t *m) {
         d->index = i;
         d->memory = n_mem ? parse_size(mem[(int)i < n_mem ? (int)i : n_mem - 1]) : (1ull << 30);
         if ((int)i < n_pci) snprintf(d->pci, sizeof d->pci, "%.31s", pci[i]);
+        if (n_gbps) d->gbps = atof(gbps[(int)i < n_gbps ? (int)i : n_gbps - 1]);
+        if (n_copy) d->copy_us = atof(copy[(int)i < n_copy ? (int)i : n_copy - 1]);
+        if (!(d->gbps > 0)) d->gbps = 0;
+        if (!(d->copy_us > 0)) d->copy_us = 0;
+        const char *report = getenv("RT_MOCKGPU_REPORT_SPEED");
+        d->report_speed = report && strcmp(report, "1") == 0;
     }
 }
 

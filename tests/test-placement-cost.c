@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: MIT */
+/* test-placement-cost.c: RT_PLACEMENT_FASTEST (abi/rt_sched.h), the layer
+ * split of least predicted decode time, on made-up devices: four layers of
+ * 100 bytes, an input of 50 and an output of 30; the CPU streams 100 bytes
+ * a millisecond, so a layer costs it 1 ms. Each case names what the planner
+ * must see: a fast device gets more layers than a slow one, a device slower
+ * than the CPU gets none (a software device such as lavapipe), and a split
+ * whose copies cost more than it saves is not made. Plans are written as in
+ * test-sched: the layers' devices, then input and output ("0011 2 1").
+ *
+ *   cost-1  one GPU 10x the CPU with room for all: everything there
+ *   cost-2  one GPU slower than the CPU: nothing there, whatever its memory
+ *   cost-3  a fast GPU with room for 2 layers, a slower one for all: 2 + 2
+ *   cost-4  a GPU 2x the CPU with room for one layer: its copies cost 2 ms,
+ *           so no split; at 0.01 ms the split is made
+ *   cost-5  predicted times: the shares add up to the whole, the text shows them
+ *   cost-6  FASTEST without figures is refused; replan moves layers off
+ *   cost-7  measured figures (rt_device_speed) of mock GPUs with speed knobs:
+ *           the emulated bandwidth shows, the cache answers the second time;
+ *           with them a fast mock gets its fill before a slow one, and a mock
+ *           slower than the measured CPU gets nothing
+ *   cost-8  a plugin's own figures (rt_device_ext_speed_t) are taken as they
+ *           are, nothing measured or cached; refresh measures anyway */
+#include "testutil.h"
+
+#include "../abi/rt_sched.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define C_LAYERS 4
+static const uint64_t c_layer[C_LAYERS] = {100, 100, 100, 100};
+#define MS 1e-3
+#define CPU_SPEED {1e5, 0, 0}
+#define LOTS 100000
+
+static rt_placement_t *plan(int32_t n_devices, const uint64_t *free_bytes,
+                            const rt_device_speed_t *speed) {
+    const rt_placement_params_t pp = {
+        .struct_size = sizeof pp, .mode = RT_PLACEMENT_FASTEST, .n_layers = C_LAYERS,
+        .layer_bytes = c_layer, .input_bytes = 50, .output_bytes = 30, .n_devices = n_devices,
+        .memory_free = free_bytes, .speed = speed};
+    rt_placement_t *p = NULL;
+    assert_int_equal(rt_placement_create(&pp, &p), RT_OK);
+    return p;
+}
+
+static void expect_plan(const rt_placement_t *p, const char *want, const char *id) {
+    char got[32];
+    int n = 0;
+    for (int il = 0; il < C_LAYERS; il++)
+        n += snprintf(got + n, sizeof got - (size_t)n, "%d", (int)rt_placement_layer_device(p, il));
+    snprintf(got + n, sizeof got - (size_t)n, " %d %d", (int)rt_placement_input_device(p),
+             (int)rt_placement_output_device(p));
+    if (strcmp(got, want) != 0) fail_msg("%s: plan \"%s\", expected \"%s\"", id, got, want);
+}
+
+static void test_fast_gpu(void **state) {
+    (void)state;
+    const uint64_t free_bytes[2] = {LOTS, 0};
+    const rt_device_speed_t speed[2] = {{1e6, 0, 0.05 * MS}, CPU_SPEED};
+    rt_placement_t *p = plan(2, free_bytes, speed);
+    expect_plan(p, "0000 0 0", "cost-1");
+    rt_placement_destroy(p);
+}
+
+static void test_slow_gpu(void **state) {
+    (void)state;
+    const uint64_t free_bytes[2] = {LOTS, 0};
+    const rt_device_speed_t speed[2] = {{2e4, 0, 0}, CPU_SPEED}; /* a fifth of the CPU */
+    rt_placement_t *p = plan(2, free_bytes, speed);
+    expect_plan(p, "1111 1 1", "cost-2");
+    assert_int_equal(rt_placement_device_layers(p, 0), 0);
+    assert_int_equal(rt_placement_device_bytes(p, 0), 0);
+    rt_placement_destroy(p);
+}
+
+static void test_fast_and_slow(void **state) {
+    (void)state;
+    /* gpu0 is 2x the CPU with room for everything, gpu1 10x with room for
+     * two layers and the output */
+    const uint64_t free_bytes[3] = {LOTS, 240, 0};
+    const rt_device_speed_t speed[3] = {{2e5, 0, 0.01 * MS}, {1e6, 0, 0.01 * MS}, CPU_SPEED};
+    rt_placement_t *p = plan(3, free_bytes, speed);
+    expect_plan(p, "0011 0 1", "cost-3");
+    rt_placement_destroy(p);
+    /* the same GPUs the other way round: the fast one comes first, and the
+     * slow one's copy is worth it for the layers left over */
+    const uint64_t swapped_free[3] = {240, LOTS, 0};
+    const rt_device_speed_t swapped[3] = {{1e6, 0, 0.01 * MS}, {2e5, 0, 0.01 * MS}, CPU_SPEED};
+    p = plan(3, swapped_free, swapped);
+    assert_int_equal(rt_placement_device_layers(p, 0), 2);
+    assert_int_equal(rt_placement_device_layers(p, 1), 2);
+    assert_int_equal(rt_placement_device_layers(p, 2), 0);
+    rt_placement_destroy(p);
+}
+
+static void test_copies_cost(void **state) {
+    (void)state;
+    const uint64_t free_bytes[2] = {150, 0}; /* one layer and the output */
+    const rt_device_speed_t dear[2] = {{2e5, 0, 2 * MS}, {1e5, 0, 2 * MS}};
+    rt_placement_t *p = plan(2, free_bytes, dear);
+    expect_plan(p, "1111 1 1", "cost-4.1"); /* saves 0.65 ms, costs 4 ms of copies */
+    rt_placement_destroy(p);
+    const rt_device_speed_t cheap[2] = {{2e5, 0, 0.01 * MS}, {1e5, 0, 0.01 * MS}};
+    p = plan(2, free_bytes, cheap);
+    expect_plan(p, "1110 1 0", "cost-4.2");
+    rt_placement_destroy(p);
+}
+
+static void write_buf(const char *s, size_t n, void *user_data) {
+    strncat((char *)user_data, s, n);
+}
+
+static void test_predicted(void **state) {
+    (void)state;
+    const uint64_t free_bytes[2] = {150, 0};
+    const rt_device_speed_t speed[2] = {{2e5, 0.1 * MS, 0.2 * MS}, {1e5, 0, 0.2 * MS}};
+    rt_placement_t *p = plan(2, free_bytes, speed);
+    expect_plan(p, "1110 1 0", "cost-5");
+    /* the CPU: 3 layers, 3 ms; the GPU: a copy in, 130 bytes, a layer's
+     * fixed time, the logits back: 0.2 + 0.65 + 0.1 + 0.2 ms */
+    assert_true(fabs(rt_placement_predicted_s(p, 1) - 3 * MS) < 1e-9);
+    assert_true(fabs(rt_placement_predicted_s(p, 0) - 1.15 * MS) < 1e-9);
+    assert_true(fabs(rt_placement_predicted_s(p, -1) - 4.15 * MS) < 1e-9);
+    char text[1024] = "";
+    rt_placement_write_text(p, write_buf, text);
+    assert_string_equal(text, "device 0: layers 3, output, 130 bytes, predicted 1.150 ms (at "
+                              "0.00 GB/s, 100.0 us a layer, 200.0 us a copy in)\n"
+                              "device 1 (cpu): layers 0-2, input, 350 bytes, predicted 3.000 ms "
+                              "(at 0.00 GB/s, 0.0 us a layer, 200.0 us a copy in)\n"
+                              "predicted decode: 4.150 ms per token\n");
+    rt_placement_destroy(p);
+}
+
+static void test_misuse_replan(void **state) {
+    (void)state;
+    const uint64_t free_bytes[2] = {LOTS, 0};
+    const rt_placement_params_t pp = {
+        .struct_size = sizeof pp, .mode = RT_PLACEMENT_FASTEST, .n_layers = C_LAYERS,
+        .layer_bytes = c_layer, .n_devices = 2, .memory_free = free_bytes};
+    rt_placement_t *p = NULL;
+    assert_int_equal(rt_placement_create(&pp, &p), RT_ERR_INVALID_ARGUMENT);
+    assert_null(p);
+    const rt_device_speed_t speed[2] = {{1e6, 0, 0.01 * MS}, CPU_SPEED};
+    p = plan(2, free_bytes, speed);
+    expect_plan(p, "0000 0 0", "cost-6");
+    /* the GPU must keep all but 250 bytes free: two layers and the output stay */
+    assert_int_equal(rt_placement_replan(p, 0, LOTS - 250), RT_OK);
+    expect_plan(p, "1100 1 0", "cost-6");
+    assert_true(rt_placement_device_bytes(p, 0) <= 250);
+    rt_placement_destroy(p);
+}
+
+//===--- cost-7: measured figures of mock GPUs ---===//
+
+#define MIB (1024.0 * 1024.0)
+#define SLOW_GBPS 0.2
+
+static int count_files(const char *dir) {
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) n += e->d_name[0] != '.';
+    if (d) closedir(d);
+    return n;
+}
+
+static void speed_of(rt_registry_t *reg, const char *name, rt_device_t **out_dev,
+                     rt_device_speed_t *out) {
+    *out_dev = rt_registry_device_by_name(reg, name);
+    assert_non_null(*out_dev);
+    assert_int_equal(rt_device_speed(*out_dev, false, out), RT_OK);
+    tu_report("%s: %.3g GB/s, %.3g us a layer, %.3g us a copy", name, out->bytes_per_s * 1e-9,
+              out->layer_s * 1e6, out->copy_in_s * 1e6);
+}
+
+/* A registry of the CPU and two mock GPUs with these knobs, its speed
+ * cache in a fresh directory (cache, 1024 bytes). */
+static rt_registry_t *mock_registry(const char *gbps, const char *copy_us, const char *report,
+                                    char *cache) {
+    char dir[1024], path[2200];
+    assert_int_equal(tu_tmpdir_make(cache, 1024, "rt-speed"), 0);
+    setenv("XDG_CACHE_HOME", cache, 1);
+    setenv("RT_MOCKGPU_COUNT", "2", 1);
+    setenv("RT_MOCKGPU_GBPS", gbps, 1);
+    setenv("RT_MOCKGPU_COPY_US", copy_us, 1);
+    setenv("RT_MOCKGPU_REPORT_SPEED", report, 1);
+    assert_non_null(realpath(tu_build_dir(), dir));
+    snprintf(path, sizeof path, "%s/tests/plugins/mockgpu:%s/lib/rt-plugins", dir, dir);
+    const rt_registry_options_t o = {.struct_size = sizeof o, .plugin_path = path};
+    rt_registry_t *reg = NULL;
+    assert_int_equal(rt_registry_create(&o, &reg), RT_OK);
+    return reg;
+}
+
+static void test_measured(void **state) {
+    (void)state;
+    char cache[1024], rt_dir[1100];
+    rt_registry_t *reg = mock_registry("0,0.2", "20", "0", cache); /* mockgpu1 at SLOW_GBPS */
+    rt_device_t *cpu, *fast, *slow;
+    rt_device_speed_t s_cpu, s_fast, s_slow, again;
+    speed_of(reg, "cpu0", &cpu, &s_cpu);
+    speed_of(reg, "mockgpu0", &fast, &s_fast);
+    speed_of(reg, "mockgpu1", &slow, &s_slow);
+    /* the knobs show in what was measured */
+    assert_true(s_slow.bytes_per_s <= SLOW_GBPS * 1e9 * 1.05);
+    assert_true(s_fast.bytes_per_s > 2 * s_slow.bytes_per_s);
+    assert_true(s_slow.copy_in_s >= 20e-6);
+    /* three files, and the second answer is the cache's */
+    snprintf(rt_dir, sizeof rt_dir, "%s/rt", cache);
+    assert_int_equal(count_files(rt_dir), 3);
+    assert_int_equal(rt_device_speed(slow, false, &again), RT_OK);
+    assert_true(fabs(again.bytes_per_s / s_slow.bytes_per_s - 1) < 1e-5);
+
+    /* cost-7.2: 8 MiB layers; the fast mock has room for two and the
+     * output, the slow one for everything, the CPU is made slower still:
+     * the fast mock takes the last two, the slow one the first two */
+    const uint64_t big[C_LAYERS] = {8 * (uint64_t)MIB, 8 * (uint64_t)MIB, 8 * (uint64_t)MIB,
+                                    8 * (uint64_t)MIB};
+    const uint64_t free_bytes[3] = {(uint64_t)(1024 * MIB), (uint64_t)(17 * MIB), 0};
+    rt_device_speed_t speed[3] = {s_slow, s_fast, s_cpu};
+    speed[2].bytes_per_s = s_slow.bytes_per_s / 10;
+    const rt_placement_params_t pp = {
+        .struct_size = sizeof pp, .mode = RT_PLACEMENT_FASTEST, .n_layers = C_LAYERS,
+        .layer_bytes = big, .input_bytes = (uint64_t)MIB, .output_bytes = (uint64_t)MIB,
+        .n_devices = 3, .memory_free = free_bytes, .speed = speed};
+    rt_placement_t *p = NULL;
+    assert_int_equal(rt_placement_create(&pp, &p), RT_OK);
+    expect_plan(p, "0011 0 1", "cost-7.2");
+    rt_placement_destroy(p);
+
+    /* cost-7.3: the slow mock against the CPU as measured: nothing there */
+    const rt_device_speed_t vs_cpu[2] = {s_slow, s_cpu};
+    const rt_placement_params_t pc = {
+        .struct_size = sizeof pc, .mode = RT_PLACEMENT_FASTEST, .n_layers = C_LAYERS,
+        .layer_bytes = big, .input_bytes = (uint64_t)MIB, .output_bytes = (uint64_t)MIB,
+        .n_devices = 2, .memory_free = free_bytes, .speed = vs_cpu};
+    assert_int_equal(rt_placement_create(&pc, &p), RT_OK);
+    expect_plan(p, "1111 1 1", "cost-7.3");
+    rt_placement_destroy(p);
+    rt_registry_destroy(reg);
+    unsetenv("XDG_CACHE_HOME");
+    assert_int_equal(tu_tmpdir_remove(cache), 0);
+}
+
+static void test_reported(void **state) {
+    (void)state;
+    char cache[1024], rt_dir[1100];
+    rt_registry_t *reg = mock_registry("3,0.2", "5", "1", cache);
+    rt_device_t *fast;
+    rt_device_speed_t s, m;
+    speed_of(reg, "mockgpu0", &fast, &s);
+    assert_true(s.bytes_per_s == 3e9 && s.layer_s == 0 && fabs(s.copy_in_s - 5e-6) < 1e-12);
+    snprintf(rt_dir, sizeof rt_dir, "%s/rt", cache);
+    assert_int_equal(count_files(rt_dir), 0);
+    /* cost-8.2: refresh measures the emulated speed and caches it */
+    assert_int_equal(rt_device_speed(fast, true, &m), RT_OK);
+    assert_true(m.bytes_per_s <= 3e9 * 1.05 && m.bytes_per_s != s.bytes_per_s);
+    assert_int_equal(count_files(rt_dir), 1);
+    rt_registry_destroy(reg);
+    unsetenv("XDG_CACHE_HOME");
+    unsetenv("RT_MOCKGPU_REPORT_SPEED");
+    assert_int_equal(tu_tmpdir_remove(cache), 0);
+}
+
+int main(void) {
+    setenv("RT_PLUGINS", "cpu,mockgpu", 1);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fast_gpu),
+        cmocka_unit_test(test_slow_gpu),
+        cmocka_unit_test(test_fast_and_slow),
+        cmocka_unit_test(test_copies_cost),
+        cmocka_unit_test(test_predicted),
+        cmocka_unit_test(test_misuse_replan),
+        cmocka_unit_test(test_measured),
+        cmocka_unit_test(test_reported),
+    };
+    return cmocka_run_group_tests_name("placement-cost", tests, NULL, NULL);
+}

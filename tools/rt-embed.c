@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/* rt-embed.c: prints the sentence embedding an embedding model (BERT:
+ * all-MiniLM-L6-v2 converted by tools/convert-bert.py) gives each text:
+ * the text tokenized as the model was trained ([CLS] ... [SEP]), encoded
+ * in one pass on the devices, mean-pooled and normalised to unit length.
+ * One line per text: its n_embd numbers; --tokens prints the token ids
+ * on the line before.
+ *
+ *   rt-embed -m MODEL [--devices LIST] [--threads N] [--tokens] TEXT...
+ *
+ * Every error is one line on stderr and exit status 1 (2 for usage). */
+#include "../abi/rt.h"
+#include "../model/rt_model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_TOKENS 512
+#define MAX_DEVICES 16
+
+typedef struct embed_options {
+    const char *model, *devices;
+    int32_t n_threads;
+    bool tokens;
+    char **texts;
+    int n_texts;
+} embed_options_t;
+
+static int usage(void) {
+    fprintf(stderr, "usage: rt-embed -m MODEL [--devices LIST] [--threads N] [--tokens] TEXT...\n");
+    return 2;
+}
+
+static bool parse(int argc, char **argv, embed_options_t *o) {
+    int i = 1;
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        const bool has_value = i + 1 < argc;
+        if (strcmp(argv[i], "-m") == 0 && has_value) o->model = argv[++i];
+        else if (strcmp(argv[i], "--devices") == 0 && has_value) o->devices = argv[++i];
+        else if (strcmp(argv[i], "--threads") == 0 && has_value) o->n_threads = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--tokens") == 0) o->tokens = true;
+        else return false;
+    }
+    o->texts = argv + i;
+    o->n_texts = argc - i;
+    return o->model != NULL && o->n_texts > 0;
+}
+
+/* The comma-separated device names, in order. */
+static int devices(rt_registry_t *reg, const char *list, rt_device_t **out) {
+    char buf[256];
+    int n = 0;
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *save = NULL, *name = strtok_r(buf, ",", &save); name && n < MAX_DEVICES;
+         name = strtok_r(NULL, ",", &save)) {
+        out[n] = rt_registry_device_by_name(reg, name);
+        if (out[n] == NULL) {
+            fprintf(stderr, "rt-embed: no device %s\n", name);
+            return -1;
+        }
+        n++;
+    }
+    return n;
+}
+
+static int embed_one(rtm_model_t *m, rtm_context_t *c, const char *text, bool print_tokens) {
+    rtm_token_t t[MAX_TOKENS];
+    int32_t n = 0;
+    if (rtm_vocab_tokenize(rtm_model_vocab(m), text, strlen(text), true, false, t, MAX_TOKENS, &n) != RT_OK ||
+        n > MAX_TOKENS) {
+        fprintf(stderr, "rt-embed: %s\n", n > MAX_TOKENS ? "the text is longer than 512 tokens" : rtm_last_error());
+        return 1;
+    }
+    rtm_context_clear(c);
+    if (rtm_decode(c, t, n) != RT_OK) {
+        fprintf(stderr, "rt-embed: %s\n", rtm_last_error());
+        return 1;
+    }
+    if (print_tokens)
+        for (int32_t i = 0; i < n; i++) printf(i + 1 < n ? "%d " : "%d\n", t[i]);
+    const float *e = rtm_get_embeddings(c);
+    for (int32_t i = 0; i < rtm_model_n_embd(m); i++) printf(i + 1 < rtm_model_n_embd(m) ? "%.7g " : "%.7g\n", e[i]);
+    return 0;
+}
+
+static int run(const embed_options_t *o, rt_registry_t *reg) {
+    rt_device_t *devs[MAX_DEVICES];
+    const int n_devs = o->devices ? devices(reg, o->devices, devs) : 0;
+    if (n_devs < 0) return 1;
+    const rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = reg, .devices = n_devs ? devs : NULL,
+                                   .n_devices = n_devs, .no_progress = true};
+    rtm_model_t *m = NULL;
+    if (rtm_model_load(o->model, &mp, &m) != RT_OK) {
+        fprintf(stderr, "rt-embed: %s\n", rtm_last_error());
+        return 1;
+    }
+    const rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = MAX_TOKENS, .n_batch = MAX_TOKENS,
+                                     .n_threads = o->n_threads};
+    rtm_context_t *c = NULL;
+    int rc = 0;
+    if (!rtm_model_is_embedding(m)) {
+        fprintf(stderr, "rt-embed: %s is a %s model, not an embedding model\n", o->model, rtm_model_arch(m));
+        rc = 1;
+    } else if (rtm_context_create(m, &cp, &c) != RT_OK) {
+        fprintf(stderr, "rt-embed: %s\n", rtm_last_error());
+        rc = 1;
+    }
+    for (int i = 0; rc == 0 && i < o->n_texts; i++) rc = embed_one(m, c, o->texts[i], o->tokens);
+    rtm_context_destroy(c);
+    rtm_model_destroy(m);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    embed_options_t o = {0};
+    if (!parse(argc, argv, &o)) return usage();
+    rt_registry_t *reg = NULL;
+    if (rt_registry_create(NULL, &reg) != RT_OK) {
+        fprintf(stderr, "rt-embed: %s\n", rt_last_error());
+        return 1;
+    }
+    const int rc = run(&o, reg);
+    rt_registry_destroy(reg);
+    return rc;
+}
