@@ -60,7 +60,7 @@ static void need_model(void) {
 static void test_version_help(void **state) {
     (void)state;
     const char *tools[] = {"rt-run", "rt-devices", "rt-demo", "rt-plan", "rt-bench", "rt-test-ops",
-                           "rt-quantize", "rt-server"};
+                           "rt-quantize", "rt-server", "rt-embed"};
     for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++) {
         int code;
         char *out = tool(&code, tools[i], "--version");
