@@ -340,9 +340,11 @@ RTM_API rt_status_t rtm_context_advance(rtm_context_t *ctx, int32_t n);
 
 typedef struct rtm_sampler rtm_sampler_t;
 
-/* A zeroed struct is greedy decoding. Otherwise: top_k keeps the k most
- * likely tokens (0: all), top_p the smallest set whose probability reaches
- * p (0 or >= 1: all), then temp scales the logits and one token is drawn
+/* A zeroed struct is greedy decoding. Otherwise, in llama.cpp's order:
+ * the repetition penalty first (also before greedy), then top_k keeps the
+ * k most likely tokens (0: all), top_p the smallest set whose probability
+ * reaches p (0 or >= 1: all), min_p those at least min_p times as likely
+ * as the best (0: all), then temp scales the logits and one token is drawn
  * with a generator seeded by seed (the same seed, the same draws). */
 typedef struct rtm_sampler_params {
     uint32_t struct_size;
@@ -350,6 +352,10 @@ typedef struct rtm_sampler_params {
     int32_t top_k;
     float top_p;
     uint64_t seed;     /* 0 is a seed like any other */
+    float min_p;       /* 0: off */
+    float repeat_penalty; /* divides a positive logit, multiplies a negative one, of each
+                             token among the last repeat_last_n accepted; 0 or 1: off */
+    int32_t repeat_last_n; /* tokens the penalty looks back over; 0: 64 */
 } rtm_sampler_params_t;
 
 RTM_API rt_status_t rtm_sampler_create(const rtm_sampler_params_t *params,
@@ -358,6 +364,58 @@ RTM_API void rtm_sampler_destroy(rtm_sampler_t *sampler);
 /* Picks a token from n_vocab logits (not modified). */
 RTM_API rtm_token_t rtm_sampler_sample(rtm_sampler_t *sampler, const float *logits,
                                        int32_t n_vocab);
+/* Records a token of the sequence (the prompt's and each chosen one), the
+ * history the repetition penalty looks at. */
+RTM_API void rtm_sampler_accept(rtm_sampler_t *sampler, rtm_token_t token);
+/* Forgets the history (a new sequence); the generator keeps its state. */
+RTM_API void rtm_sampler_reset(rtm_sampler_t *sampler);
+
+//===--- rtm_chat_template_t: conversations as prompts ---===//
+
+/* A model's chat template (its GGUF's tokenizer.chat_template, Jinja) run
+ * by the library's own interpreter of the subset real templates use:
+ * text, {{ }}, {% if/elif/else %}, {% for %} (loop.index0, first, last,
+ * ...), {% set %} (and namespace()), filters (trim, length, tojson, ...),
+ * tests (defined, none, string, ...), string and dict methods,
+ * raise_exception, with HF's whitespace rules (trim_blocks,
+ * lstrip_blocks, "-" on a tag).
+ *
+ *     rtm_chat_template_t *t;
+ *     rtm_chat_template_create(source, &t);
+ *     rtm_chat_message_t m[] = {{"system", "Be brief."}, {"user", "Hi"}};
+ *     rtm_chat_render_params_t p = {.struct_size = sizeof p,
+ *                                   .add_generation_prompt = true};
+ *     char text[4096]; size_t len;
+ *     rtm_chat_template_apply(t, m, 2, &p, text, sizeof text, &len);
+ *     rtm_chat_template_destroy(t);
+ */
+typedef struct rtm_chat_template rtm_chat_template_t;
+
+typedef struct rtm_chat_message {
+    const char *role;     /* "system", "user", "assistant" */
+    const char *content;
+} rtm_chat_message_t;
+
+typedef struct rtm_chat_render_params {
+    uint32_t struct_size;
+    bool add_generation_prompt; /* end with the opening of the assistant's turn */
+    const char *bos_token;      /* the template's bos_token, eos_token: the tokens' */
+    const char *eos_token;      /* texts (NULL: undefined) */
+} rtm_chat_render_params_t;
+
+/* Parses source (copied). RT_ERR_FORMAT naming the line for a template it
+ * cannot parse (a syntax error, or a statement outside the subset). */
+RTM_API rt_status_t rtm_chat_template_create(const char *source, rtm_chat_template_t **out_template);
+RTM_API void rtm_chat_template_destroy(rtm_chat_template_t *tmpl);
+/* Renders the conversation into buf (NUL-terminated, size with the NUL);
+ * *out_len is the text's length. RT_ERR_DOES_NOT_FIT when buf is too
+ * small (*out_len is then the length needed); RT_ERR_FORMAT naming the
+ * line when the template fails (raise_exception's message, an unknown
+ * filter, a bad operand). Thread-safe: tmpl is read-only. */
+RTM_API rt_status_t rtm_chat_template_apply(const rtm_chat_template_t *tmpl,
+                                            const rtm_chat_message_t *messages, int32_t n_messages,
+                                            const rtm_chat_render_params_t *params, char *buf,
+                                            size_t size, size_t *out_len);
 
 #ifdef __cplusplus
 }

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* sample.c: picking the next token from logits. Greedy takes the largest
- * logit (the lowest id on ties). Otherwise, in llama.cpp's order: top-k
+ * logit (the lowest id on ties). The repetition penalty, when set, first
+ * rescales the logits of the tokens among the last repeat_last_n accepted
+ * (a ring of the sampler's own). Otherwise, in llama.cpp's order: top-k
  * keeps the k largest, top-p the smallest prefix of them (by probability
- * at temperature 1) whose mass reaches p, the temperature divides what is
- * left, and a token is drawn from the softmax with the sampler's own
- * generator (splitmix64), so a seed gives the same tokens on every run. */
+ * at temperature 1) whose mass reaches p, min-p those whose probability is
+ * at least min_p times the first's, the temperature divides what is left,
+ * and a token is drawn from the softmax with the sampler's own generator
+ * (splitmix64), so a seed gives the same tokens on every run. */
 #include "internal.h"
 
 #include <math.h>
@@ -16,12 +19,22 @@ typedef struct cand {
     double p;
 } cand_t;
 
+#define DEFAULT_REPEAT_LAST_N 64
+
+/* history is a ring of n_history of the last repeat_last_n tokens accepted,
+ * the oldest at (head - n_history) mod repeat_last_n. */
 struct rtm_sampler {
     rtm_sampler_params_t params;
     uint64_t state;            /* splitmix64 */
     cand_t *cands;
     int32_t cap;
+    rtm_token_t *history;      /* repeat_last_n slots, only with a penalty */
+    int32_t n_history, head;
 };
+
+static bool has_penalty(const rtm_sampler_params_t *p) {
+    return p->repeat_penalty > 0 && p->repeat_penalty != 1.0f;
+}
 
 rt_status_t rtm_sampler_create(const rtm_sampler_params_t *params, rtm_sampler_t **out) {
     if (out) *out = NULL;
@@ -30,10 +43,20 @@ rt_status_t rtm_sampler_create(const rtm_sampler_params_t *params, rtm_sampler_t
     if (s == NULL) return rtm_error(RT_ERR_OUT_OF_MEMORY, "rtm_sampler_create: no memory");
     rtm_params_copy(&s->params, sizeof s->params, params);
     const rtm_sampler_params_t p = s->params; /* a copy: the message outlives s */
-    if (p.top_k < 0 || isnan(p.temp) || isnan(p.top_p)) {
+    if (p.top_k < 0 || isnan(p.temp) || isnan(p.top_p) || !(p.min_p >= 0 && p.min_p <= 1) ||
+        !(p.repeat_penalty >= 0) || p.repeat_last_n < 0) {
         rtm_sampler_destroy(s);
-        return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_sampler_create: top_k %d, temp %g, top_p %g",
-                         p.top_k, (double)p.temp, (double)p.top_p);
+        return rtm_error(RT_ERR_INVALID_ARGUMENT,
+                         "rtm_sampler_create: top_k %d, temp %g, top_p %g, min_p %g, "
+                         "repeat_penalty %g, repeat_last_n %d", p.top_k, (double)p.temp,
+                         (double)p.top_p, (double)p.min_p, (double)p.repeat_penalty, p.repeat_last_n);
+    }
+    if (s->params.repeat_last_n == 0) s->params.repeat_last_n = DEFAULT_REPEAT_LAST_N;
+    if (has_penalty(&p) &&
+        (s->history = malloc((size_t)s->params.repeat_last_n * sizeof s->history[0])) == NULL) {
+        rtm_sampler_destroy(s);
+        return rtm_error(RT_ERR_OUT_OF_MEMORY, "rtm_sampler_create: no memory for %d tokens of history",
+                         p.repeat_last_n);
     }
     s->state = s->params.seed;
     *out = s;
@@ -42,8 +65,21 @@ rt_status_t rtm_sampler_create(const rtm_sampler_params_t *params, rtm_sampler_t
 
 void rtm_sampler_destroy(rtm_sampler_t *s) {
     if (s == NULL) return;
+    free(s->history);
     free(s->cands);
     free(s);
+}
+
+void rtm_sampler_accept(rtm_sampler_t *s, rtm_token_t token) {
+    if (s == NULL || s->history == NULL) return;
+    const int32_t n = s->params.repeat_last_n;
+    s->history[s->head] = token;
+    s->head = (s->head + 1) % n;
+    if (s->n_history < n) s->n_history++;
+}
+
+void rtm_sampler_reset(rtm_sampler_t *s) {
+    if (s) s->n_history = s->head = 0;
 }
 
 static uint64_t next_u64(rtm_sampler_t *s) {
@@ -103,14 +139,48 @@ static bool ensure_cands(rtm_sampler_t *s, int32_t n) {
     return true;
 }
 
+/* llama.cpp's rule: each token of the history once, however often it
+ * occurs there (a token penalised twice would be mostly a smaller vocabulary). */
+static void apply_penalty(const rtm_sampler_t *s, cand_t *c, int32_t n_vocab) {
+    const float pen = s->params.repeat_penalty;
+    const int32_t n = s->params.repeat_last_n;
+    for (int32_t i = 0; i < s->n_history; i++) {
+        const rtm_token_t t = s->history[(s->head - 1 - i + n) % n];
+        if (t < 0 || t >= n_vocab || c[t].p != 0) continue; /* p marks "done" until softmax */
+        c[t].logit = c[t].logit > 0 ? c[t].logit / pen : c[t].logit * pen;
+        c[t].p = 1;
+    }
+}
+
+/* The penalised argmax, lowest id on ties like argmax. */
+static rtm_token_t best_cand(const cand_t *c, int32_t n) {
+    int32_t best = 0;
+    for (int32_t i = 1; i < n; i++)
+        if (c[i].logit > c[best].logit) best = i;
+    return c[best].id;
+}
+
+/* Those at least min_p times as likely as the first (c sorted): logits
+ * within log(min_p) of the largest. */
+static int32_t cut_min_p(const cand_t *c, int32_t n, double min_p) {
+    const double floor = (double)c[0].logit + log(min_p);
+    for (int32_t i = 1; i < n; i++)
+        if ((double)c[i].logit < floor) return i;
+    return n;
+}
+
 rtm_token_t rtm_sampler_sample(rtm_sampler_t *s, const float *logits, int32_t n_vocab) {
     if (s == NULL || logits == NULL || n_vocab < 1) return RTM_TOKEN_NULL;
     const rtm_sampler_params_t *p = &s->params;
-    if (p->temp <= 0 || p->top_k == 1 || !ensure_cands(s, n_vocab)) return argmax(logits, n_vocab);
+    const bool greedy = p->temp <= 0 || p->top_k == 1;
+    if ((greedy && !has_penalty(p)) || !ensure_cands(s, n_vocab)) return argmax(logits, n_vocab);
     for (int32_t i = 0; i < n_vocab; i++) s->cands[i] = (cand_t){i, logits[i], 0};
+    if (has_penalty(p)) apply_penalty(s, s->cands, n_vocab);
+    if (greedy) return best_cand(s->cands, n_vocab);
     qsort(s->cands, (size_t)n_vocab, sizeof s->cands[0], by_logit);
     int32_t n = p->top_k > 0 && p->top_k < n_vocab ? p->top_k : n_vocab;
     if (p->top_p > 0 && p->top_p < 1) n = cut_top_p(s->cands, n, p->top_p);
+    if (p->min_p > 0) n = cut_min_p(s->cands, n, p->min_p);
     softmax(s->cands, n, p->temp);
     return draw(s, s->cands, n);
 }

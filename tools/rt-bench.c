@@ -6,6 +6,8 @@
  *   rt-bench SUBCOMMAND [options]     (rt-bench SUBCOMMAND --help) */
 #include "bench.h"
 
+#include "tool_cli.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +53,10 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+    if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+        rt_cli_print_version(stdout, "rt-bench");
+        return 0;
+    }
     if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;

@@ -14,6 +14,9 @@
  */
 #include "../abi/rt.h"
 
+#include "tool_cli.h"
+
+#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,31 +42,33 @@ typedef struct mlp_host {
     float w1[N_HIDDEN * N_IN], b1[N_HIDDEN], w2[N_OUT * N_HIDDEN], b2[N_OUT], x[N_BATCH * N_IN];
 } mlp_host_t;
 
-static void usage(FILE *f) { fprintf(f, "usage: rt-demo [--device NAME] [--threads N]\n"); }
+static void usage(FILE *f) {
+    fprintf(f, "usage: rt-demo [options]\n"
+               "  -d, --device NAME   the device to run on (default: the first found)\n"
+               "                      (--devices is the same)\n"
+               "  -t, --threads N     CPU threads, 1 to 1024 (default: the plugin's)\n"
+               "  -h, --help          this text\n"
+               "      --version       release, ABI and commit\n");
+}
 
-/* Returns 0 to go on, 1 after --help, 2 on a bad option. */
+/* Returns 0 to go on, 1 after --help or --version, 2 on a bad option. */
 static int parse_args(int argc, char **argv, demo_options_t *out_opt) {
+    static const struct option opts[] = {
+        {"device", required_argument, NULL, 'd'}, {"devices", required_argument, NULL, 'd'},
+        {"threads", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0}};
     memset(out_opt, 0, sizeof *out_opt);
-    for (int i = 1; i < argc; i++) {
-        const bool has_value = i + 1 < argc;
-        if (strcmp(argv[i], "--device") == 0 && has_value) {
-            out_opt->device = argv[++i];
-        } else if (strcmp(argv[i], "--threads") == 0 && has_value) {
-            char *end;
-            const long n = strtol(argv[++i], &end, 10);
-            if (*end != '\0' || n < 1 || n > 1024) {
-                fprintf(stderr, "rt-demo: --threads wants a count from 1 to 1024, not '%s'\n", argv[i]);
-                return 2;
-            }
-            out_opt->n_threads = (int32_t)n;
-        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return 1;
-        } else {
-            fprintf(stderr, "rt-demo: unknown or incomplete option '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        }
+    for (int c; (c = getopt_long(argc, argv, "d:t:h", opts, NULL)) != -1;) {
+        if (c == 'd') out_opt->device = optarg;
+        else if (c == 't' && !rt_cli_int("rt-demo", "--threads", optarg, 1, 1024, &out_opt->n_threads))
+            return rt_cli_bad_usage("rt-demo");
+        else if (c == 'h') return usage(stdout), 1;
+        else if (c == 'V') return rt_cli_print_version(stdout, "rt-demo"), 1;
+        else if (c != 't') return rt_cli_bad_usage("rt-demo");
+    }
+    if (optind < argc) {
+        fprintf(stderr, "rt-demo: unexpected argument '%s'\n", argv[optind]);
+        return rt_cli_bad_usage("rt-demo");
     }
     return 0;
 }

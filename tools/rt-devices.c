@@ -14,6 +14,9 @@
 #include "../abi/rt_sched.h"
 #include "plugin_probe.h"
 
+#include "tool_cli.h"
+
+#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -558,43 +561,56 @@ static void print_topology_json(const rt_topology_t *topo) {
 
 static void usage(FILE *f) {
     fputs("usage: rt-devices [--json] [--ops] [--probe] [--probe-timeout=S] [--calibrate]\n"
-          "                  [--help]\n"
+          "                  [--help] [--version]\n"
           "Lists the plugins rt considered, their devices and the machine's topology.\n"
           "  --json             the same as JSON (schema_version 1)\n"
           "  --ops              which ops and types each device supports\n"
           "  --probe            start each plugin in a child process first: one that\n"
           "                     crashes, aborts, exits or hangs there is reported by\n"
           "                     file and signal, and the others load\n"
-          "  --probe-timeout=S  seconds a plugin may take to start when probed (10)\n"
+          "  --probe-timeout=S  seconds a plugin may take to start when probed (default: 10)\n"
           "  --calibrate        measure each device's speed figures again (what the\n"
           "                     placement plans with), cache and show them\n"
+          "  --version          release, ABI and commit\n"
           "Environment: RT_PLUGIN_PATH (extra plugin directories), RT_PLUGINS and\n"
           "RT_PLUGINS_DISABLE (names or globs), HWLOC_XMLFILE (a recorded topology),\n"
           "RT_DEVICE_ORDER=plugin (plugin order, not best first), RT_CPU_PLACEMENT=\n"
           "compact|spread|none (how CPU queue threads are pinned).\n", f);
 }
 
+/* -1 to go on, 0 after --help (the caller prints it), 1 after --version,
+ * 2 on a bad option. */
 static int parse_args(int argc, char **argv, opts_t *o) {
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) o->json = true;
-        else if (strcmp(argv[i], "--ops") == 0) o->ops = true;
-        else if (strcmp(argv[i], "--probe") == 0) o->probe = true;
-        else if (strcmp(argv[i], "--calibrate") == 0) o->calibrate = true;
-        else if (strncmp(argv[i], "--probe-timeout=", 16) == 0) {
+    enum { OPT_PROBE_TIMEOUT = 1000, OPT_VERSION, OPT_CALIBRATE };
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'}, {"ops", no_argument, NULL, 'o'},
+        {"probe", no_argument, NULL, 'p'}, {"probe-timeout", required_argument, NULL, OPT_PROBE_TIMEOUT},
+        {"calibrate", no_argument, NULL, OPT_CALIBRATE},
+        {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, OPT_VERSION},
+        {NULL, 0, NULL, 0}};
+    for (int c; (c = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
+        switch (c) {
+        case 'j': o->json = true; break;
+        case 'o': o->ops = true; break;
+        case 'p': o->probe = true; break;
+        case OPT_CALIBRATE: o->calibrate = true; break;
+        case OPT_PROBE_TIMEOUT: {
             char *end = NULL;
-            o->probe_timeout_s = strtod(argv[i] + 16, &end);
-            if (end == argv[i] + 16 || *end != '\0' || !(o->probe_timeout_s > 0)) {
-                fprintf(stderr, "rt-devices: --probe-timeout wants seconds > 0, not '%s'\n",
-                        argv[i] + 16);
+            o->probe_timeout_s = strtod(optarg, &end);
+            if (end == optarg || *end != '\0' || !(o->probe_timeout_s > 0)) {
+                fprintf(stderr, "rt-devices: --probe-timeout wants seconds > 0, not '%s'\n", optarg);
                 return 2;
             }
+            break;
         }
-        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return 0;
-        else {
-            fprintf(stderr, "rt-devices: unknown option %s\n", argv[i]);
-            usage(stderr);
-            return 2;
+        case 'h': return 0;
+        case OPT_VERSION: rt_cli_print_version(stdout, "rt-devices"); return 1;
+        default: return rt_cli_bad_usage("rt-devices");
         }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "rt-devices: unexpected argument '%s'\n", argv[optind]);
+        return rt_cli_bad_usage("rt-devices");
     }
     return -1;
 }
@@ -676,7 +692,7 @@ int main(int argc, char **argv) {
     const int rc = parse_args(argc, argv, &o);
     if (rc >= 0) {
         if (rc == 0) usage(stdout);
-        return rc;
+        return rc == 2 ? 2 : 0;
     }
     rt_registry_t *reg = NULL;
     static op_table_t ops;

@@ -6,11 +6,14 @@
  * One line per text: its n_embd numbers; --tokens prints the token ids
  * on the line before.
  *
- *   rt-embed -m MODEL [--devices LIST] [--threads N] [--tokens] TEXT...
+ *   rt-embed -m MODEL [-dev LIST] [-t N] [--tokens] TEXT...
  *
  * Every error is one line on stderr and exit status 1 (2 for usage). */
 #include "../abi/rt.h"
 #include "../model/rt_model.h"
+#include "tool_cli.h"
+
+#include <getopt.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,24 +30,36 @@ typedef struct embed_options {
     int n_texts;
 } embed_options_t;
 
-static int usage(void) {
-    fprintf(stderr, "usage: rt-embed -m MODEL [--devices LIST] [--threads N] [--tokens] TEXT...\n");
-    return 2;
+static void usage(FILE *f) {
+    fprintf(f, "usage: rt-embed -m MODEL [options] TEXT...\n"
+               "  -m, --model FILE          the embedding model (required)\n"
+               "  -dev, --device, --devices LIST  comma-separated devices (default: all)\n"
+               "  -t, --threads N           CPU threads (default: the plugin's)\n"
+               "      --tokens              the token ids on the line before each embedding\n"
+               "  -h, --help                this text\n"
+               "      --version             release, ABI and commit\n");
 }
 
-static bool parse(int argc, char **argv, embed_options_t *o) {
-    int i = 1;
-    for (; i < argc && argv[i][0] == '-'; i++) {
-        const bool has_value = i + 1 < argc;
-        if (strcmp(argv[i], "-m") == 0 && has_value) o->model = argv[++i];
-        else if (strcmp(argv[i], "--devices") == 0 && has_value) o->devices = argv[++i];
-        else if (strcmp(argv[i], "--threads") == 0 && has_value) o->n_threads = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--tokens") == 0) o->tokens = true;
-        else return false;
+/* 0 to run, 1 after --help or --version, 2 on a bad command line. */
+static int parse(int argc, char **argv, embed_options_t *o) {
+    enum { OPT_DEVICE = 1000, OPT_TOKENS, OPT_VERSION };
+    static const struct option opts[] = {
+        {"model", required_argument, NULL, 'm'}, {"dev", required_argument, NULL, OPT_DEVICE},
+        {"device", required_argument, NULL, OPT_DEVICE}, {"devices", required_argument, NULL, OPT_DEVICE},
+        {"threads", required_argument, NULL, 't'}, {"tokens", no_argument, NULL, OPT_TOKENS},
+        {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, OPT_VERSION}, {NULL, 0, NULL, 0}};
+    for (int c; (c = getopt_long_only(argc, argv, "+m:t:h", opts, NULL)) != -1;) {
+        if (c == 'm') o->model = optarg;
+        else if (c == OPT_DEVICE) o->devices = optarg;
+        else if (c == 't' && !rt_cli_int("rt-embed", "--threads", optarg, 1, 4096, &o->n_threads)) return 2;
+        else if (c == OPT_TOKENS) o->tokens = true;
+        else if (c == 'h') return usage(stdout), 1;
+        else if (c == OPT_VERSION) return rt_cli_print_version(stdout, "rt-embed"), 1;
+        else if (c != 't') return 2;
     }
-    o->texts = argv + i;
-    o->n_texts = argc - i;
-    return o->model != NULL && o->n_texts > 0;
+    o->texts = argv + optind;
+    o->n_texts = argc - optind;
+    return o->model != NULL && o->n_texts > 0 ? 0 : 2;
 }
 
 /* The comma-separated device names, in order. */
@@ -114,7 +129,9 @@ static int run(const embed_options_t *o, rt_registry_t *reg) {
 
 int main(int argc, char **argv) {
     embed_options_t o = {0};
-    if (!parse(argc, argv, &o)) return usage();
+    const int parsed = parse(argc, argv, &o);
+    if (parsed == 2) usage(stderr);
+    if (parsed != 0) return parsed == 1 ? 0 : 2;
     rt_registry_t *reg = NULL;
     if (rt_registry_create(NULL, &reg) != RT_OK) {
         fprintf(stderr, "rt-embed: %s\n", rt_last_error());

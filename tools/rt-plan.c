@@ -19,6 +19,8 @@
 #include "out_file.h"
 #include "plan_dot.h"
 
+#include "tool_cli.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,9 +34,11 @@ static void usage(FILE *f) {
             "  -m MODEL          the llama graph sized as this GGUF model (its hyperparameters)\n"
             "  --svg FILE        also write the plan as an SVG picture\n"
             "  --dot FILE        also write the graph as DOT, split over the devices\n"
-            "  --devices LIST    devices for --dot, priority order (default: every device)\n"
+            "  --device LIST     devices for --dot, priority order (default: every device);\n"
+            "                    --devices is the same\n"
             "  --n-gpu-layers N  for --dot: the last N layers on the first device\n"
             "  --quiet           print the buffer summary only\n"
+            "  --version         release, ABI and commit\n"
             "defaults: --graph llama --n-layer 2 --n-embd 256 --n-vocab 1000 --n-batch 32 "
             "--n-ctx 256\n", tool_graph_usage);
 }
@@ -51,7 +55,7 @@ static const char **string_option(plan_args_t *a, const char *name) {
     if (strcmp(name, "-m") == 0 || strcmp(name, "--model") == 0) return &a->model;
     if (strcmp(name, "--svg") == 0) return &a->svg;
     if (strcmp(name, "--dot") == 0) return &a->dot;
-    if (strcmp(name, "--devices") == 0) return &a->devices;
+    if (strcmp(name, "--device") == 0 || strcmp(name, "--devices") == 0) return &a->devices;
     return NULL;
 }
 
@@ -72,6 +76,9 @@ static int parse(int argc, char **argv, plan_args_t *a) {
         } else if (strcmp(argv[i], "--quiet") == 0) {
             a->quiet = true;
             i++;
+        } else if (strcmp(argv[i], "--version") == 0) {
+            rt_cli_print_version(stdout, "rt-plan");
+            return 1;
         } else {
             const bool help = strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0;
             if (!help) fprintf(stderr, "rt-plan: unknown option or missing value: %s\n", argv[i]);

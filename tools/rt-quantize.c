@@ -20,6 +20,9 @@
 #include "out_file.h"
 #include "quant_recipe.h"
 
+#include "tool_cli.h"
+
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,13 +103,34 @@ static rt_status_t quantize(const char *in, const char *out, const rt_quant_reci
     return st;
 }
 
-int main(int argc, char **argv) {
-    if (argc != 4 || rt_quant_recipe_find(argv[3]) == NULL) {
-        fprintf(stderr, "usage: rt-quantize IN.gguf OUT.gguf %s\n", rt_quant_recipe_names());
-        return 2;
+static void usage(FILE *f) {
+    fprintf(f, "usage: rt-quantize [options] IN.gguf OUT.gguf TYPE\n"
+               "Writes IN's tensors in TYPE's types, every key and other tensor as it is.\n"
+               "TYPE: %s\n"
+               "  -h, --help      this text\n"
+               "      --version   release, ABI and commit\n", rt_quant_recipe_names());
+}
+
+/* 0 to go on, 1 after --help or --version, 2 on a bad command line. */
+static int parse_args(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0}};
+    for (int c; (c = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
+        if (c == 'h') return usage(stdout), 1;
+        if (c == 'V') return rt_cli_print_version(stdout, "rt-quantize"), 1;
+        return rt_cli_bad_usage("rt-quantize");
     }
-    if (output_is_input(argv[1], argv[2])) return 1;
-    if (quantize(argv[1], argv[2], rt_quant_recipe_find(argv[3])) != RT_OK) return 1;
-    printf("rt-quantize: wrote %s\n", argv[2]);
+    if (argc - optind == 3 && rt_quant_recipe_find(argv[optind + 2]) != NULL) return 0;
+    usage(stderr);
+    return 2;
+}
+
+int main(int argc, char **argv) {
+    const int parsed = parse_args(argc, argv);
+    if (parsed != 0) return parsed == 1 ? 0 : 2;
+    const char *in = argv[optind], *out = argv[optind + 1];
+    if (output_is_input(in, out)) return 1;
+    if (quantize(in, out, rt_quant_recipe_find(argv[optind + 2])) != RT_OK) return 1;
+    printf("rt-quantize: wrote %s\n", out);
     return 0;
 }

@@ -11,11 +11,14 @@
  * memory-only splits. --explain prints that plan with its predicted times
  * before the run, and the measured time per token after it.
  *
- *   rt-run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P]
- *          [--seed S] [--devices LIST] [--n-gpu-layers N | --split auto|fastest]
- *          [--threads N] [--n-batch N] [--ctx N] [--dump-logits FILE] [--tp N]
- *          [--check-numerics] [--special] [--explain]
+ *   rt-run [-m MODEL] [-p PROMPT | -f FILE] [-n N] [sampling] [-dev LIST]
+ *          [-ngl N | --split auto|fastest] [-t N] [-b N] [-c N] [-r STOP]...
+ *          [-cnv [-sys TEXT]] [--dump-logits FILE] [--tp N] [--check-numerics]
+ *          [--special] [--explain]
  *
+ * (every option, with its default: rt-run --help; run_options.c). -r stops
+ * the generation after any of the texts given (printed up to it). -cnv
+ * chats on stdin through the model's chat template (run_chat.c).
  * --special parses special tokens' texts in the prompt ("<|im_start|>")
  * as those tokens; without it they are plain text.
  * --dump-logits writes one text line of n_vocab logits per position whose
@@ -34,6 +37,9 @@
 #include "../dist/rt_dist.h"
 #include "bundled_model.h"
 #include "out_file.h"
+#include "run.h"
+#include "run_options.h"
+#include "tool_cli.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -44,152 +50,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DEFAULT_PROMPT "Once upon a time"
-#define DEFAULT_N_PREDICT 64
 #define MAX_DEVICES 16
-
-typedef struct run_options {
-    const char *model;       /* NULL: the default model */
-    const char *prompt;
-    int32_t n_predict;
-    rtm_sampler_params_t sampling;
-    const char *devices;     /* comma-separated names, NULL: all */
-    rtm_split_t split;
-    int32_t n_gpu_layers;
-    int32_t n_threads, n_batch, n_ctx;
-    const char *dump_logits; /* file, or NULL */
-    bool check_numerics;
-    bool explain;
-    bool split_given;        /* --split or --n-gpu-layers */
-    bool special;            /* special tokens' texts in the prompt are those tokens */
-    int32_t tp;              /* tensor-parallel ranks (mpirun -np N); 0: pipeline */
-} run_options_t;
-
-static void usage(FILE *f) {
-    fprintf(f, "usage: rt-run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P]\n"
-               "              [--seed S] [--devices LIST] [--n-gpu-layers N | --split auto|fastest]\n"
-               "              [--threads N] [--n-batch N] [--ctx N] [--dump-logits FILE]\n"
-               "              [--check-numerics] [--special] [--explain]\n"
-               "              [--tp N]   (under mpirun -np N: see README)\n");
-}
-
-//===--- options ---===//
-
-static bool parse_long(const char *s, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    const long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return false;
-    *out = v;
-    return true;
-}
-
-static bool parse_float(const char *s, float *out) {
-    char *end;
-    const float v = strtof(s, &end);
-    if (end == s || *end) return false;
-    *out = v;
-    return true;
-}
-
-/* An integer option; false (after a message) when bad. */
-static bool int_option(const char *name, const char *value, long lo, long hi, int32_t *out) {
-    long v;
-    if (parse_long(value, lo, hi, &v)) {
-        *out = (int32_t)v;
-        return true;
-    }
-    fprintf(stderr, "rt-run: %s wants an integer from %ld to %ld, not '%s'\n", name, lo, hi, value);
-    return false;
-}
-
-static bool float_option(const char *name, const char *value, float *out) {
-    if (parse_float(value, out)) return true;
-    fprintf(stderr, "rt-run: %s wants a number, not '%s'\n", name, value);
-    return false;
-}
-
-static bool seed_option(const char *value, uint64_t *out) {
-    char *end;
-    errno = 0;
-    const unsigned long long v = strtoull(value, &end, 10);
-    if (!errno && end != value && !*end && value[0] != '-') {
-        *out = v;
-        return true;
-    }
-    fprintf(stderr, "rt-run: --seed wants a non-negative integer, not '%s'\n", value);
-    return false;
-}
-
-static bool split_option(const char *value, run_options_t *o) {
-    o->split_given = true;
-    if (strcmp(value, "auto") == 0 || strcmp(value, "fastest") == 0) {
-        o->split = value[0] == 'a' ? RTM_SPLIT_AUTO : RTM_SPLIT_FASTEST;
-        return true;
-    }
-    fprintf(stderr, "rt-run: --split knows 'auto' and 'fastest', not '%s'\n", value);
-    return false;
-}
-
-/* One option with its value; false when bad. */
-static bool value_option(const char *name, const char *v, run_options_t *o) {
-    if (strcmp(name, "-m") == 0) o->model = v;
-    else if (strcmp(name, "-p") == 0) o->prompt = v;
-    else if (strcmp(name, "-n") == 0) return int_option(name, v, 0, INT32_MAX, &o->n_predict);
-    else if (strcmp(name, "--temp") == 0) return float_option(name, v, &o->sampling.temp);
-    else if (strcmp(name, "--top-k") == 0) return int_option(name, v, 0, INT32_MAX, &o->sampling.top_k);
-    else if (strcmp(name, "--top-p") == 0) return float_option(name, v, &o->sampling.top_p);
-    else if (strcmp(name, "--seed") == 0) return seed_option(v, &o->sampling.seed);
-    else if (strcmp(name, "--devices") == 0) o->devices = v;
-    else if (strcmp(name, "--n-gpu-layers") == 0) {
-        o->split = RTM_SPLIT_N_GPU_LAYERS;
-        o->split_given = true;
-        return int_option(name, v, -1, INT32_MAX, &o->n_gpu_layers);
-    } else if (strcmp(name, "--split") == 0) return split_option(v, o);
-    else if (strcmp(name, "--threads") == 0) return int_option(name, v, 1, 4096, &o->n_threads);
-    else if (strcmp(name, "--n-batch") == 0) return int_option(name, v, 1, 1 << 20, &o->n_batch);
-    else if (strcmp(name, "--ctx") == 0) return int_option(name, v, 1, 1 << 24, &o->n_ctx);
-    else if (strcmp(name, "--dump-logits") == 0) o->dump_logits = v;
-    else if (strcmp(name, "--tp") == 0) return int_option(name, v, 1, RTD_MAX_RANKS, &o->tp);
-    else {
-        fprintf(stderr, "rt-run: unknown option '%s'\n", name);
-        return false;
-    }
-    return true;
-}
-
-/* Returns 0 to run, 1 after --help, 2 on a bad command line. */
-static int parse_args(int argc, char **argv, run_options_t *o) {
-    *o = (run_options_t){.prompt = DEFAULT_PROMPT, .n_predict = DEFAULT_N_PREDICT,
-                         .sampling = {.struct_size = sizeof o->sampling}};
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            usage(stdout);
-            return 1;
-        }
-        if (strcmp(argv[i], "--check-numerics") == 0 || strcmp(argv[i], "--explain") == 0) {
-            *(argv[i][2] == 'c' ? &o->check_numerics : &o->explain) = true;
-            continue;
-        }
-        if (strcmp(argv[i], "--special") == 0) {
-            o->special = true;
-            continue;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "rt-run: option '%s' needs a value\n", argv[i]);
-            usage(stderr);
-            return 2;
-        }
-        if (!value_option(argv[i], argv[i + 1], o)) {
-            usage(stderr);
-            return 2;
-        }
-        i++;
-    }
-    /* No device options: the fastest plan; named devices keep the memory split. */
-    if (!o->split_given && o->devices == NULL) o->split = RTM_SPLIT_FASTEST;
-    return 0;
-}
 
 //===--- finding things ---===//
 
@@ -203,7 +64,7 @@ static bool find_devices(rt_registry_t *reg, const char *list, rt_device_t **dev
         p += len + (p[len] == ',');
         if (!name[0]) continue;
         if (*n >= MAX_DEVICES) {
-            fprintf(stderr, "rt-run: --devices names more than %d devices\n", MAX_DEVICES);
+            fprintf(stderr, "rt-run: --device names more than %d devices\n", MAX_DEVICES);
             return false;
         }
         rt_device_t *dev = rt_registry_device_by_name(reg, name);
@@ -221,19 +82,6 @@ static bool find_devices(rt_registry_t *reg, const char *list, rt_device_t **dev
 
 //===--- running ---===//
 
-typedef struct run {
-    const run_options_t *o;
-    rtd_t *dist;              /* NULL: this process runs alone */
-    rt_registry_t *reg;
-    rtm_model_t *model;
-    rtm_context_t *ctx;
-    rtm_sampler_t *sampler;
-    rt_out_file_t dump;       /* dump.f is NULL without --dump-logits */
-    rtm_token_t *prompt;
-    int32_t n_prompt, n_generated;
-    double t_prompt, t_gen;   /* seconds */
-} run_t;
-
 static void write_stderr(const char *text, size_t len, void *user) {
     (void)user;
     fwrite(text, 1, len, stderr);
@@ -245,9 +93,7 @@ static double now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* One line on stderr; returns the exit status 1. */
-static int fail(const char *fmt, ...) RT_PRINTF(1, 2);
-static int fail(const char *fmt, ...) {
+int run_fail(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fputs("rt-run: ", stderr);
@@ -275,12 +121,12 @@ static int dist_plan(run_t *r, const char *file, rtm_model_params_t *mp) {
     settings.top_p = o->sampling.top_p;
     settings.seed = o->sampling.seed;
     if (rtd_plan(r->dist, file, &settings, sizeof settings, mp) == RT_OK) return 0;
-    return fail("%s", rtd_last_error());
+    return run_fail("%s", rtd_last_error());
 }
 
 static int dist_join(run_t *r, int *argc, char ***argv) {
     const rtd_params_t p = {.struct_size = sizeof p, .tp = r->o->tp};
-    if (rtd_create(argc, argv, &p, &r->dist) != RT_OK) return fail("%s", rtd_last_error());
+    if (rtd_create(argc, argv, &p, &r->dist) != RT_OK) return run_fail("%s", rtd_last_error());
     if (r->dist)
         fprintf(stderr, "rt-run: rank %d of %d (pid %ld)\n", rtd_rank(r->dist), rtd_size(r->dist),
                 (long)getpid());
@@ -292,7 +138,7 @@ static void dump_ubatch(void *user, const rtm_context_t *c, int32_t n_rows);
 /* Ranks other than 0 run their share of each decode until rank 0 is done. */
 static int dist_serve(run_t *r) {
     if (rtd_serve(r->dist, r->ctx, r->sampler) != RT_OK)
-        return fail("%s", rtd_last_error());
+        return run_fail("%s", rtd_last_error());
     return 0;
 }
 
@@ -306,24 +152,25 @@ static int load(run_t *r) {
                                    .split = r->o->split, .n_gpu_layers = r->o->n_gpu_layers,
                                    .n_ctx = r->o->n_ctx};
     const char *file = r->o->model ? r->o->model : rt_tools_bundled_model(path, sizeof path);
+    snprintf(r->model_file, sizeof r->model_file, "%s", file);
     if (dist_plan(r, file, &mp) != 0) return 1;
-    if (rtm_model_load(file, &mp, &r->model) != RT_OK) return fail("%s", rtm_last_error());
+    if (rtm_model_load(file, &mp, &r->model) != RT_OK) return run_fail("%s", rtm_last_error());
     rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = r->o->n_ctx,
                                .n_batch = r->o->n_batch, .n_threads = r->o->n_threads,
                                .logits_all = r->o->dump_logits != NULL,
                                .check_numerics = r->o->check_numerics};
-    if (rtd_setup(r->dist, r->model, &cp) != RT_OK) return fail("%s", rtd_last_error());
+    if (rtd_setup(r->dist, r->model, &cp) != RT_OK) return run_fail("%s", rtd_last_error());
     rtd_set_logits_fn(r->dist, dump_ubatch, r); /* the rank with the head dumps per ubatch */
-    if (rtm_context_create(r->model, &cp, &r->ctx) != RT_OK) return fail("%s", rtm_last_error());
+    if (rtm_context_create(r->model, &cp, &r->ctx) != RT_OK) return run_fail("%s", rtm_last_error());
     if (r->o->explain) {
         fprintf(stderr, "plan (least predicted decode time per token):\n");
         rtm_model_write_plan(r->model, write_stderr, NULL);
     }
-    if (rtm_sampler_create(&r->o->sampling, &r->sampler) != RT_OK) return fail("%s", rtm_last_error());
+    if (rtm_sampler_create(&r->o->sampling, &r->sampler) != RT_OK) return run_fail("%s", rtm_last_error());
     const char *inputs[] = {file, NULL};
     if (r->o->dump_logits && rtd_runs_head(r->dist) &&
         rt_out_file_open(&r->dump, r->o->dump_logits, inputs) != 0)
-        return fail("%s", r->dump.error);
+        return run_fail("%s", r->dump.error);
     return 0;
 }
 
@@ -333,12 +180,12 @@ static int tokenize_prompt(run_t *r) {
     int32_t n = 0;
     rtm_vocab_tokenize(v, r->o->prompt, len, true, r->o->special, NULL, 0, &n);
     r->prompt = malloc(((size_t)n + 1) * sizeof r->prompt[0]);
-    if (r->prompt == NULL) return fail("no memory for the prompt");
+    if (r->prompt == NULL) return run_fail("no memory for the prompt");
     if (rtm_vocab_tokenize(v, r->o->prompt, len, true, r->o->special, r->prompt, n, &r->n_prompt) != RT_OK)
-        return fail("%s", rtm_last_error());
-    if (r->n_prompt == 0) return fail("the prompt gives no tokens");
+        return run_fail("%s", rtm_last_error());
+    if (r->n_prompt == 0) return run_fail("the prompt gives no tokens");
     if (r->n_prompt > rtm_context_n_ctx(r->ctx))
-        return fail("the prompt's %d tokens exceed the context of %d", r->n_prompt,
+        return run_fail("the prompt's %d tokens exceed the context of %d", r->n_prompt,
                     rtm_context_n_ctx(r->ctx));
     return 0;
 }
@@ -362,51 +209,81 @@ static void dump_ubatch(void *user, const rtm_context_t *c, int32_t n_rows) {
     dump_rows_now(user, n_rows);
 }
 
-/* The token's text on stdout, however long its piece; 1 after a message
- * when it cannot be written. */
-static int print_token(const run_t *r, rtm_token_t t) {
+/* The text on stdout, and into the reply while the chat captures it. */
+static void write_stdout(const char *text, size_t len, void *user) {
+    run_t *r = user;
+    fwrite(text, 1, len, stdout);
+    if (!r->capture || r->reply_failed) return;
+    if (r->reply_len + len + 1 > r->reply_cap) {
+        const size_t cap = (r->reply_len + len + 1) * 2;
+        char *p = realloc(r->reply, cap);
+        if (p == NULL) return (void)(r->reply_failed = true);
+        r->reply = p, r->reply_cap = cap;
+    }
+    memcpy(r->reply + r->reply_len, text, len);
+    r->reply[r->reply_len += len] = 0;
+}
+
+/* The token's text through the stop strings onto stdout, however long its
+ * piece; 1 after a message when it cannot be had or written. */
+static int emit_token(run_t *r, rtm_token_t t) {
     char small[256], *buf = small;
     size_t len = 0;
     const rtm_vocab_t *v = rtm_model_vocab(r->model);
     rt_status_t st = rtm_vocab_token_to_piece(v, t, false, buf, sizeof small, &len);
     if (st == RT_ERR_DOES_NOT_FIT && (buf = malloc(len)) != NULL)
         st = rtm_vocab_token_to_piece(v, t, false, buf, len, &len);
-    if (buf == NULL) return fail("no memory for the piece of token %d", t);
-    if (st == RT_OK) fwrite(buf, 1, len, stdout);
+    if (buf == NULL) return run_fail("no memory for the piece of token %d", t);
+    if (st == RT_OK) r->stopped = rt_stop_text_feed(&r->stop, buf, len, write_stdout, r);
     if (buf != small) free(buf);
-    if (st != RT_OK) return fail("token %d: %s", t, rtm_last_error());
-    return fflush(stdout) != 0 || ferror(stdout) ? fail("cannot write stdout: %s", strerror(errno)) : 0;
+    if (st != RT_OK) return run_fail("token %d: %s", t, rtm_last_error());
+    return fflush(stdout) != 0 || ferror(stdout) ? run_fail("cannot write stdout: %s", strerror(errno)) : 0;
 }
 
-/* The prompt, then up to n_predict tokens, stopping at end of generation. */
-static int generate(run_t *r) {
+int run_feed(run_t *r, const rtm_token_t *tokens, int32_t n) {
+    if (rtd_decode(r->dist, r->ctx, tokens, n) != RT_OK) return run_fail("%s", rtd_last_error());
+    for (int32_t i = 0; i < n; i++) rtm_sampler_accept(r->sampler, tokens[i]);
+    dump_rows(r, n);
+    return 0;
+}
+
+int run_generate(run_t *r, int32_t n_max) {
+    const rtm_vocab_t *v = rtm_model_vocab(r->model);
+    const double t0 = now();
+    r->stopped = false;
+    rt_stop_text_init(&r->stop, r->o->stops, r->o->n_stops);
+    int rc = 0;
+    for (int32_t n = 0; rc == 0 && (n_max < 0 || n < n_max); n++) {
+        rtm_token_t t; /* over several ranks, it comes when every stage is done */
+        if (rtd_next_token(r->dist, r->ctx, r->sampler, rtm_model_n_vocab(r->model), &t) != RT_OK) {
+            rc = run_fail("%s", rtd_last_error());
+            break;
+        }
+        const bool eog = rtm_vocab_is_eog(v, t);
+        if (!eog && (rc = emit_token(r, t)) != 0) break;
+        r->n_generated += !eog; /* counted as printed, also when the context is full */
+        if (rtm_context_n_past(r->ctx) >= rtm_context_n_ctx(r->ctx)) break;
+        rc = run_feed(r, &t, 1);
+        if (eog || r->stopped) break;
+    }
+    if (!r->stopped) rt_stop_text_finish(&r->stop, write_stdout, r);
+    rt_stop_text_deinit(&r->stop);
+    r->t_gen += now() - t0;
+    if (rc == 0 && (fflush(stdout) != 0 || ferror(stdout))) rc = run_fail("cannot write stdout: %s", strerror(errno));
+    return rc;
+}
+
+/* The prompt, then up to n_predict tokens. */
+static int complete(run_t *r) {
     if (rtd_rank(r->dist) != 0) return dist_serve(r);
-    double t0 = now();
-    rtm_token_t t; /* the prompt's: over several ranks, it comes when every stage is done */
-    if (rtd_decode(r->dist, r->ctx, r->prompt, r->n_prompt) != RT_OK ||
-        rtd_next_token(r->dist, r->ctx, r->sampler, rtm_model_n_vocab(r->model), &t) != RT_OK)
-        return fail("%s", rtd_last_error());
+    const double t0 = now();
+    if (run_feed(r, r->prompt, r->n_prompt) != 0) return 1;
     r->t_prompt = now() - t0;
-    dump_rows(r, r->n_prompt);
     fputs(r->o->prompt, stdout);
     fflush(stdout);
-    const rtm_vocab_t *v = rtm_model_vocab(r->model);
-    t0 = now();
-    while (r->n_generated < r->o->n_predict) {
-        if (r->n_generated > 0 &&
-            rtd_next_token(r->dist, r->ctx, r->sampler, rtm_model_n_vocab(r->model), &t) != RT_OK)
-            return fail("%s", rtd_last_error());
-        if (rtm_vocab_is_eog(v, t)) break;
-        if (print_token(r, t) != 0) return 1;
-        r->n_generated++; /* counted as printed, also when the context is full */
-        if (rtm_context_n_past(r->ctx) >= rtm_context_n_ctx(r->ctx)) break;
-        if (rtd_decode(r->dist, r->ctx, &t, 1) != RT_OK) return fail("%s", rtd_last_error());
-        dump_rows(r, 1);
-    }
-    r->t_gen = now() - t0;
+    if (run_generate(r, r->o->n_predict) != 0) return 1;
     fputc('\n', stdout);
-    if (fflush(stdout) != 0 || ferror(stdout)) return fail("cannot write stdout: %s", strerror(errno));
-    return 0;
+    return fflush(stdout) != 0 || ferror(stdout) ? run_fail("cannot write stdout: %s", strerror(errno)) : 0;
 }
 
 static void report(const run_t *r) {
@@ -432,21 +309,33 @@ static void report(const run_t *r) {
                 r->t_gen / r->n_generated * 1e3);
 }
 
+/* --list-devices: one line per device, in the registry's order. */
+static void list_devices(const rt_registry_t *reg) {
+    for (int32_t i = 0; i < rt_registry_device_count(reg); i++) {
+        rt_device_t *d = rt_registry_device(reg, i);
+        printf("%s (%s)\n", rt_device_name(d), rt_device_plugin_name(d));
+    }
+}
+
 int main(int argc, char **argv) {
     run_options_t o;
-    const int pa = parse_args(argc, argv, &o);
-    if (pa != 0) return pa == 1 ? 0 : 2;
+    const int pa = run_options_parse(argc, argv, &o);
+    if (pa != 0) return run_options_deinit(&o), pa == 1 ? 0 : 2;
     run_t r = {.o = &o};
-    int rc = dist_join(&r, &argc, &argv);
-    if (rc == 0) rc = rt_registry_create(NULL, &r.reg) == RT_OK ? 0 : fail("%s", rt_last_error());
-    if (rc == 0) rc = load(&r);
-    if (rc == 0) rc = tokenize_prompt(&r);
-    if (rc == 0) rc = generate(&r);
-    if (rc == 0 && rtd_finish(r.dist, write_stderr, NULL) != RT_OK) rc = fail("%s", rtd_last_error());
-    /* by the rank with the head, once every row is written */
-    if (rc == 0 && r.dump.f && rt_out_file_commit(&r.dump) != 0) rc = fail("%s", r.dump.error);
-    if (rc == 0 && rtd_rank(r.dist) == 0) report(&r);
-    if (rc != 0) rtd_abort(r.dist, rc); /* the other ranks would wait for this one */
+    int rc = o.conversation && o.tp ? run_fail("-cnv runs in one process, not with --tp") : 0;
+    if (rc == 0 && !o.list_devices) rc = dist_join(&r, &argc, &argv);
+    if (rc == 0) rc = rt_registry_create(NULL, &r.reg) == RT_OK ? 0 : run_fail("%s", rt_last_error());
+    if (rc == 0 && o.list_devices) list_devices(r.reg);
+    else {
+        if (rc == 0) rc = load(&r);
+        if (rc == 0 && !o.conversation) rc = tokenize_prompt(&r);
+        if (rc == 0) rc = o.conversation ? run_chat(&r) : complete(&r);
+        if (rc == 0 && rtd_finish(r.dist, write_stderr, NULL) != RT_OK) rc = run_fail("%s", rtd_last_error());
+        /* by the rank with the head, once every row is written */
+        if (rc == 0 && r.dump.f && rt_out_file_commit(&r.dump) != 0) rc = run_fail("%s", r.dump.error);
+        if (rc == 0 && rtd_rank(r.dist) == 0) report(&r);
+        if (rc != 0) rtd_abort(r.dist, rc); /* the other ranks would wait for this one */
+    }
     rtd_destroy(r.dist);
     rt_out_file_abort(&r.dump); /* after a commit, nothing is left to remove */
     free(r.prompt);
@@ -454,5 +343,7 @@ int main(int argc, char **argv) {
     rtm_context_destroy(r.ctx);
     rtm_model_destroy(r.model);
     rt_registry_destroy(r.reg);
+    run_options_deinit(&o);
+    free(r.reply);
     return rc;
 }

@@ -22,6 +22,9 @@
 #include "../tests/conform/nmse.h"
 #include "../tests/conform/rng.h"
 
+#include "tool_cli.h"
+
+#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -270,17 +273,36 @@ static void run_perf(side_t *dev, side_t *cpu, const opts_t *o) {
 
 //===--- main ---===//
 
-static bool parse_args(int argc, char **argv, opts_t *o) {
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "perf") == 0) o->perf = true;
-        else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) o->device = argv[++i];
-        else if (strcmp(argv[i], "--op") == 0 && i + 1 < argc) o->op = argv[++i];
-        else {
-            fprintf(stderr, "usage: %s [perf] [--device NAME] [--op NAME]\n", argv[0]);
-            return false;
-        }
+static void usage(FILE *f) {
+    fprintf(f, "usage: rt-test-ops [perf] [options]\n"
+               "Runs every conformance case on a device against the CPU (perf: times them).\n"
+               "  -d, --device NAME   the device to check (default: the CPU); --devices too\n"
+               "      --op NAME       only this op's cases (default: all)\n"
+               "  -h, --help          this text\n"
+               "      --version       release, ABI and commit\n");
+}
+
+/* 0 to go on, 1 after --help or --version, 2 on a bad command line. */
+static int parse_args(int argc, char **argv, opts_t *o) {
+    static const struct option opts[] = {
+        {"device", required_argument, NULL, 'd'}, {"devices", required_argument, NULL, 'd'},
+        {"op", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0}};
+    for (int c; (c = getopt_long(argc, argv, "d:h", opts, NULL)) != -1;) {
+        if (c == 'd') o->device = optarg;
+        else if (c == 'o') o->op = optarg;
+        else if (c == 'h') return usage(stdout), 1;
+        else if (c == 'V') return rt_cli_print_version(stdout, "rt-test-ops"), 1;
+        else return rt_cli_bad_usage("rt-test-ops");
     }
-    return true;
+    for (int i = optind; i < argc; i++) {
+        if (strcmp(argv[i], "perf") != 0) {
+            fprintf(stderr, "rt-test-ops: unexpected argument '%s'\n", argv[i]);
+            return rt_cli_bad_usage("rt-test-ops");
+        }
+        o->perf = true;
+    }
+    return 0;
 }
 
 static void test_device(rt_device_t *dev, rt_device_t *cpu, const opts_t *o, totals_t *t) {
@@ -302,7 +324,8 @@ static bool is_cpu(rt_device_t *dev) { return strcmp(rt_device_plugin_name(dev),
 
 int main(int argc, char **argv) {
     opts_t o = {0};
-    if (!parse_args(argc, argv, &o)) return 2;
+    const int parsed = parse_args(argc, argv, &o);
+    if (parsed != 0) return parsed == 1 ? 0 : 2;
     rt_registry_t *reg;
     if (rt_registry_create(NULL, &reg) != RT_OK) {
         fprintf(stderr, "rt-test-ops: %s\n", rt_last_error());

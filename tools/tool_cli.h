@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/* tool_cli.h: what every rt tool's command line shares: --version's one
+ * line (release, ABI, the commit the build came from) and the checked
+ * conversion of option values, each failure one message on stderr naming
+ * the tool, the option and the value. The tools parse with getopt_long;
+ * these helpers only turn optarg into numbers. */
+#ifndef RT_TOOLS_TOOL_CLI_H
+#define RT_TOOLS_TOOL_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* "rt-run 0.2.0 (ABI 1.2, library 0.2.0 ABI 1.2, commit 1a2b3c4)" on f:
+ * the headers' version, the loaded librtcore's, and the commit of the
+ * build ("unknown" when it was built outside git). */
+void rt_cli_print_version(FILE *f, const char *tool);
+
+/* The commit the build came from (git describe), or "unknown". */
+const char *rt_cli_commit(void);
+
+/* optarg as an integer in [lo, hi], a float, a non-negative 64-bit
+ * integer; false after "TOOL: OPTION wants ..., not 'VALUE'". */
+bool rt_cli_int(const char *tool, const char *option, const char *value, long lo, long hi,
+                int32_t *out);
+bool rt_cli_float(const char *tool, const char *option, const char *value, float *out);
+bool rt_cli_u64(const char *tool, const char *option, const char *value, uint64_t *out);
+
+/* The message getopt_long gives no tool name for a bad option, then the
+ * hint to --help; returns the usage exit status 2. */
+int rt_cli_bad_usage(const char *tool);
+
+#endif /* RT_TOOLS_TOOL_CLI_H */
