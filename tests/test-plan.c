@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -151,8 +152,24 @@ static void test_refusals(void **state) {
     free(out);
 }
 
+/* plan-4: sizes that would overflow a tensor or the graph are an error
+ * with a message, never an abort inside the graph builders. */
+static void test_sizes_that_overflow(void **state) {
+    plan_fixture_t *f = *state;
+    static const char *const args[] = {"--n-layer 100000000", "--n-embd 1000000000",
+                                       "--n-embd 65536 --n-vocab 2000000000"};
+    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) {
+        int st = 0;
+        char *out = run_plan(f, "RT_PLUGINS=cpu", args[i], &st);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 2 || strstr(out, "sizes too large") == NULL)
+            fail_msg("plan-4.%zu: rt-plan %s: status %d, output:\n%s", i + 1, args[i], st, out);
+        free(out);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_sizes_that_overflow, setup, teardown),
         cmocka_unit_test_setup_teardown(test_model_plan, setup, teardown),
         cmocka_unit_test_setup_teardown(test_split_dot, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),

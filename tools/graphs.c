@@ -61,6 +61,29 @@ int tool_graph_parse_arg(tool_graph_params_t *p, int argc, char **argv, int i) {
     return 2;
 }
 
+/* The largest tensor the graphs may describe, in elements (2^40: far past
+ * any machine's memory, and far from int64_t's end). */
+#define MAX_ELEMENTS ((int64_t)1 << 40)
+
+/* Sizes whose tensors or graph would overflow: refused with a message,
+ * never an abort inside the graph builders. */
+static bool sizes_fit(const tool_graph_params_t *p) {
+    const int64_t e = p->n_embd, big = p->n_ff > p->n_vocab ? p->n_ff : p->n_vocab;
+    const int64_t cache = (int64_t)p->n_layer * p->n_ctx, mask = (int64_t)p->n_ctx * p->n_tokens;
+    size_t graph_bytes = 0;
+    if (e * big > MAX_ELEMENTS || (cache > 0 && cache > MAX_ELEMENTS / e) || mask > MAX_ELEMENTS) {
+        fprintf(stderr, "sizes too large: n_embd %d with n_ff %d, n_vocab %d, n_layer %d, n_ctx %d "
+                "(a tensor would hold more than 2^40 elements)\n", p->n_embd, p->n_ff,
+                p->n_vocab, p->n_layer, p->n_ctx);
+        return false;
+    }
+    if (rt_graph_overhead_v2(64 + (size_t)p->n_layer * 64, &graph_bytes) != RT_OK) {
+        fprintf(stderr, "%d layers: %s\n", p->n_layer, rt_last_error());
+        return false;
+    }
+    return true;
+}
+
 bool tool_graph_params_check(tool_graph_params_t *p) {
     const bool mlp = strcmp(p->name, "mlp") == 0;
     if (!mlp && strcmp(p->name, "llama") != 0) {
@@ -68,7 +91,10 @@ bool tool_graph_params_check(tool_graph_params_t *p) {
         return false;
     }
     if (p->n_head == 0) p->n_head = p->n_embd / 128 > 0 ? p->n_embd / 128 : 1;
-    if (p->n_ff == 0) p->n_ff = (p->n_embd * 8 / 3 + 255) / 256 * 256;
+    if (p->n_ff == 0) {
+        const int64_t ff = ((int64_t)p->n_embd * 8 / 3 + 255) / 256 * 256;
+        p->n_ff = ff <= INT32_MAX ? (int32_t)ff : INT32_MAX;
+    }
     if (p->n_vocab == 0) p->n_vocab = 32000;
     if (p->n_layer < 1 || p->n_embd < 1 || p->n_tokens < 1 || p->n_past < 0 ||
         p->n_embd % p->n_head != 0 || (p->n_embd / p->n_head) % 2 != 0 ||
@@ -78,7 +104,7 @@ bool tool_graph_params_check(tool_graph_params_t *p) {
                 p->n_layer, p->n_embd, p->n_head, p->n_tokens, p->n_past, p->n_ctx);
         return false;
     }
-    return true;
+    return sizes_fit(p);
 }
 
 static rt_tensor_t *leaf(rt_context_t *ctx, rt_type_t type, int64_t ne0, int64_t ne1,
