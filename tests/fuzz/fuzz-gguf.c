@@ -102,15 +102,21 @@ static void touch_kv(const rt_gguf_t *g, int64_t i) {
         sink += scalar_bits(g, key, type);
 }
 
-static void touch_tensor(const rt_gguf_t *g, int64_t i) {
+/* A type rt does not implement opens (its metadata stays readable), and
+ * asking for the tensor says so: RT_ERR_UNSUPPORTED, the fields filled. */
+static bool touch_tensor(const rt_gguf_t *g, int64_t i) {
     rt_gguf_tensor_info_t ti = {.struct_size = sizeof ti};
-    CHECK(rt_gguf_get_tensor_info(g, i, &ti) == RT_OK);
+    const rt_status_t st = rt_gguf_get_tensor_info(g, i, &ti);
+    const bool known = rt_type_traits(ti.type) != NULL;
+    CHECK(known ? st == RT_OK : st == RT_ERR_UNSUPPORTED);
     CHECK(ti.name != NULL && strlen(ti.name) < RT_MAX_NAME && rt_gguf_find_tensor(g, ti.name) == i);
-    CHECK(rt_type_traits(ti.type) != NULL && ti.n_dims >= 1 && ti.n_dims <= RT_MAX_DIMS);
+    CHECK(ti.n_dims >= 1 && ti.n_dims <= RT_MAX_DIMS);
+    if (!known) return false;
     CHECK(ti.offset % rt_gguf_alignment(g) == 0 && ti.data == rt_gguf_tensor_data(g, i));
     const uint8_t *base = rt_gguf_file_data(g);
     CHECK((const uint8_t *)ti.data + ti.size <= base + rt_gguf_file_size(g));
     touch(ti.data, (size_t)ti.size);
+    return true;
 }
 
 #define COPY(T, get, set)                   \
@@ -230,9 +236,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     CHECK(rt_gguf_version(g) == 2 || rt_gguf_version(g) == 3);
     CHECK(rt_gguf_file_size(g) == size && rt_gguf_data_offset(g) % rt_gguf_alignment(g) == 0);
     for (int64_t i = 0; i < rt_gguf_n_kv(g); i++) touch_kv(g, i);
-    for (int64_t i = 0; i < rt_gguf_n_tensors(g); i++) touch_tensor(g, i);
+    bool all_known = true;
+    for (int64_t i = 0; i < rt_gguf_n_tensors(g); i++) all_known &= touch_tensor(g, i);
     CHECK(rt_gguf_kv_key(g, rt_gguf_n_kv(g)) == NULL && rt_gguf_tensor_data(g, -1) == NULL);
-    round_trip(g);
+    if (all_known) round_trip(g); /* the writer writes only types rt implements */
     rt_gguf_destroy(g);
     return 0;
 }
