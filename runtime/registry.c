@@ -83,8 +83,8 @@ bool rt_registry_has_buffer(rt_registry_t *reg, const rt_buffer_t *buf) {
 }
 
 void rt_registry_unlink(rt_registry_t *reg, rt_link_t *node) {
-    RT_ASSERT(node->next != node); /* linked, not unlinked twice */
     rt_os_mutex_lock(reg->lock);
+    RT_ASSERT(node->next != node); /* linked, not unlinked twice (read under the lock) */
     node->prev->next = node->next;
     node->next->prev = node->prev;
     node->prev = node->next = node;
