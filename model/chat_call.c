@@ -89,14 +89,14 @@ static chat_value_t replace(chat_eval_t *e, const chat_value_t *s, const chat_va
     for (const char *hit; (hit = memmem(p, (size_t)(end - p), from->s, (size_t)from->n)) != NULL;
          p = hit + from->n) {
         const chat_value_t piece = chat_str(e, p, (size_t)(hit - p));
-        chat_value_t joined = chat_str(e, "", (size_t)(out.n + piece.n + to->n));
+        chat_value_t joined = chat_str(e, NULL, (size_t)(out.n + piece.n + to->n));
         if (joined.kind != V_STR) return joined;
         memcpy((char *)joined.s, out.s, (size_t)out.n);
         memcpy((char *)joined.s + out.n, piece.s, (size_t)piece.n);
         memcpy((char *)joined.s + out.n + piece.n, to->s, (size_t)to->n);
         out = joined;
     }
-    chat_value_t rest = chat_str(e, "", (size_t)(out.n + (end - p)));
+    chat_value_t rest = chat_str(e, NULL, (size_t)(out.n + (end - p)));
     if (rest.kind == V_STR) memcpy((char *)rest.s, out.s, (size_t)out.n), memcpy((char *)rest.s + out.n, p, (size_t)(end - p));
     return rest;
 }

@@ -28,13 +28,15 @@ rt_status_t chat_fail(chat_eval_t *e, int line, const char *fmt, ...) {
 
 //===--- values ---===//
 
+/* s NULL: len bytes to be filled by the caller. */
 chat_value_t chat_str(chat_eval_t *e, const char *s, size_t len) {
     char *copy = chat_alloc(e->arena, len + 1);
     if (copy == NULL) {
         chat_fail(e, 0, "no memory");
         return (chat_value_t){.kind = V_NONE};
     }
-    memcpy(copy, s, len);
+    if (s != NULL) memcpy(copy, s, len);
+    copy[len] = '\0';
     return (chat_value_t){.kind = V_STR, .s = copy, .n = (int64_t)len};
 }
 
@@ -171,7 +173,7 @@ static chat_value_t slice(chat_eval_t *e, const chat_node_t *n) {
         const int64_t hi = a.i < 0 ? a.i + obj.n : a.i >= obj.n ? obj.n - 1 : a.i;
         const int64_t lo = b.i < -obj.n ? -1 : b.i < 0 ? b.i + obj.n : b.i;
         const int64_t len = hi > lo ? hi - lo : 0;
-        chat_value_t v = obj.kind == V_STR ? chat_str(e, "", (size_t)len) : chat_list(e, len);
+        chat_value_t v = obj.kind == V_STR ? chat_str(e, NULL, (size_t)len) : chat_list(e, len);
         for (int64_t i = 0; i < len && e->st == RT_OK; i++) {
             if (obj.kind == V_STR) ((char *)v.s)[i] = obj.s[hi - i];
             else v.items[i] = obj.items[hi - i];
@@ -188,7 +190,7 @@ static chat_value_t slice(chat_eval_t *e, const chat_node_t *n) {
 
 static chat_value_t concat2(chat_eval_t *e, chat_value_t a, chat_value_t b) {
     a = chat_to_string(e, &a), b = chat_to_string(e, &b);
-    chat_value_t v = chat_str(e, "", (size_t)(a.n + b.n));
+    chat_value_t v = chat_str(e, NULL, (size_t)(a.n + b.n));
     if (v.kind == V_STR) memcpy((char *)v.s, a.s, (size_t)a.n), memcpy((char *)v.s + a.n, b.s, (size_t)b.n);
     return v;
 }

@@ -136,6 +136,12 @@ static void test_header_codecs(void **state) {
 
 static void test_against_gguf(void **state) {
     (void)state;
+#if defined(__SANITIZE_ADDRESS__)
+    /* python3 cannot load an AddressSanitizer build of librtcore through
+     * ctypes (the runtime must come first); the plain build runs quant-2. */
+    printf("quant-2: skipped: an ASan build's librtcore cannot be loaded by python3\n");
+    skip();
+#endif
     char models[4096], cmd[8192];
     tu_pip_models(models, sizeof models);
     snprintf(cmd, sizeof cmd, "python3 tests/quant_gguf.py %s/lib/librtcore.so%s 2>&1",
