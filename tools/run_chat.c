@@ -95,7 +95,9 @@ static int turn(chat_t *c, const char *user) {
     if (rc == 0) rc = render(c, true, &now, &len);
     /* A template may render the past differently once more follows; then
      * only the common prefix is known to be in the cache. */
-    if (rc == 0 && (len < c->prev_len || memcmp(now, c->prev, c->prev_len) != 0))
+    const bool same_past = len >= c->prev_len &&
+                           (c->prev_len == 0 || memcmp(now, c->prev, c->prev_len) == 0);
+    if (rc == 0 && !same_past)
         rc = run_fail("-cnv: the template changed the conversation's past; not supported");
     if (rc == 0) rc = feed_text(c, now + c->prev_len, len - c->prev_len);
     free(now);
