@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* gpt2-alloc.c: GPT-2 with its intermediates placed by a gallocr (the
- * seed's main-alloc). The weights stay in a context pool; each graph is
+ * docs/memory.md, section 3.3). The weights stay in a context pool; each graph is
  * built in a no_alloc context (headers only), and one gallocr on the CPU's
  * buffer type, reserved once for the worst case (the longest sequence the
  * run will see), gives every intermediate its offset in one buffer,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* gpt2-backend.c: GPT-2 with its weights in one device buffer (the seed's
- * main-backend). The weights are declared in a no_alloc context and placed
+/* gpt2-backend.c: GPT-2 with its weights in one device buffer (docs/memory.md,
+ * section 3.2). The weights are declared in a no_alloc context and placed
  * by rt_alloc_ctx_tensors in one buffer of the device's buffer type, their
  * bytes copied in with rt_tensor_set; a gallocr of the same buffer type,
  * reserved for the worst case, places the intermediates; the graph runs on

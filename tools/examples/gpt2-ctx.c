@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* gpt2-ctx.c: GPT-2 with everything in context pools (the seed's
- * main-ctx). The weights go into a context that allocates (no_alloc
+/* gpt2-ctx.c: GPT-2 with everything in context pools (docs/memory.md,
+ * section 3.1). The weights go into a context that allocates (no_alloc
  * false), sized by adding up every tensor; each evaluation builds its graph
  * in a second allocating context over one static block, so every
  * intermediate gets memory as it is created, and runs it on the CPU

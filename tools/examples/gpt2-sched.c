@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* gpt2-sched.c: GPT-2 split over devices (the seed's main-sched). The
+/* gpt2-sched.c: GPT-2 split over devices (docs/memory.md, section 4). The
  * placement puts the last n_gpu_layers layers (and the output) on the
  * first GPU and the rest on the CPU; each device's weights are declared in
  * a context of their own and placed in one buffer of that device; the

@@ -9,7 +9,7 @@
  *
  * with causal attention over the whole sequence: Q, K, V as views of the
  * fused projection, KQ = K^T Q, the future masked (diag_mask_inf), the
- * softmax, and V^T made contiguous for the product (the seed's 2.3). */
+ * softmax, and V^T made contiguous for the product (docs/memory.md, section 2.5). */
 #include "gpt2.h"
 
 #include <math.h>

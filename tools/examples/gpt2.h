@@ -2,7 +2,7 @@
 /* gpt2.h: what the four GPT-2 examples share (gpt2.c): the model's
  * hyperparameters and weights read from a GGUF file, the forward graph of
  * a whole token sequence (no KV cache: each step recomputes the prompt,
- * as the seed's examples do at their simplest), and the greedy loop. The
+ * at their simplest), and the greedy loop. The
  * examples differ only in where the weights and the intermediates live:
  *
  *   gpt2-ctx      weights in a context pool, intermediates in another
