@@ -131,8 +131,18 @@ static int create_exclusive(rt_out_file_t *of, const char *dir, const char *name
             errno = ENAMETOOLONG;
             return -1;
         }
+        /* Registered before it exists: a signal between the open and
+         * the registration would leave the file behind, one before the
+         * open unlinks nothing (the name is fresh). Past MAX_PENDING
+         * files at once an interrupt leaves this one behind; the target
+         * is safe either way. */
+        const bool registered = set_pending(of->tmp, true);
         const int fd = open(of->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-        if (fd >= 0 || errno != EEXIST) return fd;
+        if (fd >= 0) return fd;
+        const int err = errno;
+        if (registered) set_pending(of->tmp, false);
+        errno = err;
+        if (err != EEXIST) return -1;
     }
     return -1;
 }
@@ -142,6 +152,7 @@ static int open_temp(rt_out_file_t *of) {
     snprintf(dir, sizeof dir, "%s", of->target);
     char *slash = strrchr(dir, '/');
     *slash = '\0';
+    install_handlers();
     const int fd = create_exclusive(of, dir, slash + 1);
     struct stat st;
     if (fd < 0) {
@@ -156,16 +167,13 @@ static int open_temp(rt_out_file_t *of) {
         const int err = errno;
         close(fd);
         unlink(of->tmp);
+        set_pending(of->tmp, false);
         of->tmp[0] = '\0';
         return fail(of, "%s: cannot create a file in %s: %s", of->target, dir, strerror(err));
     }
     of->dev = st.st_dev;
     of->ino = st.st_ino;
     of->path = of->tmp;
-    install_handlers();
-    /* Past MAX_PENDING files at once, an interrupt would leave this
-     * temporary file behind; the target is safe either way. */
-    set_pending(of->tmp, true);
     return 0;
 }
 
