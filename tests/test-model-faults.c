@@ -47,13 +47,7 @@ static int teardown(void **state) {
     return tu_tmpdir_remove(dir);
 }
 
-static void need_model(void) {
-    struct stat st;
-    if (stat(src, &st) != 0) {
-        print_message("skipped: no %s\n", src);
-        skip();
-    }
-}
+static void need_model(void) { tu_need_file(src); }
 
 static rtm_model_t *load_on(rt_registry_t *reg, const char *path, rt_status_t *out_st) {
     /* No repacking: the weights are read from the mapping while decoding. */

@@ -151,18 +151,8 @@ static void test_gemma3_decodes(void **state) {
 /* tests/pip_models.py's two lines: SmolLM2, then Gemma 3 (empty: absent). */
 static int setup(void **state) {
     (void)state;
-    int status = 0;
-    char *out = tu_run_capture("python3 tests/pip_models.py 2>/dev/null", &status);
-    char *nl = out ? strchr(out, '\n') : NULL;
-    if (out && status == 0 && nl) {
-        *nl = 0;
-        snprintf(smollm2, sizeof smollm2, "%s", out);
-        snprintf(gemma3, sizeof gemma3, "%s", nl + 1);
-        gemma3[strcspn(gemma3, "\n")] = 0;
-    }
-    free(out);
-    if (smollm2[0] && access(smollm2, R_OK) != 0) smollm2[0] = 0;
-    if (gemma3[0] && access(gemma3, R_OK) != 0) gemma3[0] = 0;
+    tu_pip_model(0, smollm2, sizeof smollm2);
+    tu_pip_model(1, gemma3, sizeof gemma3);
     return mkdtemp(dir) != NULL ? 0 : -1;
 }
 

@@ -26,35 +26,13 @@
 
 static char src[PATH_MAX];
 
-/* rt-run's output (stderr folded in) and exit code; the text is freed by
- * the caller. */
-static char *rt_run(int *out_code, const char *fmt, ...) RT_PRINTF(2, 3);
-static char *rt_run(int *out_code, const char *fmt, ...) {
-    char args[2 * PATH_MAX], cmd[4 * PATH_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(cmd, sizeof cmd, "RT_PLUGINS=cpu %s/bin/rt-run %s 2>&1", tu_build_dir_abs(), args);
-    int status = -1;
-    char *out = tu_run_capture(cmd, &status);
-    *out_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return out;
-}
-
-static void need_model(void) {
-    struct stat st;
-    if (stat(tu_model_path(MODEL, src, sizeof src), &st) != 0) {
-        print_message("skipped: no %s\n", src);
-        skip();
-    }
-}
+static void need_model(void) { tu_need_file(tu_model_path(MODEL, src, sizeof src)); }
 
 static void test_context_fills(void **state) {
     (void)state;
     need_model();
     int code, n_prompt = -1, n_gen = -1;
-    char *out = rt_run(&code, "-m '%s' -n 64 --ctx 8 --temp 0", src);
+    char *out = tu_tool(&code, "rt-run", "-m '%s' -n 64 --ctx 8 --temp 0", src);
     const char *p = strstr(out, "prompt: "), *g = strstr(out, "generation: ");
     if (p) sscanf(p, "prompt: %d", &n_prompt);
     if (g) sscanf(g, "generation: %d", &n_gen);
@@ -69,7 +47,7 @@ static void test_many_devices(void **state) {
     char list[17 * 5 + 1] = "";
     for (int i = 0; i < 17; i++) strcat(list, i ? ",cpu0" : "cpu0");
     int code;
-    char *out = rt_run(&code, "--devices %s -n 1", list);
+    char *out = tu_tool(&code, "rt-run", "--devices %s -n 1", list);
     if (code != 1 || strstr(out, "more than 16 devices") == NULL)
         fail_msg("rtrun-2: exit %d: %s", code, out);
     free(out);
@@ -86,9 +64,9 @@ static void test_nan_weights(void **state) {
     assert_non_null(v);
     assert_int_equal(mc_write(src, path, v, false), RT_OK);
     int code;
-    char *out = rt_run(&code, "-m %s -n 4", path);
+    char *out = tu_tool(&code, "rt-run", "-m %s -n 4", path);
     const bool plain_ok = code == 1 && strstr(out, "step 1") && strstr(out, "--check-numerics");
-    char *out2 = rt_run(&code, "-m %s -n 4 --check-numerics", path);
+    char *out2 = tu_tool(&code, "rt-run", "-m %s -n 4 --check-numerics", path);
     const bool checked_ok = code == 1 && strstr(out2, "the first node not finite is ") &&
                             strstr(out2, "is none") == NULL;
     unlink(path);
@@ -104,7 +82,7 @@ static void test_nan_sampling(void **state) {
     const char *opts[] = {"--temp nan", "--top-p nan"};
     for (int i = 0; i < 2; i++) {
         int code;
-        char *out = rt_run(&code, "-m '%s' -n 2 %s", src, opts[i]);
+        char *out = tu_tool(&code, "rt-run", "-m '%s' -n 2 %s", src, opts[i]);
         if (code != 1 || strstr(out, "rtm_sampler_create: top_k") == NULL || strstr(out, "nan") == NULL)
             fail_msg("rtrun-4: %s: exit %d: %s", opts[i], code, out);
         free(out);
@@ -121,7 +99,7 @@ static void test_corpus_runs(void **state) {
         if (v->stage != MC_RUNS) continue;
         assert_int_equal(mc_write(src, path, v, false), RT_OK);
         int code;
-        char *out = rt_run(&code, "-m %s -n 1 --temp 0", path);
+        char *out = tu_tool(&code, "rt-run", "-m %s -n 1 --temp 0", path);
         unlink(path);
         if (code != 0 || strstr(out, v->expect) == NULL) fail_msg("rtrun-5 %s: exit %d: %s", v->name, code, out);
         free(out);

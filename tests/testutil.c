@@ -12,6 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static uint64_t rng_state = 0;
 
@@ -118,6 +121,43 @@ char *tu_run_capture(const char *cmd, int *out_status) {
     }
     *out_status = pclose(p);
     return out;
+}
+
+char *tu_tool(int *out_code, const char *tool, const char *fmt, ...) {
+    char args[2 * PATH_MAX], cmd[4 * PATH_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "RT_PLUGINS=cpu %s/bin/%s %s 2>&1", tu_build_dir_abs(), tool, args);
+    int status = -1;
+    char *out = tu_run_capture(cmd, &status);
+    *out_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return out;
+}
+
+void tu_need_file(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        print_message("skipped: no %s\n", path);
+        skip();
+    }
+}
+
+bool tu_pip_model(int index, char *buf, size_t size) {
+    int status = 0;
+    char *out = tu_run_capture("python3 tests/pip_models.py 2>/dev/null", &status);
+    const char *line = out;
+    for (int i = 0; line != NULL && i < index; i++) {
+        line = strchr(line, '\n');
+        if (line != NULL) line++;
+    }
+    buf[0] = 0;
+    if (line != NULL && status == 0) snprintf(buf, size, "%.*s", (int)strcspn(line, "\n"), line);
+    free(out);
+    if (buf[0] != 0 && access(buf, R_OK) == 0) return true;
+    buf[0] = 0;
+    return false;
 }
 
 char *tu_pip_models(char *buf, size_t size) {

@@ -52,6 +52,14 @@ void tu_report(const char *fmt, ...) RT_PRINTF(1, 2);
  * the command redirects it), malloc'd, and its pclose status. */
 char *tu_run_capture(const char *cmd, int *out_status);
 
+/* Runs build/bin/<tool> with the arguments fmt makes, on the CPU plugin
+ * alone (RT_PLUGINS=cpu), stderr folded into the output; returns the
+ * output (malloc'd) and its exit code in *out_code (-1: killed). */
+char *tu_tool(int *out_code, const char *tool, const char *fmt, ...) RT_PRINTF(3, 4);
+
+/* Skips the calling test, saying which file is missing, unless path exists. */
+void tu_need_file(const char *path);
+
 /* An rt_allocator_t realloc over malloc, for host tables a test builds. */
 void *tu_realloc(void *user_data, void *ptr, size_t old_size, size_t new_size);
 /* A fresh directory /tmp/<prefix>-XXXXXX into dir (size bytes); 0 on
@@ -63,6 +71,10 @@ int tu_tmpdir_remove(const char *dir);
  * tests/pip_models.py: the paths of those present, each after a space,
  * written into buf (empty when none is), which is returned. */
 char *tu_pip_models(char *buf, size_t size);
+
+/* Line `index` of tests/pip_models.py (0: SmolLM2, 1: Gemma 3) into buf;
+ * true when that file is installed and readable (else buf is ""). */
+bool tu_pip_model(int index, char *buf, size_t size);
 
 /* The mockgpu plugin's counters, reached through the loaded object's own
  * rt_plugin_query (the registry must have loaded it). */
