@@ -304,8 +304,11 @@ static const rtd_comm_vtable_t nccl_vtable = {nccl_destroy, nccl_send, nccl_wait
 /* Every rank's st, agreed: RT_OK on all of them or an error on all,
  * naming the ranks that failed and this rank's reason. */
 static rt_status_t all_ranks(comm_nccl_t *m, rt_status_t st, const char *stage) {
+    static const char prefix[] = "dist: nccl: "; /* said once, by the message below */
     char mine[512], ranks[256];
-    snprintf(mine, sizeof mine, "%s", st == RT_OK ? "" : rtd_last_error());
+    const char *why = st == RT_OK ? "" : rtd_last_error();
+    if (strncmp(why, prefix, sizeof prefix - 1) == 0) why += sizeof prefix - 1;
+    snprintf(mine, sizeof mine, "%s", why);
     bool any = false;
     const rt_status_t agreed = rtd_comm_flags(m->ctrl, st != RT_OK, ranks, sizeof ranks, &any);
     if (agreed != RT_OK) return agreed;

@@ -12,7 +12,8 @@
  * then need no communication, and each row-parallel one (W_o, W_down)
  * gives a partial sum that the shards add up (an allreduce) before the
  * residual. What cannot split is refused: more shards than KV heads or
- * FFN blocks, a W_o cut that would fall inside a quantised block, biases.
+ * FFN blocks, a W_o cut that would fall inside a quantised block, biases,
+ * fused weights, a norm of a block's output (it would see a partial sum).
  *
  * The slices are views of the loaded weights (a row slice is contiguous; a
  * column slice keeps the full row stride, which mul_mat reads as it reads
@@ -61,9 +62,12 @@ static bool cuts_blocks(const rt_tensor_t *a, int64_t at, int64_t n) {
 
 static rt_status_t check_layer(const rtm_model_t *m, int32_t il, int64_t ff_unit, int32_t n_shards) {
     const rtm_layer_t *L = &m->layers[il];
-    if (L->bq || L->bk || L->bv || L->bo) /* a bias would be sliced, and W_o's added once */
+    if (L->bq || L->bk || L->bv || L->bo || L->ffn_up_b || L->ffn_down_b) /* sliced, or added twice */
         return rtm_error(RT_ERR_UNSUPPORTED, "rtm_model_load: shards of a model with attention "
-                         "biases (layer %d)", il);
+                         "or FFN biases (layer %d)", il);
+    if (!L->wq || !L->wk || !L->wv || !L->ffn_gate || !L->ffn_up || L->attn_post_norm || L->ffn_post_norm)
+        return rtm_error(RT_ERR_UNSUPPORTED, "rtm_model_load: shards need separate W_q, W_k, W_v, "
+                         "W_gate and W_up and no norm after a row-parallel product (layer %d)", il);
     if (rt_blck_size(L->ffn_down->type) != ff_unit)
         return rtm_error(RT_ERR_UNSUPPORTED, "rtm_model_load: shards of a model whose W_down "
                          "types differ across layers (layer %d)", il);

@@ -150,9 +150,11 @@ static rtd_comm_t *communicator(int *argc, char ***argv, bool nccl) {
     if (rtd_comm_mpi_create(argc, argv, &c) != RT_OK) return NULL;
     if (!nccl) return c;
     if (rtd_comm_nccl_create(c, &n) == RT_OK) return n;
-    fprintf(stderr, "dist-wire: %s\n", rtd_last_error());
+    char why[512]; /* MPI_Finalize must not be what the message says */
+    snprintf(why, sizeof why, "%s", rtd_last_error());
     rtd_comm_destroy(c);
-    return NULL;
+    fprintf(stderr, "dist-wire: %s\n", why);
+    exit(1);
 }
 
 int main(int argc, char **argv) {

