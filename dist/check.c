@@ -5,8 +5,9 @@
  * file's size and the ABI and protocol versions: the same weights' sizes
  * and layout, and code that speaks the same messages) and the split plan.
  * Rank 0 broadcasts its hash; each rank sets its own flag in a vector
- * that an allreduce sums, so that every rank knows which ranks differ and
- * all fail together with the same message. */
+ * that an allreduce sums (rtd_comm_flags, which the NCCL transport's
+ * start uses too), so that every rank knows which ranks differ and all
+ * fail together with the same message. */
 #include "dist_impl.h"
 
 #include <limits.h>
@@ -41,19 +42,25 @@ static void list_ranks(const int64_t *flags, int32_t n, char *buf, size_t size) 
         if (flags[r]) len += (size_t)snprintf(buf + len, size - len, len ? ", %d" : "%d", r);
 }
 
-rt_status_t rtd_agree(rtd_t *d, uint64_t value, const char *what) {
-    rtd_comm_t *c = d->comm;
-    uint64_t root = value;
-    int64_t differs[RTD_MAX_RANKS] = {0};
-    rt_status_t st = rtd_comm_broadcast(c, 0, &root, sizeof root);
-    differs[c->rank] = root != value;
-    if (st == RT_OK) st = rtd_comm_allreduce(c, differs, (size_t)c->size, RTD_DTYPE_I64);
+rt_status_t rtd_comm_flags(rtd_comm_t *c, bool mine, char *ranks, size_t size, bool *out_any) {
+    int64_t flags[RTD_MAX_RANKS] = {0};
+    flags[c->rank] = mine;
+    *out_any = false;
+    ranks[0] = 0;
+    const rt_status_t st = rtd_comm_allreduce(c, flags, (size_t)c->size, RTD_DTYPE_I64);
     if (st != RT_OK) return st;
-    int64_t any = 0;
-    for (int32_t r = 0; r < c->size; r++) any |= differs[r];
-    if (!any) return RT_OK;
+    for (int32_t r = 0; r < c->size; r++) *out_any = *out_any || flags[r];
+    list_ranks(flags, c->size, ranks, size);
+    return RT_OK;
+}
+
+rt_status_t rtd_agree(rtd_t *d, uint64_t value, const char *what) {
+    uint64_t root = value;
     char ranks[256];
-    list_ranks(differs, c->size, ranks, sizeof ranks);
+    bool any = false;
+    rt_status_t st = rtd_comm_broadcast(d->comm, 0, &root, sizeof root);
+    if (st == RT_OK) st = rtd_comm_flags(d->comm, root != value, ranks, sizeof ranks, &any);
+    if (st != RT_OK || !any) return st;
     return rtd_error(RT_ERR_INVALID_ARGUMENT, "dist: rank(s) %s differ from rank 0 in %s: "
                      "refusing to run", ranks, what);
 }

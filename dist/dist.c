@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* dist.c: a distributed run's life: joining the job, the rank's share of
+/* dist.c: a distributed run's life: joining the job (on MPI, or NCCL over
+ * it), the rank's share of
  * the model, the checks before running, the calls a tool makes (each
  * falls back to the plain rtm_ call when there is no job), and the
  * statistics gathered at the end. The messages themselves are in
@@ -8,14 +9,21 @@
 
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 //===--- the job ---===//
 
-static rt_status_t join(rtd_t *d, int *argc, char ***argv, int32_t tp) {
+static rt_status_t join(rtd_t *d, int *argc, char ***argv, int32_t tp, rtd_transport_t transport) {
+    for (int32_t i = 0; i < RTD_SLOTS; i++) d->ticket[i] = -1; /* first: a failed join drains none */
     rt_status_t st = rtd_comm_mpi_create(argc, argv, &d->comm);
+    rtd_comm_t *nccl = NULL;
+    if (st == RT_OK && transport == RTD_TRANSPORT_NCCL && d->comm->size > 1) {
+        st = rtd_comm_nccl_create(d->comm, &nccl);
+        if (st == RT_OK) d->comm = nccl;
+    }
     if (st != RT_OK) return st;
     const int32_t n = d->comm->size;
     if (n > RTD_MAX_RANKS)
@@ -24,17 +32,28 @@ static rt_status_t join(rtd_t *d, int *argc, char ***argv, int32_t tp) {
         return rtd_error(RT_ERR_INVALID_ARGUMENT, "dist: --tp %d in a job of %d rank(s): start it "
                          "with mpirun -np %d", tp, n, tp);
     d->mode = tp > 1 ? RTD_MODE_TENSOR : RTD_MODE_PIPELINE;
-    for (int32_t i = 0; i < RTD_SLOTS; i++) d->ticket[i] = -1;
     return RT_OK;
 }
 
+/* Whether params, of its caller's size, has field (at offset, of size). */
+static bool has(const rtd_params_t *params, size_t offset, size_t size) {
+    return params != NULL && params->struct_size >= offset + size;
+}
+#define HAS(p, field) has(p, offsetof(rtd_params_t, field), sizeof(p)->field)
+
 rt_status_t rtd_create(int *argc, char ***argv, const rtd_params_t *params, rtd_t **out) {
     *out = NULL;
-    const int32_t tp = params && params->struct_size >= sizeof *params ? params->tp : 0;
+    const int32_t tp = HAS(params, tp) ? params->tp : 0;
+    const rtd_transport_t transport = HAS(params, transport) ? params->transport : RTD_TRANSPORT_MPI;
+    if (transport != RTD_TRANSPORT_MPI && transport != RTD_TRANSPORT_NCCL)
+        return rtd_error(RT_ERR_INVALID_ARGUMENT, "dist: transport %d", transport);
+    if (!rtd_launched_by_mpi() && transport == RTD_TRANSPORT_NCCL)
+        return rtd_error(RT_ERR_INVALID_ARGUMENT, "dist: --dist nccl joins the ranks of a job: "
+                         "start it with mpirun -np N");
     if (!rtd_launched_by_mpi() && tp <= 1) return RT_OK;
     rtd_t *d = calloc(1, sizeof *d);
     if (d == NULL) return rtd_error(RT_ERR_OUT_OF_MEMORY, "dist: no memory");
-    const rt_status_t st = join(d, argc, argv, tp);
+    const rt_status_t st = join(d, argc, argv, tp, transport);
     if (st != RT_OK || d->comm->size == 1) { /* a job of one runs alone */
         rtd_destroy(d);
         return st;

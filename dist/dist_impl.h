@@ -72,6 +72,9 @@ RTD_INTERNAL rt_status_t rtd_model_hash(const char *path, uint64_t *out);
 /* Every rank's value equals rank 0's; else RT_ERR_INVALID_ARGUMENT on every
  * rank, naming the ranks that differ and `what`. Collective. */
 RTD_INTERNAL rt_status_t rtd_agree(rtd_t *d, uint64_t value, const char *what);
+/* Whether any rank's flag (mine on this one) is set, on every rank, and
+ * which ranks set it ("1, 3" into ranks). Collective. */
+RTD_INTERNAL rt_status_t rtd_comm_flags(rtd_comm_t *c, bool mine, char *ranks, size_t size, bool *out_any);
 
 //===--- pipeline.c, tensor_parallel.c ---===//
 

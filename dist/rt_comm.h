@@ -3,10 +3,10 @@
  * interface over interchangeable implementations: ranks (SPMD processes
  * of one job), point-to-point messages (a tensor's bytes or a control
  * word, tagged), a sum allreduce and a broadcast. MPI is the first
- * implementation (comm_mpi.c); NCCL would be a second one for tensors
- * that stay in GPU memory (its vtable would take device pointers, which
- * is why data crosses this interface as pointer and byte count only and
- * never as a host-side structure to be parsed).
+ * implementation (comm_mpi.c); NCCL is the second (comm_nccl.c), for
+ * tensors in GPU memory: it takes device pointers (and stages host ones),
+ * which is why data crosses this interface as pointer and byte count only
+ * and never as a host-side structure to be parsed.
  *
  *     rtd_comm_t *c;
  *     if (rtd_comm_mpi_create(&argc, &argv, &c) != RT_OK) die(rt_last_error());
@@ -86,6 +86,14 @@ RTD_API bool rtd_launched_by_mpi(void);
  * each is reported naming the peer). RT_ERR_UNSUPPORTED when rt was built
  * without MPI. */
 RTD_API rt_status_t rtd_comm_mpi_create(int *argc, char ***argv, rtd_comm_t **out_comm);
+
+/* The NCCL communicator over ctrl, an MPI one of the same ranks, which it
+ * takes over on success (NCCL's bootstrap, the messages' headers, abort
+ * go through it). Collective: every rank succeeds, or every rank fails
+ * naming the ranks that could not and this rank's reason (no NCCL
+ * library, no CUDA driver or device, NCCL's own refusal) and ctrl stays
+ * the caller's. RT_ERR_UNSUPPORTED when rt was built without NCCL. */
+RTD_API rt_status_t rtd_comm_nccl_create(rtd_comm_t *ctrl, rtd_comm_t **out_comm);
 
 /* The calls, through the vtable, with the statistics kept. Peers out of
  * range are RT_ERR_INVALID_ARGUMENT. */

@@ -49,14 +49,23 @@ typedef struct rtd rtd_t;
 
 #define RTD_MAX_RANKS 64   /* the largest job */
 
+/* What carries the tensors between the ranks. */
+typedef int32_t rtd_transport_t;
+enum {
+    RTD_TRANSPORT_MPI = 0,  /* MPI alone, host memory */
+    RTD_TRANSPORT_NCCL = 1  /* NCCL on each rank's CUDA device, over MPI's bootstrap */
+};
+
 typedef struct rtd_params {
     uint32_t struct_size;
     int32_t tp;            /* tensor-parallel ranks (the job's size); 0 or 1: pipeline */
+    rtd_transport_t transport; /* added with NCCL; RTD_TRANSPORT_* */
 } rtd_params_t;
 
 /* Joins the job when launched by MPI (or asked for tp > 1): *out is NULL
  * when the program runs alone. RT_ERR_UNSUPPORTED without MPI support or
- * when tp is not the job's size. */
+ * when tp is not the job's size; with RTD_TRANSPORT_NCCL, what
+ * rtd_comm_nccl_create refuses (on every rank), and outside a launcher. */
 RTD_API rt_status_t rtd_create(int *argc, char ***argv, const rtd_params_t *params, rtd_t **out);
 RTD_API void rtd_destroy(rtd_t *d);
 RTD_API int32_t rtd_rank(const rtd_t *d);  /* 0 when d is NULL */

@@ -7,8 +7,14 @@
  * sums. Prints "dist-wire: N checks, M failures" on rank 0 and exits 1 on
  * any failure. With --pingpong BYTES it measures instead what one message
  * of BYTES costs between the two ranks (half a round trip, the median of
- * 200), for dist/bench.sh. */
+ * 200), for dist/bench.sh. With --nccl the same checks run over the NCCL
+ * communicator (host memory, staged), and an allreduce and a broadcast
+ * run on a CUDA device buffer (the CUDA plugin's, NCCL in place); with
+ * one rank only the device checks run, calling the communicator's
+ * collectives directly (rtd_comm_allreduce skips a job of one), so that
+ * one GPU checks NCCL too (tests/device/cuda.sh). */
 #include "../dist/rt_dist.h"
+
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,13 +104,73 @@ static int pingpong(rtd_comm_t *c, size_t bytes) {
     return ok ? 0 : 1;
 }
 
+/* 3 floats of rank + 1, 10, -1 in a buffer of this rank's CUDA device
+ * (cuda<rank % devices>), allreduced and broadcast there in place. */
+static void device_checks(rtd_comm_t *c) {
+    rt_registry_t *reg = NULL;
+    rt_context_t *ctx = NULL;
+    rt_buffer_t *buf = NULL;
+    int32_t n_cuda = 0;
+    check(rt_registry_create(NULL, &reg) == RT_OK, "dist-6.1 a registry");
+    for (int32_t i = 0; reg && i < rt_registry_device_count(reg); i++)
+        n_cuda += strncmp(rt_device_name(rt_registry_device(reg, i)), "cuda", 4) == 0;
+    char name[32];
+    snprintf(name, sizeof name, "cuda%d", n_cuda ? c->rank % n_cuda : 0);
+    rt_device_t *dev = reg ? rt_registry_device_by_name(reg, name) : NULL;
+    check(dev != NULL, "dist-6.1 a CUDA device (the CUDA plugin)");
+    const rt_context_params_t cp = {.struct_size = sizeof cp, .mem_size = 4 * rt_tensor_overhead(),
+                                    .no_alloc = true};
+    rt_tensor_t *t = NULL;
+    if (dev && rt_context_create(&cp, &ctx) == RT_OK) t = rt_new_tensor_1d(ctx, RT_TYPE_F32, 3);
+    const bool ok = t && rt_buffer_alloc(rt_device_buffer_type(dev, 0), 256, &buf) == RT_OK &&
+                    rt_tensor_alloc(buf, t, rt_buffer_base(buf)) == RT_OK;
+    check(ok, "dist-6.2 3 floats on the device");
+    if (ok) {
+        const float n = (float)c->size;
+        float x[3] = {(float)c->rank + 1, 10, -1};
+        check(rt_tensor_set(t, x, 0, sizeof x) == RT_OK &&
+              c->vt->allreduce(c, t->data, 3, RTD_DTYPE_F32) == RT_OK &&
+              rt_tensor_get(t, x, 0, sizeof x) == RT_OK && x[0] == n * (n + 1) / 2 && x[1] == 10 * n &&
+              x[2] == -n, "dist-6.3 allreduce in device memory sums");
+        float y[3] = {c->rank == 0 ? 7.0f : 0.0f, 8, 9};
+        check(rt_tensor_set(t, y, 0, sizeof y) == RT_OK && c->vt->broadcast(c, 0, t->data, 4) == RT_OK &&
+              rt_tensor_get(t, y, 0, sizeof y) == RT_OK && y[0] == 7, "dist-6.4 broadcast in device memory");
+        int64_t h[2] = {c->rank, 1}; /* host memory through the staging buffer */
+        check(c->vt->allreduce(c, h, 2, RTD_DTYPE_I64) == RT_OK && h[1] == c->size,
+              "dist-6.5 allreduce of host memory (staged)");
+    }
+    rt_buffer_free(buf);
+    rt_context_destroy(ctx);
+    rt_registry_destroy(reg);
+}
+
+/* The communicator asked for: MPI, or NCCL over it (--nccl, first). */
+static rtd_comm_t *communicator(int *argc, char ***argv, bool nccl) {
+    rtd_comm_t *c = NULL, *n = NULL;
+    if (rtd_comm_mpi_create(argc, argv, &c) != RT_OK) return NULL;
+    if (!nccl) return c;
+    if (rtd_comm_nccl_create(c, &n) == RT_OK) return n;
+    char why[512]; /* MPI_Finalize must not be what the message says */
+    snprintf(why, sizeof why, "%s", rtd_last_error());
+    rtd_comm_destroy(c);
+    fprintf(stderr, "dist-wire: %s\n", why);
+    exit(1);
+}
+
 int main(int argc, char **argv) {
-    rtd_comm_t *c = NULL;
-    if (rtd_comm_mpi_create(&argc, &argv, &c) != RT_OK || c->size != 2) {
-        fprintf(stderr, "dist-wire: needs MPI and 2 ranks (%s)\n", rtd_last_error());
+    const bool nccl = argc >= 2 && strcmp(argv[1], "--nccl") == 0;
+    rtd_comm_t *c = communicator(&argc, &argv, nccl);
+    if (c == NULL || c->size > 2 || (c->size != 2 && !nccl)) {
+        fprintf(stderr, "dist-wire: needs MPI and 2 ranks (--nccl: 1 or 2) (%s)\n", rtd_last_error());
         return 1;
     }
     if (argc == 3 && strcmp(argv[1], "--pingpong") == 0) return pingpong(c, (size_t)atol(argv[2]));
+    if (nccl) device_checks(c);
+    if (c->size == 1) {
+        printf("dist-wire: %d checks, %d failures\n", n_checks, n_failures);
+        rtd_comm_destroy(c);
+        return n_failures == 0 ? 0 : 1;
+    }
     int32_t t = -1;
     check(rtd_comm_send(c, 2, RTD_TAG_TOKEN, &t, sizeof t, &t) == RT_ERR_INVALID_ARGUMENT &&
           rtd_comm_send(c, c->rank, RTD_TAG_TOKEN, &t, sizeof t, &t) == RT_ERR_INVALID_ARGUMENT,

@@ -13,8 +13,8 @@
  *
  *   rt-run [-m MODEL] [-p PROMPT | -f FILE] [-n N] [sampling] [-dev LIST]
  *          [-ngl N | --split auto|fastest] [-t N] [-b N] [-c N] [-r STOP]...
- *          [-cnv [-sys TEXT]] [--dump-logits FILE] [--tp N] [--check-numerics]
- *          [--special] [--explain]
+ *          [-cnv [-sys TEXT]] [--dump-logits FILE] [--tp N] [--dist mpi|nccl]
+ *          [--check-numerics] [--special] [--explain]
  *
  * (every option, with its default: rt-run --help; run_options.c). -r stops
  * the generation after any of the texts given (printed up to it). -cnv
@@ -28,7 +28,8 @@
  * also names the first node whose result was not finite.
  * Under mpirun (dist/rt_dist.h) the model is split over the ranks: its
  * layers (pipeline), or with --tp N its heads and FFN columns; rank 0
- * prints, the rank holding the logits writes --dump-logits.
+ * prints, the rank holding the logits writes --dump-logits. --dist nccl
+ * carries the tensors over NCCL on each rank's CUDA device.
  * The dump is written through out_file.h: complete, or the previous file kept.
  * Every error, a failed write to stdout or the dump included, is one line
  * on stderr and exit status 1 (2 for usage). */
@@ -125,7 +126,7 @@ static int dist_plan(run_t *r, const char *file, rtm_model_params_t *mp) {
 }
 
 static int dist_join(run_t *r, int *argc, char ***argv) {
-    const rtd_params_t p = {.struct_size = sizeof p, .tp = r->o->tp};
+    const rtd_params_t p = {.struct_size = sizeof p, .tp = r->o->tp, .transport = r->o->dist};
     if (rtd_create(argc, argv, &p, &r->dist) != RT_OK) return run_fail("%s", rtd_last_error());
     if (r->dist)
         fprintf(stderr, "rt-run: rank %d of %d (pid %ld)\n", rtd_rank(r->dist), rtd_size(r->dist),

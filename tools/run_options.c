@@ -42,6 +42,8 @@ static void usage(FILE *f) {
         "                            without -dev, -ngl or --split)\n"
         "      --explain             the placement plan before the run, measured time after\n"
         "      --tp N                tensor-parallel ranks under mpirun -np N (see README)\n"
+        "      --dist mpi|nccl       what carries the tensors between ranks (default mpi;\n"
+        "                            nccl: each rank's CUDA device)\n"
         "sampling (default: greedy; --temp > 0 samples):\n"
         "      --temp T              temperature (default: 0, greedy)\n"
         "      --top-k K             keep the K most likely (default: %d; 0: all)\n"
@@ -73,7 +75,7 @@ static void usage(FILE *f) {
 enum {
     OPT_TEMP = 1000, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P, OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N,
     OPT_SPLIT, OPT_LIST_DEVICES, OPT_DEVICE, OPT_NGL, OPT_CNV, OPT_NO_CNV, OPT_SYS, OPT_COLOR,
-    OPT_SPECIAL, OPT_DUMP_LOGITS, OPT_CHECK_NUMERICS, OPT_VERSION, OPT_EXPLAIN, OPT_TP
+    OPT_SPECIAL, OPT_DUMP_LOGITS, OPT_CHECK_NUMERICS, OPT_VERSION, OPT_EXPLAIN, OPT_TP, OPT_DIST
 };
 
 static const struct option long_options[] = {
@@ -115,6 +117,7 @@ static const struct option long_options[] = {
     {"check-numerics", no_argument, NULL, OPT_CHECK_NUMERICS},
     {"explain", no_argument, NULL, OPT_EXPLAIN},
     {"tp", required_argument, NULL, OPT_TP},
+    {"dist", required_argument, NULL, OPT_DIST},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -168,6 +171,16 @@ static bool split_option(const char *value, run_options_t *o) {
     return false;
 }
 
+static bool dist_option(const char *value, run_options_t *o) {
+    const bool nccl = strcmp(value, "nccl") == 0;
+    if (nccl || strcmp(value, "mpi") == 0) {
+        o->dist = nccl ? RTD_TRANSPORT_NCCL : RTD_TRANSPORT_MPI;
+        return true;
+    }
+    fprintf(stderr, TOOL ": --dist knows 'mpi' and 'nccl', not '%s'\n", value);
+    return false;
+}
+
 /* The sampling options; false after a message. */
 static bool sampling_option(int c, const char *name, const char *v, rtm_sampler_params_t *s) {
     switch (c) {
@@ -212,6 +225,7 @@ static int one_option(int c, const char *name, const char *v, run_options_t *o) 
     case OPT_CHECK_NUMERICS: o->check_numerics = true; break;
     case OPT_EXPLAIN: o->explain = true; break;
     case OPT_TP: ok = rt_cli_int(TOOL, name, v, 1, RTD_MAX_RANKS, &o->tp); break;
+    case OPT_DIST: ok = dist_option(v, o); break;
     case 'h': usage(stdout); return 1;
     case OPT_VERSION: rt_cli_print_version(stdout, TOOL); return 1;
     default: return 2; /* getopt said why */

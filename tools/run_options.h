@@ -27,6 +27,7 @@ typedef struct run_options {
     bool explain;            /* the placement plan before the run, the measured time after */
     bool split_given;        /* --split or -ngl (else the fastest plan, without -dev) */
     int32_t tp;              /* tensor-parallel ranks (mpirun -np N); 0: pipeline */
+    int32_t dist;            /* --dist: RTD_TRANSPORT_* (what carries the tensors) */
     bool special;            /* special tokens' texts in the prompt are those tokens */
     bool conversation;       /* -cnv: a chat through the model's template */
     bool color;              /* the user's text in colour on a terminal */

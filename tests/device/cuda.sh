@@ -12,6 +12,13 @@
 #   cuda_bench      MUL_MAT paths at shapes rt-test-ops does not reach
 #   stories260K     greedy, 64 tokens: CPU alone, CUDA (all layers, CUDA
 #                   graphs on and off), CPU + CUDA split; texts must match
+#   nccl            the NCCL transport (dist/comm_nccl.c, never run before
+#                   a GPU machine ran this): dist-wire --nccl on 1 rank
+#                   (device-memory allreduce and broadcast, host staging),
+#                   then on 2 ranks and stories260K under mpirun -np 2 --tp 2
+#                   --dist nccl (text = the CPU's); with one GPU NCCL may
+#                   refuse two ranks on one device ("Duplicate GPU"), which
+#                   is then noted as such, not as a failure of rt
 #   performance     F16 GEMM 8192^3 against cuBLAS's own GEMM, each
 #                   quantised type's matrix-vector against the read
 #                   bandwidth, both measured in this run
@@ -148,6 +155,32 @@ else
     same cuda-nographs
     gen split "" "--devices cuda0,cpu0 --n-gpu-layers 2"
     same split
+fi
+
+#===--- NCCL (dist/comm_nccl.c) ---===#
+
+mpirun_nccl="mpirun --oversubscribe --allow-run-as-root --bind-to none"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+if ! grep -q '^have_nccl = 1' build/config.ninja 2>/dev/null || ! command -v mpirun >/dev/null 2>&1; then
+    note "nccl" FAIL "not built: configure found no nccl.h with CUDA and MPI, or no mpirun"
+else
+    step "nccl build" 120 "ninja -j16 build/tests/dist-wire build/bin/rt-run && echo built"
+    step "nccl dist-wire 1 rank" 60 "$mpirun_nccl -np 1 build/tests/dist-wire --nccl"
+    # nccl2 NAME COMMAND: a 2-rank step; on one GPU NCCL's refusal of a
+    # shared device is a note, not a failure.
+    nccl2() {
+        if step "$1" 90 "$2"; then return 0; fi
+        if [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -lt 2 ] && grep -q 'Duplicate GPU' "$log"; then
+            failed=$((failed - 1))
+            note "$1 (one GPU)" SKIP "NCCL refuses 2 ranks on one device: needs 2 GPUs"
+        fi
+    }
+    nccl2 "nccl dist-wire 2 ranks" "$mpirun_nccl -np 2 build/tests/dist-wire --nccl"
+    if [ -n "$model" ] && [ -s build/device/cpu.txt ]; then
+        nccl2 "nccl tp2 stories260K" "$mpirun_nccl -np 2 build/bin/rt-run -m $model --temp 0 -n 64 \
+            --tp 2 --dist nccl --devices cuda0 --n-gpu-layers -1 > build/device/nccl.txt \
+            && cmp build/device/cpu.txt build/device/nccl.txt && echo 'text = cpu'"
+    fi
 fi
 
 #===--- performance ---===#
