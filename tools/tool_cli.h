@@ -26,6 +26,15 @@ bool rt_cli_int(const char *tool, const char *option, const char *value, long lo
 bool rt_cli_float(const char *tool, const char *option, const char *value, float *out);
 bool rt_cli_u64(const char *tool, const char *option, const char *value, uint64_t *out);
 
+/* --split's value: "auto" or "fastest" into *out (an rtm_split_t of
+ * model/rt_model.h); false after "TOOL: --split knows ...". */
+bool rt_cli_split(const char *tool, const char *value, int32_t *out);
+
+/* The option as typed ("-c", "--ctx-size", "--ctx=x"), for messages,
+ * right after getopt_long returned one with a value: the word before
+ * optarg when optarg is a word of its own. optind_after is optind. */
+const char *rt_cli_option_name(char **argv, int optind_after);
+
 /* The message getopt_long gives no tool name for a bad option, then the
  * hint to --help; returns the usage exit status 2. */
 int rt_cli_bad_usage(const char *tool);
