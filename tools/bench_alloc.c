@@ -39,9 +39,7 @@ static int parse(int argc, char **argv, alloc_args_t *a) {
     static const struct option opts[] = {
         TOOL_GRAPH_OPTIONS,
         {"runs", required_argument, NULL, OPT_RUNS},
-        {"dev", required_argument, NULL, OPT_DEVICE},
-        {"device", required_argument, NULL, OPT_DEVICE},
-        {"devices", required_argument, NULL, OPT_DEVICE},
+        RT_CLI_DEVICE_OPTIONS(OPT_DEVICE),
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };

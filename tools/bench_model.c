@@ -55,8 +55,7 @@ static void usage(FILE *f) {
 static int parse(int argc, char **argv, model_args_t *a) {
     enum { OPT_DEVICE = 0x2000, OPT_REPS, OPT_NO_REUSE, OPT_JSON };
     static const struct option opts[] = {
-        {"model", required_argument, NULL, 'm'}, {"dev", required_argument, NULL, OPT_DEVICE},
-        {"device", required_argument, NULL, OPT_DEVICE}, {"devices", required_argument, NULL, OPT_DEVICE},
+        {"model", required_argument, NULL, 'm'}, RT_CLI_DEVICE_OPTIONS(OPT_DEVICE),
         {"threads", required_argument, NULL, 't'}, {"n-batch", required_argument, NULL, 'b'},
         {"batch-size", required_argument, NULL, 'b'}, {"reps", required_argument, NULL, OPT_REPS},
         {"no-graph-reuse", no_argument, NULL, OPT_NO_REUSE}, {"json", no_argument, NULL, OPT_JSON},

@@ -150,8 +150,7 @@ static int parse(int argc, char **argv, ops_args_t *a) {
     enum { OPT_JSON = 0x2000, OPT_NO_BLAS, OPT_NO_WEIGHTS_BUFT };
     static const struct option opts[] = {
         {"op", required_argument, NULL, 'o'}, {"type", required_argument, NULL, 'T'},
-        {"dev", required_argument, NULL, 'd'}, {"device", required_argument, NULL, 'd'},
-        {"devices", required_argument, NULL, 'd'}, {"n", required_argument, NULL, 'n'},
+        RT_CLI_DEVICE_OPTIONS('d'), {"n", required_argument, NULL, 'n'},
         {"k", required_argument, NULL, 'k'}, {"m", required_argument, NULL, 'M'},
         {"tokens", required_argument, NULL, 'N'}, {"threads", required_argument, NULL, 't'},
         {"time", required_argument, NULL, 's'}, {"reps", required_argument, NULL, 'r'},

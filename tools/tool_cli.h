@@ -7,6 +7,7 @@
 #ifndef RT_TOOLS_TOOL_CLI_H
 #define RT_TOOLS_TOOL_CLI_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,6 +26,16 @@ bool rt_cli_int(const char *tool, const char *option, const char *value, long lo
                 int32_t *out);
 bool rt_cli_float(const char *tool, const char *option, const char *value, float *out);
 bool rt_cli_u64(const char *tool, const char *option, const char *value, uint64_t *out);
+
+/* The spellings of the device list and of the layers on the first GPU
+ * that every tool takes (llama.cpp's and rt's), for a getopt_long table:
+ * one place, so that the tools agree. */
+#define RT_CLI_DEVICE_OPTIONS(code)                                                      \
+    {"dev", required_argument, NULL, (code)}, {"device", required_argument, NULL, (code)}, \
+    {"devices", required_argument, NULL, (code)}
+#define RT_CLI_NGL_OPTIONS(code)                                                          \
+    {"ngl", required_argument, NULL, (code)}, {"n-gpu-layers", required_argument, NULL, (code)}, \
+    {"gpu-layers", required_argument, NULL, (code)}
 
 /* --split's value: "auto" or "fastest" into *out (an rtm_split_t of
  * model/rt_model.h); false after "TOOL: --split knows ...". */
