@@ -320,8 +320,8 @@ static rt_status_t set_inputs(rtm_context_t *c, const rtm_graph_io_t *io) {
 }
 
 /* Cache rows the attention of n tokens after n_past reads. */
-static int32_t kv_rows(const rtm_context_t *c, int32_t n_past, int32_t n) {
-    const int32_t need = n_past + n, padded = (need + RTM_KV_PAD - 1) / RTM_KV_PAD * RTM_KV_PAD;
+static int32_t kv_rows(const rtm_context_t *c, int32_t n) {
+    const int32_t need = c->n_past + n, padded = (need + RTM_KV_PAD - 1) / RTM_KV_PAD * RTM_KV_PAD;
     return padded < c->n_ctx ? padded : c->n_ctx;
 }
 
@@ -366,7 +366,7 @@ static rt_status_t get_output(const rtm_graph_io_t *io, float *out) {
  * output into out when not NULL. */
 static rt_status_t run_part(rtm_context_t *c, const rtm_part_t *part, const rtm_token_t *tokens,
                             int32_t n, float *out) {
-    const rtm_ubatch_t ub = {n, kv_rows(c, c->n_past, n), c->n_past, c->logits_all, *part};
+    const rtm_ubatch_t ub = {n, kv_rows(c, n), c->n_past, c->logits_all, *part};
     rt_status_t st = prepare_graph(c, &ub);
     const rtm_graph_io_t *io = &c->cur.io;
     fill_inputs(c, tokens, n, ub.n_kv);
@@ -509,8 +509,10 @@ rt_status_t rtm_context_graph(const rtm_context_t *c, int32_t n_tokens, int32_t 
     const rt_context_params_t p = {.struct_size = sizeof p, .mem_size = c->graph_mem_size, .no_alloc = true};
     const rt_status_t st = rt_context_create(&p, out_gctx);
     if (st != RT_OK) return rtm_error_core(st, "rtm_context_graph: graph context");
-    const rtm_ubatch_t ub = {.n_tokens = n_tokens, .n_kv = kv_rows(c, n_past, n_tokens), .n_past = n_past,
-                             .all_logits = c->logits_all, .part = c->layers};
+    /* the cache rows a decode at n_past reads, as kv_rows counts them */
+    const int32_t padded = (n_past + n_tokens + RTM_KV_PAD - 1) / RTM_KV_PAD * RTM_KV_PAD;
+    const rtm_ubatch_t ub = {.n_tokens = n_tokens, .n_kv = padded < c->n_ctx ? padded : c->n_ctx,
+                             .n_past = n_past, .all_logits = c->logits_all, .part = c->layers};
     rtm_graph_io_t io;
     rtm_graph_build(c->model, &c->kv, *out_gctx, &ub, &io);
     if (c->check_numerics) rtm_numerics_keep_nodes(io.graph);
