@@ -492,6 +492,34 @@ rt_status_t rtm_context_advance(rtm_context_t *c, int32_t n) {
     return RT_OK;
 }
 
+//===--- the graph, for tools that draw it ---===//
+
+rt_status_t rtm_context_graph(const rtm_context_t *c, int32_t n_tokens, int32_t n_past,
+                              rt_context_t **out_gctx, rt_graph_t **out_graph) {
+    if (out_gctx) *out_gctx = NULL;
+    if (out_graph) *out_graph = NULL;
+    if (c == NULL || out_gctx == NULL || out_graph == NULL || n_tokens < 1 || n_tokens > c->n_batch ||
+        n_past < 0)
+        return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_context_graph: %d tokens after %d (n_batch %d), "
+                         "or a NULL argument", n_tokens, n_past, c ? c->n_batch : 0);
+    if (n_tokens > c->n_ctx - n_past)
+        return rtm_error(RT_ERR_DOES_NOT_FIT, "rtm_context_graph: %d tokens after %d do not fit a "
+                         "context of %d", n_tokens, n_past, c->n_ctx);
+    /* its own memory, not graph_mem: the graph being run stays allocated */
+    const rt_context_params_t p = {.struct_size = sizeof p, .mem_size = c->graph_mem_size, .no_alloc = true};
+    const rt_status_t st = rt_context_create(&p, out_gctx);
+    if (st != RT_OK) return rtm_error_core(st, "rtm_context_graph: graph context");
+    /* the cache rows a decode at n_past reads, as kv_rows counts them */
+    const int32_t padded = (n_past + n_tokens + RTM_KV_PAD - 1) / RTM_KV_PAD * RTM_KV_PAD;
+    const rtm_ubatch_t ub = {.n_tokens = n_tokens, .n_kv = padded < c->n_ctx ? padded : c->n_ctx,
+                             .n_past = n_past, .all_logits = c->logits_all, .part = c->layers};
+    rtm_graph_io_t io;
+    rtm_graph_build(c->model, &c->kv, *out_gctx, &ub, &io);
+    if (c->check_numerics) rtm_numerics_keep_nodes(io.graph);
+    *out_graph = io.graph;
+    return RT_OK;
+}
+
 //===--- getters ---===//
 
 const float *rtm_get_embeddings(const rtm_context_t *c) {
