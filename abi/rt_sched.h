@@ -284,8 +284,10 @@ RT_API double rt_placement_predicted_s(const rt_placement_t *placement, int32_t 
 /* The same for one prompt step of n_ubatch tokens (abi >= 1.2). */
 RT_API double rt_placement_predicted_prompt_s(const rt_placement_t *placement, int32_t i);
 /* One line per device: its layers (as ranges), input/output, bytes; in
- * FASTEST mode also the predicted time of its share, and a last line with
- * the whole plan's. */
+ * FASTEST mode also the predicted times of its share, a line per crossing
+ * of the activations between devices (and the logits' way back) with its
+ * predicted time, and lines with the whole plan's and the job it was
+ * chosen for. */
 RT_API void rt_placement_write_text(const rt_placement_t *placement, rt_write_fn write,
                                     void *user_data);
 

@@ -374,6 +374,24 @@ static void predicted(const rt_placement_t *p, int32_t d, char *buf, size_t size
                  p->prompt_bytes_per_s[d] * 1e-9, s->layer_s * 1e6, s->copy_in_s * 1e6);
 }
 
+static void write_crossing(const rt_placement_t *p, int32_t a, int32_t b, const char *what,
+                           rt_write_fn write, void *user_data) {
+    rt_write_text(write, user_data, "%s %d -> %d: predicted %.1f us a token, %.1f us a prompt "
+                  "step\n", what, (int)a, (int)b, rt_cost_cross_s(&p->links, a, b, 1) * 1e6,
+                  rt_cost_cross_s(&p->links, a, b, p->n_ubatch) * 1e6);
+}
+
+/* FASTEST's crossings in the plan's order: the activations from the
+ * input's device through each run, the logits back to the CPU. */
+static void write_crossings(const rt_placement_t *p, rt_write_fn write, void *user_data) {
+    int32_t at = p->input_device;
+    for (int32_t il = 0; il < p->n_layers; il++) {
+        if (p->layer_device[il] != at) write_crossing(p, at, p->layer_device[il], "copy", write, user_data);
+        at = p->layer_device[il];
+    }
+    if (at != cpu_of(p)) write_crossing(p, at, cpu_of(p), "logits", write, user_data);
+}
+
 void rt_placement_write_text(const rt_placement_t *p, rt_write_fn write, void *user_data) {
     if (p == NULL || write == NULL) return;
     char ranges[256], pred[256];
@@ -389,6 +407,7 @@ void rt_placement_write_text(const rt_placement_t *p, rt_write_fn write, void *u
                       pred);
     }
     if (p->mode != RT_PLACEMENT_FASTEST) return;
+    write_crossings(p, write, user_data);
     rt_write_text(write, user_data, "predicted decode: %.3f ms per token; prompt: %.3f ms per "
                   "ubatch of %d tokens\n", p->times.decode_total_s * 1e3,
                   p->times.prompt_total_s * 1e3, (int)p->n_ubatch);

@@ -146,6 +146,10 @@ static void test_predicted(void **state) {
                               "device 1 (cpu): layers 0-2, input, 350 bytes, predicted decode "
                               "3.000 ms, prompt 3.000 ms a ubatch (at 0.00 GB/s, 0.00 GB/s x "
                               "tokens, 0.0 us a layer, 200.0 us a copy in)\n"
+                              "copy 1 -> 0: predicted 200.0 us a token, 102400.0 us a prompt "
+                              "step\n"
+                              "logits 0 -> 1: predicted 200.0 us a token, 102400.0 us a prompt "
+                              "step\n"
                               "predicted decode: 4.150 ms per token; prompt: 106.350 ms per ubatch "
                               "of 512 tokens\n"
                               "chosen for decode (no prompt or generation length given)\n");
