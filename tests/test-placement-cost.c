@@ -27,7 +27,8 @@
  *           are kept and written
  *   cost-10 link costs on recorded topologies (tests/topologies, through
  *           HWLOC_XMLFILE, four mock GPUs at the recorded PCI ids): a split
- *           goes over two GPUs of one socket, not across; the predicted
+ *           goes over two GPUs of one socket, not across (on both recorded
+ *           machines with GPUs); the predicted
  *           crossing grows with NUMA distance and falls with link width
  *           (the same machine with one link narrowed, written by the test)
  *   cost-11 the prompt figure is measured and cached beside the others */
@@ -325,6 +326,9 @@ static void test_job(void **state) {
 //===--- cost-10: link costs from recorded topologies ---===//
 
 #define POWER8 "tests/topologies/power8gpudistances.xml"
+/* 3D controllers 0000:03:00.0 on NUMA node 0, 83:00.0 and 84:00.0 on node 1
+ * (distance 20 against 10); hwloc recorded no link speeds. */
+#define INTEL "tests/topologies/32em64t-2n8c2t-pci-normalio.xml"
 /* Its GPUs: two on NUMA node 0, two on node 1 (distance 40 against 10). */
 #define P8_NODE0_A "0002:01:00.0"
 #define P8_NODE0_B "0003:01:00.0"
@@ -424,6 +428,14 @@ static void test_links_socket(void **state) {
     tu_report("cost-10.3: device 1's share %.3f ms across sockets, %.3f ms on one",
               rt_placement_predicted_s(p, 1) * 1e3, same * 1e3);
     assert_true(rt_placement_predicted_s(p, 1) > same);
+    rt_placement_destroy(p);
+    link_close(&c);
+    /* cost-10.6: the Intel machine, the first GPU alone on its socket: the
+     * split takes the two on the other one (host memory is on node 0, so
+     * the logits still cross sockets once) */
+    link_open(&c, INTEL, 3, "0000:03:00.0,0000:83:00.0,0000:84:00.0");
+    p = link_plan(&c, 0);
+    expect_layers(p, "11112222", "cost-10.6");
     rt_placement_destroy(p);
     link_close(&c);
 }
