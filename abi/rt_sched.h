@@ -138,6 +138,18 @@ RT_API size_t rt_sched_buffer_size(const rt_sched_t *sched, int32_t i);
 /* After RT_ERR_OUT_OF_MEMORY: the device that failed and the bytes its
  * compute buffer needed; NULL (and 0) when the last reserve succeeded. */
 RT_API rt_device_t *rt_sched_last_oom(const rt_sched_t *sched, size_t *out_bytes);
+/* Timing of each device's share (abi >= 1.2), for comparing a plan's
+ * predictions with what happened. on: from now on every split waits for
+ * its device after its copies and after its nodes and adds both times,
+ * from a monotonic clock, to its device's counts, which start at zero
+ * (this serialises the devices, so only ask when measuring); off: splits
+ * run as usual and the counts stay as they are. */
+RT_API void rt_sched_set_timing(rt_sched_t *sched, bool on);
+/* Seconds device i spent on its splits' nodes and on copying their inputs
+ * in, and how many splits ran there, since timing was turned on (abi >= 1.2);
+ * any out pointer may be NULL; RT_ERR_MISUSE for a bad index. */
+RT_API rt_status_t rt_sched_device_time(const rt_sched_t *sched, int32_t i, double *out_compute_s,
+                                        double *out_copy_s, int64_t *out_splits);
 /* One line per split of the last graph split: device, node range, nodes
  * computed, inputs copied (the copy's name, the device it comes from, its
  * bytes). Reads only the scheduler's own records. */
@@ -170,7 +182,16 @@ RT_API void rt_sched_write_splits(const rt_sched_t *sched, rt_write_fn write, vo
  *     activations into a device that device's copy time (the logits' way
  *     back to the CPU the same again). A device that would slow the job
  *     down gets nothing, whatever its kind. The CPU still takes a prefix and each GPU
- *     one run, in the order given.
+ *     one run, in the order given. With n_prompt or n_generate given
+ *     (abi >= 1.2) the plan minimises the whole job instead:
+ *     n_generate decode steps plus ceil(n_prompt / n_ubatch) prompt steps,
+ *     a prompt step's layer costing the more of its bytes over the
+ *     bandwidth and its bytes x n_ubatch over prompt_bytes_per_s. With
+ *     devices given, a crossing between two devices is priced from the
+ *     machine's topology (abi >= 1.2): the PCIe link speeds on the way
+ *     (hwloc's linkspeed), a PCIe switch both sit below, and the NUMA
+ *     distance between their nodes scale the measured copy times, so a
+ *     split over devices on one socket costs less than one across sockets.
  *
  *     uint64_t sizes[32] = ...;                     // weights + KV per layer
  *     rt_placement_params_t pp = { .struct_size = sizeof pp, .mode = RT_PLACEMENT_AUTO,
@@ -205,6 +226,13 @@ typedef struct rt_device_speed {
  * second) and cached then; refresh measures again whatever the cache
  * holds. A cache that cannot be written is only logged. */
 RT_API rt_status_t rt_device_speed(rt_device_t *dev, bool refresh, rt_device_speed_t *out);
+/* The prompt-phase figure of dev (abi >= 1.2): weight bytes times tokens a
+ * second through a matrix product of RT_DEVICE_PROMPT_UBATCH columns
+ * (what a prompt step does with a layer's weights), cached and refreshed
+ * with rt_device_speed's figures; 0 (RT_OK) when its plugin reports its
+ * own figures and no measurement was asked for. */
+#define RT_DEVICE_PROMPT_UBATCH 64
+RT_API rt_status_t rt_device_prompt_speed(rt_device_t *dev, bool refresh, double *out_bytes_per_s);
 
 typedef struct rt_placement_params {
     uint32_t struct_size;
@@ -219,6 +247,12 @@ typedef struct rt_placement_params {
     const uint64_t *memory_free;    /* n_devices byte counts; NULL: read from the devices */
     const uint64_t *reserve;        /* n_devices byte counts to keep free; NULL: none */
     const rt_device_speed_t *speed; /* abi >= 1.2: n_devices figures, FASTEST needs them */
+    const double *prompt_bytes_per_s; /* abi >= 1.2: n_devices prompt figures
+                                         (rt_device_prompt_speed); NULL or 0: a prompt
+                                         step costs what streaming the weights does */
+    int32_t n_ubatch;               /* abi >= 1.2: tokens of a prompt step; 0: 512 */
+    int32_t n_prompt;               /* abi >= 1.2: the job FASTEST plans for: prompt tokens */
+    int32_t n_generate;             /* abi >= 1.2: and tokens generated; both 0: decode only */
 } rt_placement_params_t;
 
 /* Plans the placement (params are copied). RT_ERR_INVALID_ARGUMENT for
@@ -247,9 +281,13 @@ RT_API rt_status_t rt_placement_replan(rt_placement_t *placement, int32_t i, uin
  * device i's share: its layers and the copy into it (the last device's
  * also the logits' copy back to the CPU); i = -1: the whole plan. abi >= 1.2. */
 RT_API double rt_placement_predicted_s(const rt_placement_t *placement, int32_t i);
+/* The same for one prompt step of n_ubatch tokens (abi >= 1.2). */
+RT_API double rt_placement_predicted_prompt_s(const rt_placement_t *placement, int32_t i);
 /* One line per device: its layers (as ranges), input/output, bytes; in
- * FASTEST mode also the predicted time of its share, and a last line with
- * the whole plan's. */
+ * FASTEST mode also the predicted times of its share, a line per crossing
+ * of the activations between devices (and the logits' way back) with its
+ * predicted time, and lines with the whole plan's and the job it was
+ * chosen for. */
 RT_API void rt_placement_write_text(const rt_placement_t *placement, rt_write_fn write,
                                     void *user_data);
 

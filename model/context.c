@@ -541,6 +541,8 @@ int32_t rtm_context_n_past(const rtm_context_t *c) { return c->n_past; }
 int32_t rtm_context_n_ctx(const rtm_context_t *c) { return c->n_ctx; }
 int32_t rtm_context_n_batch(const rtm_context_t *c) { return c->n_batch; }
 
+rt_sched_t *rtm_context_sched(const rtm_context_t *c) { return c != NULL ? c->sched : NULL; }
+
 void rtm_context_clear(rtm_context_t *c) {
     c->n_past = 0;
     c->n_logits = 0;

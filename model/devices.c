@@ -142,9 +142,10 @@ static rt_status_t take_plan(rtm_model_t *m, const rt_placement_t *pl, const pla
 
 /* FASTEST's figures for every device; false when one cannot be measured,
  * which the plan's text then says. */
-static bool speeds(rtm_model_t *m, rt_device_speed_t *out) {
+static bool speeds(rtm_model_t *m, rt_device_speed_t *out, double *prompt) {
     for (int32_t d = 0; d < m->n_devices; d++)
-        if (rt_device_speed(m->devices[d], false, &out[d]) != RT_OK) {
+        if (rt_device_speed(m->devices[d], false, &out[d]) != RT_OK ||
+            rt_device_prompt_speed(m->devices[d], false, &prompt[d]) != RT_OK) {
             snprintf(m->plan_text, sizeof m->plan_text, "%s: no speed figures (%s); placed by "
                      "memory\n", rt_device_name(m->devices[d]), rt_last_error());
             return false;
@@ -153,9 +154,9 @@ static bool speeds(rtm_model_t *m, rt_device_speed_t *out) {
 }
 
 static rt_placement_mode_t mode_of(rtm_model_t *m, const rtm_model_params_t *params,
-                                   rt_device_speed_t *speed) {
+                                   rt_device_speed_t *speed, double *prompt) {
     if (params->split == RTM_SPLIT_N_GPU_LAYERS) return RT_PLACEMENT_N_GPU_LAYERS;
-    if (params->split == RTM_SPLIT_FASTEST && speeds(m, speed)) return RT_PLACEMENT_FASTEST;
+    if (params->split == RTM_SPLIT_FASTEST && speeds(m, speed, prompt)) return RT_PLACEMENT_FASTEST;
     return RT_PLACEMENT_AUTO;
 }
 
@@ -165,6 +166,19 @@ static void append_plan(const char *s, size_t n, void *user_data) {
     if (len + n < sizeof m->plan_text) {
         memcpy(m->plan_text + len, s, n);
         m->plan_text[len + n] = '\0';
+    }
+}
+
+double rtm_model_predicted_s(const rtm_model_t *m, int32_t i, bool prompt) {
+    if (m == NULL || i < -1 || i >= m->n_devices) return 0;
+    return m->predicted_s[prompt][i < 0 ? RTM_MAX_DEVICES : i];
+}
+
+/* The plan's predictions, kept for rtm_model_predicted_s. */
+static void keep_predictions(rtm_model_t *m, const rt_placement_t *pl) {
+    for (int32_t d = -1; d < m->n_devices; d++) {
+        m->predicted_s[0][d < 0 ? RTM_MAX_DEVICES : d] = rt_placement_predicted_s(pl, d);
+        m->predicted_s[1][d < 0 ? RTM_MAX_DEVICES : d] = rt_placement_predicted_prompt_s(pl, d);
     }
 }
 
@@ -182,10 +196,14 @@ rt_status_t rtm_devices_place(rtm_model_t *m, const rtm_model_params_t *params) 
     if (st == RT_OK) measure(m, n_ctx, &s);
     if (st == RT_OK && s.total > s.capacity) st = too_large(m, &s, "");
     rt_device_speed_t speed[RTM_MAX_DEVICES] = {{0}};
+    double prompt[RTM_MAX_DEVICES] = {0};
     m->plan_text[0] = '\0';
     const rt_placement_params_t pp = {
-        .struct_size = sizeof pp, .mode = st == RT_OK ? mode_of(m, params, speed) : RT_PLACEMENT_AUTO,
-        .speed = speed,
+        .struct_size = sizeof pp,
+        .mode = st == RT_OK ? mode_of(m, params, speed, prompt) : RT_PLACEMENT_AUTO,
+        .speed = speed, .prompt_bytes_per_s = prompt,
+        .n_ubatch = params->n_ubatch > 0 ? params->n_ubatch : RTM_DEFAULT_N_BATCH,
+        .n_prompt = params->n_prompt, .n_generate = params->n_generate,
         .n_gpu_layers = params->n_gpu_layers, .n_layers = m->hp.n_layer, .layer_bytes = s.layer,
         .input_bytes = s.input, .output_bytes = s.output, .n_devices = m->n_devices,
         .devices = m->devices, .memory_free = s.free, .reserve = s.reserve};
@@ -194,6 +212,7 @@ rt_status_t rtm_devices_place(rtm_model_t *m, const rtm_model_params_t *params) 
         st = rtm_error_core(st, "rtm_model_load: placement");
     if (st == RT_OK) st = take_plan(m, pl, &s);
     if (st == RT_OK && pp.mode == RT_PLACEMENT_FASTEST) rt_placement_write_text(pl, append_plan, m);
+    if (st == RT_OK) keep_predictions(m, pl);
     rt_placement_destroy(pl);
     free(s.layer);
     return st;

@@ -91,7 +91,8 @@ struct rtm_model {
     rt_device_t *devices[RTM_MAX_DEVICES];  /* GPUs in order, then the CPU */
     bool holds_weights[RTM_MAX_DEVICES];    /* the caller allowed weights there */
     rtm_layout_t layout;
-    char plan_text[1024];                   /* RTM_SPLIT_FASTEST's plan with predictions */
+    char plan_text[2048];                   /* RTM_SPLIT_FASTEST's plan with predictions */
+    double predicted_s[2][RTM_MAX_DEVICES + 1]; /* its decode, prompt step per device; whole last */
     int32_t layer_begin, layer_end;         /* the layers held; the others' weights are
                                                neither placed nor loaded (layers[] NULL) */
     rt_context_t *ctx[RTM_MAX_DEVICES];     /* weight headers, per device */

@@ -172,6 +172,9 @@ typedef struct rtm_model_params {
     int32_t layer_begin, layer_end; /* pipeline parallel: hold (and place on the devices)
                                        layers [begin, end) only, with the embeddings and the
                                        head; 0, 0: every layer */
+    /* added with prompt-phase planning: the job RTM_SPLIT_FASTEST plans for
+       (rt_placement_params_t's n_prompt, n_generate, n_ubatch); all 0: decode only */
+    int32_t n_prompt, n_generate, n_ubatch;
 } rtm_model_params_t;
 
 /* Opens the GGUF at path and loads it onto the devices (docs/memory.md §5):
@@ -216,6 +219,10 @@ RTM_API rt_status_t rtm_model_get_load_stats(const rtm_model_t *model, rtm_load_
 /* RTM_SPLIT_FASTEST's plan as the placement wrote it: each device's share
  * with its predicted decode time, and the whole; nothing in other modes. */
 RTM_API void rtm_model_write_plan(const rtm_model_t *model, rt_write_fn write, void *user_data);
+/* RTM_SPLIT_FASTEST's predicted seconds of device i's share (the
+ * scheduler's numbering) of a decode step, or with prompt of a prompt step
+ * of n_ubatch tokens; i = -1: the whole; 0 in other modes. */
+RTM_API double rtm_model_predicted_s(const rtm_model_t *model, int32_t i, bool prompt);
 /* One line per device: the layers it holds and the bytes of weights. */
 RTM_API void rtm_model_write_placement(const rtm_model_t *model, rt_write_fn write,
                                        void *user_data);
@@ -271,6 +278,9 @@ RTM_API const float *rtm_get_logits_ith(const rtm_context_t *ctx, int32_t i);
 RTM_API int32_t rtm_context_n_past(const rtm_context_t *ctx);
 RTM_API int32_t rtm_context_n_ctx(const rtm_context_t *ctx);
 RTM_API int32_t rtm_context_n_batch(const rtm_context_t *ctx);
+/* The context's scheduler, for rt_sched_set_timing and rt_sched_device_time
+ * (rt_sched.h); its devices are numbered as the model's. */
+RTM_API rt_sched_t *rtm_context_sched(const rtm_context_t *ctx);
 /* Forgets the sequence: the next decode starts at position 0. */
 RTM_API void rtm_context_clear(rtm_context_t *ctx);
 

@@ -8,7 +8,9 @@
  * and its PCI id or UUID), so a new driver or plugin measures again. The
  * file holds the figures on one line and that key on the next, which a
  * read compares, so a hash collision cannot hand over another device's
- * figures. Files are written through out_file.h (temporary file, rename);
+ * figures; the figures are the three of rt_device_speed_t and the prompt
+ * figure (rt_device_prompt_speed), and a file with fewer is measured
+ * again. Files are written through out_file.h (temporary file, rename);
  * a cache that cannot be read or written is only a debug message. A
  * plugin's own figures (rt_device_ext_speed_t) come before both, unless
  * the caller asks for a measurement. */
@@ -64,27 +66,37 @@ static bool cc_path(const rt_device_t *dev, const char *key, char *path, size_t 
     return n > 0 && (size_t)n < size;
 }
 
-static bool cc_read(const char *path, const char *key, rt_device_speed_t *out) {
+/* A device's figures as the cache keeps them. */
+typedef struct cc_figures {
+    rt_device_speed_t s;
+    double prompt_bytes_per_s;
+} cc_figures_t;
+
+static bool cc_read(const char *path, const char *key, cc_figures_t *out) {
     FILE *f = fopen(path, "r");
     if (!f) return false;
     char line[1024];
-    rt_device_speed_t s;
-    bool ok = fscanf(f, "%lg %lg %lg\n", &s.bytes_per_s, &s.layer_s, &s.copy_in_s) == 3 &&
-              fgets(line, sizeof line, f) != NULL;
+    cc_figures_t v;
+    rt_device_speed_t *s = &v.s;
+    bool ok = fscanf(f, "%lg %lg %lg %lg\n", &s->bytes_per_s, &s->layer_s, &s->copy_in_s,
+                     &v.prompt_bytes_per_s) == 4 && fgets(line, sizeof line, f) != NULL;
     fclose(f);
     if (ok) line[strcspn(line, "\n")] = '\0';
-    ok = ok && strcmp(line, key) == 0 && s.bytes_per_s > 0 && s.layer_s >= 0 && s.copy_in_s >= 0;
-    if (ok) *out = s;
+    ok = ok && strcmp(line, key) == 0 && s->bytes_per_s > 0 && s->layer_s >= 0 &&
+         s->copy_in_s >= 0 && v.prompt_bytes_per_s > 0;
+    if (ok) *out = v;
     return ok;
 }
 
-static void cc_write(const char *path, const char *key, const rt_device_speed_t *s) {
+static void cc_write(const char *path, const char *key, const cc_figures_t *v) {
+    const rt_device_speed_t *s = &v->s;
     rt_out_file_t of;
     if (rt_out_file_open(&of, path, NULL) != 0) {
         rt_log(RT_LOG_DEBUG, "speed cache: %s", of.error);
         return;
     }
-    fprintf(of.f, "%.6g %.6g %.6g\n%s\n", s->bytes_per_s, s->layer_s, s->copy_in_s, key);
+    fprintf(of.f, "%.6g %.6g %.6g %.6g\n%s\n", s->bytes_per_s, s->layer_s, s->copy_in_s,
+            v->prompt_bytes_per_s, key);
     if (rt_out_file_commit(&of) != 0) rt_log(RT_LOG_DEBUG, "speed cache: %s", of.error);
 }
 
@@ -103,14 +115,33 @@ static bool cc_reported(const rt_device_t *dev, rt_device_speed_t *out) {
     return true;
 }
 
-rt_status_t rt_device_speed(rt_device_t *dev, bool refresh, rt_device_speed_t *out) {
-    RT_ARMOR(dev != NULL && out != NULL);
-    if (!refresh && cc_reported(dev, out)) return RT_OK;
+/* The cached figures, else measured (and cached). */
+static rt_status_t cc_figures(rt_device_t *dev, bool refresh, cc_figures_t *out) {
     char key[768], path[CC_PATH];
     cc_key(dev, key, sizeof key);
     const bool cached = cc_path(dev, key, path, sizeof path);
     if (cached && !refresh && cc_read(path, key, out)) return RT_OK;
-    const rt_status_t st = rt_cost_measure(dev, out);
+    const rt_status_t st = rt_cost_measure(dev, &out->s, &out->prompt_bytes_per_s);
     if (st == RT_OK && cached) cc_write(path, key, out);
+    return st;
+}
+
+rt_status_t rt_device_speed(rt_device_t *dev, bool refresh, rt_device_speed_t *out) {
+    RT_ARMOR(dev != NULL && out != NULL);
+    if (!refresh && cc_reported(dev, out)) return RT_OK;
+    cc_figures_t v;
+    const rt_status_t st = cc_figures(dev, refresh, &v);
+    *out = st == RT_OK ? v.s : (rt_device_speed_t){0, 0, 0};
+    return st;
+}
+
+rt_status_t rt_device_prompt_speed(rt_device_t *dev, bool refresh, double *out_bytes_per_s) {
+    RT_ARMOR(dev != NULL && out_bytes_per_s != NULL);
+    rt_device_speed_t reported;
+    *out_bytes_per_s = 0;
+    if (!refresh && cc_reported(dev, &reported)) return RT_OK;
+    cc_figures_t v;
+    const rt_status_t st = cc_figures(dev, refresh, &v);
+    if (st == RT_OK) *out_bytes_per_s = v.prompt_bytes_per_s;
     return st;
 }

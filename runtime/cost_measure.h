@@ -8,7 +8,9 @@
 
 #include "../abi/rt_sched.h"
 
-/* Runs the calibration kernels on dev; out is zero on failure. */
-RT_INTERNAL rt_status_t rt_cost_measure(rt_device_t *dev, rt_device_speed_t *out);
+/* Runs the calibration kernels on dev: the decode figures into out, the
+ * prompt figure (rt_device_prompt_speed) into out_prompt; zero on failure. */
+RT_INTERNAL rt_status_t rt_cost_measure(rt_device_t *dev, rt_device_speed_t *out,
+                                        double *out_prompt);
 
 #endif /* RT_COST_MEASURE_H */

@@ -5,9 +5,7 @@
 #ifndef RT_COST_PLAN_H
 #define RT_COST_PLAN_H
 
-#include "internal.h"
-
-#include "../abi/rt_sched.h"
+#include "cost_link.h"
 
 typedef struct rt_cost_problem {
     int32_t n_layers;
@@ -16,13 +14,25 @@ typedef struct rt_cost_problem {
     int32_t n_devices;                /* GPUs 0..n_devices-2, then the CPU */
     const uint64_t *budget;           /* bytes each GPU may take (the CPU's is ignored) */
     const rt_device_speed_t *speed;   /* n_devices */
+    const double *prompt_bytes_per_s; /* n_devices: weight bytes times tokens a second in a
+                                         product of n_ubatch columns; NULL or 0: a prompt
+                                         step costs what streaming the weights does */
+    const rt_cost_links_t *links;     /* the crossings between devices */
+    int32_t n_ubatch;                 /* tokens of one prompt step, >= 1 */
+    double w_decode, w_prompt;        /* the job: decode steps and prompt steps it takes */
 } rt_cost_problem_t;
 
+/* Predicted seconds of each device's share and of the whole: a decode
+ * step (one token) and a prompt step (n_ubatch tokens). */
+typedef struct rt_cost_times {
+    double decode_s[RT_SCHED_MAX_DEVICES], prompt_s[RT_SCHED_MAX_DEVICES];
+    double decode_total_s, prompt_total_s;
+} rt_cost_times_t;
+
 /* Writes the device of each layer, input and output, and the predicted
- * seconds of each device's share (out_share, n_devices) and of the whole;
- * false when host memory runs out (the plan is then all on the CPU). */
+ * times; false when host memory runs out (the plan is then all on the CPU). */
 RT_INTERNAL bool rt_cost_plan(const rt_allocator_t *a, const rt_cost_problem_t *pr,
                               int32_t *layer_device, int32_t *out_input, int32_t *out_output,
-                              double *out_share, double *out_total);
+                              rt_cost_times_t *out_times);
 
 #endif /* RT_COST_PLAN_H */

@@ -5,13 +5,16 @@
  * and output layers follow the first and last layer of that suffix. The
  * N_GPU_LAYERS mode takes the suffix length from the caller; AUTO takes
  * the longest suffix that fits the GPUs' budgets when cut in proportion to
- * them; FASTEST hands the budgets and the devices' speed figures to
+ * them; FASTEST hands the budgets, the devices' speed figures, the job's
+ * mix of prompt and decode steps and the links between the devices
+ * (cost_link.c, from the shared topology and the devices' PCI ids) to
  * cost_plan.c, which finds the least predicted time. Replanning shrinks the
  * suffix or the budget and plans again. */
 #include "cost_plan.h"
 #include "device_impl.h"
 #include "registry_impl.h"
 
+#include <math.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -30,9 +33,15 @@ struct rt_placement {
     int32_t input_device, output_device;
     rt_device_t *devices[RT_SCHED_MAX_DEVICES];    /* for the text; NULL when not given */
     rt_device_speed_t speed[RT_SCHED_MAX_DEVICES]; /* FASTEST's figures */
-    double share_s[RT_SCHED_MAX_DEVICES];          /* FASTEST's predictions */
-    double total_s;
+    double prompt_bytes_per_s[RT_SCHED_MAX_DEVICES];
+    int32_t n_ubatch, n_prompt, n_generate;        /* the job FASTEST weighs */
+    rt_cost_links_t links;
+    rt_cost_times_t times;                         /* FASTEST's predictions */
 };
+
+/* A prompt step's size when the caller names none: the model library's
+ * default ubatch. */
+#define PLACEMENT_UBATCH 512
 
 static int32_t cpu_of(const rt_placement_t *p) { return p->n_devices - 1; }
 
@@ -131,12 +140,16 @@ static void plan_auto(rt_placement_t *p) {
  * which is a valid plan: placement never fails after create. */
 static void plan_fastest(rt_placement_t *p) {
     const budget_t b = budgets(p);
+    const bool job = p->n_prompt > 0 || p->n_generate > 0;
     const rt_cost_problem_t pr = {
         .n_layers = p->n_layers, .layer_bytes = p->layer_bytes, .input_bytes = p->input_bytes,
         .output_bytes = p->output_bytes, .n_devices = p->n_devices, .budget = b.gpu,
-        .speed = p->speed};
+        .speed = p->speed, .prompt_bytes_per_s = p->prompt_bytes_per_s, .links = &p->links,
+        .n_ubatch = p->n_ubatch,
+        .w_decode = job ? p->n_generate : 1,
+        .w_prompt = job ? ceil((double)p->n_prompt / p->n_ubatch) : 0};
     if (!rt_cost_plan(&p->allocator, &pr, p->layer_device, &p->input_device, &p->output_device,
-                      p->share_s, &p->total_s))
+                      &p->times))
         rt_log(RT_LOG_WARN, "placement: no host memory to plan for speed; all on the CPU");
 }
 
@@ -162,6 +175,9 @@ static rt_status_t check_params(const rt_placement_params_t *pp) {
         pp->mode != RT_PLACEMENT_FASTEST)
         return rt_error(RT_ERR_INVALID_ARGUMENT, "rt_placement_create: unknown mode %d",
                         (int)pp->mode);
+    if (pp->n_ubatch < 0 || pp->n_prompt < 0 || pp->n_generate < 0)
+        return rt_error(RT_ERR_INVALID_ARGUMENT, "rt_placement_create: n_ubatch %d, n_prompt %d, "
+                        "n_generate %d", (int)pp->n_ubatch, (int)pp->n_prompt, (int)pp->n_generate);
     if (pp->mode == RT_PLACEMENT_FASTEST && pp->speed == NULL)
         return rt_error(RT_ERR_INVALID_ARGUMENT, "rt_placement_create: FASTEST without the "
                         "devices' speed figures");
@@ -180,6 +196,19 @@ static uint64_t free_of(const rt_placement_params_t *pp, int32_t d) {
     return props.memory_free;
 }
 
+/* The crossings' prices: the devices' PCI ids in the shared topology when
+ * the devices are given, else only their measured copy times. */
+static void find_links(rt_placement_t *p) {
+    const char *pci[RT_SCHED_MAX_DEVICES] = {NULL};
+    bool any = false;
+    for (int32_t d = 0; d < p->n_devices; d++)
+        if (p->devices[d] != NULL && p->devices[d]->props.pci_bus_id[0]) {
+            pci[d] = p->devices[d]->props.pci_bus_id;
+            any = true;
+        }
+    rt_cost_links(any ? rt_topology_get_shared() : NULL, p->n_devices, pci, p->speed, &p->links);
+}
+
 static void copy_params(rt_placement_t *p, const rt_placement_params_t *pp) {
     p->mode = pp->mode;
     p->n_gpu_layers = pp->n_gpu_layers;
@@ -191,8 +220,15 @@ static void copy_params(rt_placement_t *p, const rt_placement_params_t *pp) {
         p->memory_free[d] = free_of(pp, d);
         p->reserve[d] = pp->reserve != NULL ? pp->reserve[d] : 0;
         if (pp->speed != NULL) p->speed[d] = pp->speed[d];
+        if (pp->prompt_bytes_per_s != NULL) p->prompt_bytes_per_s[d] = pp->prompt_bytes_per_s[d];
         p->devices[d] = pp->devices != NULL ? pp->devices[d] : NULL;
     }
+    /* a prompt shorter than a ubatch makes shorter steps */
+    p->n_ubatch = pp->n_ubatch > 0 ? pp->n_ubatch : PLACEMENT_UBATCH;
+    if (pp->n_prompt > 0 && pp->n_prompt < p->n_ubatch) p->n_ubatch = pp->n_prompt;
+    p->n_prompt = pp->n_prompt;
+    p->n_generate = pp->n_generate;
+    if (pp->mode == RT_PLACEMENT_FASTEST) find_links(p);
     if (pp->n_layers > 0)
         memcpy(p->layer_bytes, pp->layer_bytes, (size_t)pp->n_layers * sizeof p->layer_bytes[0]);
 }
@@ -269,8 +305,14 @@ uint64_t rt_placement_device_bytes(const rt_placement_t *p, int32_t i) {
 
 double rt_placement_predicted_s(const rt_placement_t *p, int32_t i) {
     if (p == NULL || p->mode != RT_PLACEMENT_FASTEST) return 0;
-    if (i == -1) return p->total_s;
-    return i >= 0 && i < p->n_devices ? p->share_s[i] : 0;
+    if (i == -1) return p->times.decode_total_s;
+    return i >= 0 && i < p->n_devices ? p->times.decode_s[i] : 0;
+}
+
+double rt_placement_predicted_prompt_s(const rt_placement_t *p, int32_t i) {
+    if (p == NULL || p->mode != RT_PLACEMENT_FASTEST) return 0;
+    if (i == -1) return p->times.prompt_total_s;
+    return i >= 0 && i < p->n_devices ? p->times.prompt_s[i] : 0;
 }
 
 //===--- replanning ---===//
@@ -319,20 +361,40 @@ static void layer_ranges(const rt_placement_t *p, int32_t d, char *buf, size_t s
     if (buf[0] == 0) snprintf(buf, size, "-");
 }
 
-/* In FASTEST mode the prediction and why: ", predicted 1.234 ms (at 2.00
- * GB/s, 10.0 us a layer, 5.0 us a copy in)"; "" otherwise. */
+/* In FASTEST mode the predictions and why: ", predicted decode 1.234 ms,
+ * prompt 9.876 ms a ubatch (at 2.00 GB/s, 40.00 GB/s x tokens, 10.0 us a
+ * layer, 5.0 us a copy in)"; "" otherwise. */
 static void predicted(const rt_placement_t *p, int32_t d, char *buf, size_t size) {
     buf[0] = 0;
     const rt_device_speed_t *s = &p->speed[d];
     if (p->mode == RT_PLACEMENT_FASTEST)
-        snprintf(buf, size, ", predicted %.3f ms (at %.2f GB/s, %.1f us a layer, %.1f us a copy "
-                 "in)", p->share_s[d] * 1e3, s->bytes_per_s * 1e-9, s->layer_s * 1e6,
-                 s->copy_in_s * 1e6);
+        snprintf(buf, size, ", predicted decode %.3f ms, prompt %.3f ms a ubatch (at %.2f GB/s, "
+                 "%.2f GB/s x tokens, %.1f us a layer, %.1f us a copy in)",
+                 p->times.decode_s[d] * 1e3, p->times.prompt_s[d] * 1e3, s->bytes_per_s * 1e-9,
+                 p->prompt_bytes_per_s[d] * 1e-9, s->layer_s * 1e6, s->copy_in_s * 1e6);
+}
+
+static void write_crossing(const rt_placement_t *p, int32_t a, int32_t b, const char *what,
+                           rt_write_fn write, void *user_data) {
+    rt_write_text(write, user_data, "%s %d -> %d: predicted %.1f us a token, %.1f us a prompt "
+                  "step\n", what, (int)a, (int)b, rt_cost_cross_s(&p->links, a, b, 1) * 1e6,
+                  rt_cost_cross_s(&p->links, a, b, p->n_ubatch) * 1e6);
+}
+
+/* FASTEST's crossings in the plan's order: the activations from the
+ * input's device through each run, the logits back to the CPU. */
+static void write_crossings(const rt_placement_t *p, rt_write_fn write, void *user_data) {
+    int32_t at = p->input_device;
+    for (int32_t il = 0; il < p->n_layers; il++) {
+        if (p->layer_device[il] != at) write_crossing(p, at, p->layer_device[il], "copy", write, user_data);
+        at = p->layer_device[il];
+    }
+    if (at != cpu_of(p)) write_crossing(p, at, cpu_of(p), "logits", write, user_data);
 }
 
 void rt_placement_write_text(const rt_placement_t *p, rt_write_fn write, void *user_data) {
     if (p == NULL || write == NULL) return;
-    char ranges[256], pred[160];
+    char ranges[256], pred[256];
     for (int32_t d = 0; d < p->n_devices; d++) {
         layer_ranges(p, d, ranges, sizeof ranges);
         predicted(p, d, pred, sizeof pred);
@@ -345,5 +407,16 @@ void rt_placement_write_text(const rt_placement_t *p, rt_write_fn write, void *u
                       pred);
     }
     if (p->mode != RT_PLACEMENT_FASTEST) return;
-    rt_write_text(write, user_data, "predicted decode: %.3f ms per token\n", p->total_s * 1e3);
+    write_crossings(p, write, user_data);
+    rt_write_text(write, user_data, "predicted decode: %.3f ms per token; prompt: %.3f ms per "
+                  "ubatch of %d tokens\n", p->times.decode_total_s * 1e3,
+                  p->times.prompt_total_s * 1e3, (int)p->n_ubatch);
+    if (p->n_prompt > 0 || p->n_generate > 0)
+        rt_write_text(write, user_data, "chosen for %d prompt and %d generated tokens: %.3f s "
+                      "predicted\n", (int)p->n_prompt, (int)p->n_generate,
+                      p->n_generate * p->times.decode_total_s +
+                      ceil((double)p->n_prompt / p->n_ubatch) * p->times.prompt_total_s);
+    else
+        rt_write_text(write, user_data, "chosen for decode (no prompt or generation length "
+                      "given)\n");
 }

@@ -7,11 +7,15 @@
  * one, else through a synchronous copy after the source's device is done.
  * Then the split runs asynchronously on its device's queue, and an event
  * marks when its copy slot is free again. Devices without events (or a
- * scheduler without pipeline copies) synchronize instead. */
+ * scheduler without pipeline copies) synchronize instead. With timing on
+ * (rt_sched_set_timing) a split also waits for its device after its copies
+ * and after its nodes, so each device's share is timed by a monotonic
+ * clock; the default path reads no clock. */
 #include "queue_impl.h"
 #include "sched_impl.h"
 
 #include <stdio.h>
+#include <time.h>
 
 static rt_status_t plugin_failed(rt_status_t st, const rt_error_snapshot_t *snap,
                                  const rt_device_t *dev, const char *what) {
@@ -137,6 +141,12 @@ static rt_status_t copy_input(rt_sched_t *s, const rt_sched_input_t *in) {
 
 //===--- splits ---===//
 
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static rt_status_t compute_split(rt_sched_t *s, rt_sched_split_t *sp) {
     rt_status_t st = RT_OK;
     for (int32_t k = sp->first_input; k < sp->first_input + sp->n_inputs && st == RT_OK; k++)
@@ -147,8 +157,48 @@ static rt_status_t compute_split(rt_sched_t *s, rt_sched_split_t *sp) {
     return st;
 }
 
+/* compute_split with a wait and a clock reading after the copies and
+ * after the nodes. */
+static rt_status_t timed_split(rt_sched_t *s, rt_sched_split_t *sp) {
+    const int32_t d = sp->device;
+    const double t0 = now_s();
+    rt_status_t st = RT_OK;
+    for (int32_t k = sp->first_input; k < sp->first_input + sp->n_inputs && st == RT_OK; k++)
+        st = copy_input(s, &s->inputs.at[k]);
+    if (st == RT_OK) st = rt_queue_synchronize(s->queues[d]);
+    const double t1 = now_s();
+    if (st == RT_OK && sp->graph.n_nodes > 0) st = rt_queue_compute_async(s->queues[d], &sp->graph);
+    if (st == RT_OK) st = rt_queue_synchronize(s->queues[d]);
+    if (st == RT_OK && sp->n_inputs > 0) st = record(s, d);
+    s->time_copy[d] += t1 - t0;
+    s->time_compute[d] += now_s() - t1;
+    s->timed_splits[d]++;
+    return st;
+}
+
 rt_status_t rt_sched_compute_splits(rt_sched_t *s) {
     rt_status_t st = RT_OK;
-    for (int32_t i = 0; i < s->splits.n && st == RT_OK; i++) st = compute_split(s, &s->splits.at[i]);
+    for (int32_t i = 0; i < s->splits.n && st == RT_OK; i++)
+        st = s->timing ? timed_split(s, &s->splits.at[i]) : compute_split(s, &s->splits.at[i]);
     return st;
+}
+
+void rt_sched_set_timing(rt_sched_t *s, bool on) {
+    if (s == NULL) return;
+    if (on)
+        for (int32_t d = 0; d < RT_SCHED_MAX_DEVICES; d++)
+            s->time_compute[d] = s->time_copy[d] = 0, s->timed_splits[d] = 0;
+    s->timing = on;
+}
+
+rt_status_t rt_sched_device_time(const rt_sched_t *s, int32_t i, double *out_compute_s,
+                                 double *out_copy_s, int64_t *out_splits) {
+    RT_ARMOR(s != NULL);
+    if (i < 0 || i >= s->n_devices)
+        return rt_error(RT_ERR_MISUSE, "rt_sched_device_time: device %d of %d", (int)i,
+                        (int)s->n_devices);
+    if (out_compute_s) *out_compute_s = s->time_compute[i];
+    if (out_copy_s) *out_copy_s = s->time_copy[i];
+    if (out_splits) *out_splits = s->timed_splits[i];
+    return RT_OK;
 }

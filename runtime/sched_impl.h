@@ -89,6 +89,10 @@ struct rt_sched {
     bool is_reset, is_alloc;
     rt_device_t *oom_device;       /* last reserve's failure, or NULL */
     size_t oom_bytes;
+
+    bool timing;                   /* rt_sched_set_timing: time every split */
+    double time_compute[RT_SCHED_MAX_DEVICES], time_copy[RT_SCHED_MAX_DEVICES]; /* seconds */
+    int64_t timed_splits[RT_SCHED_MAX_DEVICES];
 };
 
 //===--- shared state (sched_state.c) ---===//

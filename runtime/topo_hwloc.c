@@ -5,7 +5,9 @@
  * keeps the important I/O devices so that PCI devices can be placed, and
  * notes which PUs threads may use. Answers the summary, "which NUMA node is
  * nearest this PCI device", the PUs of a node, where n threads would be
- * pinned under each placement policy, and a human description. */
+ * pinned under each placement policy, what lies between two devices (PCIe
+ * link speeds, a shared switch, NUMA distance: the planner's copy costs),
+ * and a human description. */
 #include "topo.h"
 #include "device_impl.h"
 
@@ -131,6 +133,84 @@ int32_t rt_topology_numa_os_index(const rt_topology_t *topo, int32_t node) {
     hwloc_obj_t n = topo != NULL && node >= 0
                     ? hwloc_get_obj_by_type(topo->topo, HWLOC_OBJ_NUMANODE, (unsigned)node) : NULL;
     return n != NULL ? (int32_t)n->os_index : -1;
+}
+
+//===--- links between devices ---===//
+
+static int first_node(const rt_topology_t *t);
+
+static hwloc_obj_t pci_obj(const rt_topology_t *t, const char *pci_bus_id) {
+    unsigned id[4];
+    if (pci_bus_id == NULL || !pci_bus_id[0] || !rt_pci_bus_id_parse(pci_bus_id, id)) return NULL;
+    return hwloc_get_pcidev_by_busid(t->topo, id[0], id[1], id[2], id[3]);
+}
+
+/* The narrowest link from o up to its host bridge: the device's own and
+ * each PCI-to-PCI bridge's upstream one; 0 when none is known. */
+static double narrowest_link(hwloc_obj_t o) {
+    double gbps = 0;
+    for (; o != NULL && (o->type == HWLOC_OBJ_PCI_DEVICE || o->type == HWLOC_OBJ_BRIDGE);
+         o = o->parent) {
+        float s = 0;
+        if (o->type == HWLOC_OBJ_PCI_DEVICE) s = o->attr->pcidev.linkspeed;
+        else if (o->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_PCI)
+            s = o->attr->bridge.upstream.pci.linkspeed;
+        if (s > 0 && (gbps == 0 || s < gbps)) gbps = s;
+    }
+    return gbps;
+}
+
+/* The NUMA node object of an end: its PCI device's, else host memory's. */
+static hwloc_obj_t node_of(const rt_topology_t *t, hwloc_obj_t pci) {
+    if (pci != NULL) {
+        hwloc_obj_t anc = hwloc_get_non_io_ancestor_obj(t->topo, pci);
+        for (hwloc_obj_t n = hwloc_get_next_obj_by_type(t->topo, HWLOC_OBJ_NUMANODE, NULL);
+             anc != NULL && anc->nodeset != NULL && n != NULL;
+             n = hwloc_get_next_obj_by_type(t->topo, HWLOC_OBJ_NUMANODE, n))
+            if (hwloc_bitmap_isset(anc->nodeset, n->os_index)) return n;
+        return NULL;
+    }
+    return hwloc_get_obj_by_type(t->topo, HWLOC_OBJ_NUMANODE, (unsigned)first_node(t));
+}
+
+/* distance(a, b) / distance(a, a) from hwloc's NUMA latency matrix. */
+static double numa_ratio(const rt_topology_t *t, hwloc_obj_t a, hwloc_obj_t b) {
+    if (a == NULL || b == NULL || a == b) return 1;
+    unsigned nr = 1;
+    struct hwloc_distances_s *dist = NULL;
+    if (hwloc_distances_get_by_type(t->topo, HWLOC_OBJ_NUMANODE, &nr, &dist,
+                                    HWLOC_DISTANCES_KIND_MEANS_LATENCY, 0) != 0 || nr == 0)
+        return 1;
+    double ratio = 1;
+    const int ia = hwloc_distances_obj_index(dist, a), ib = hwloc_distances_obj_index(dist, b);
+    if (ia >= 0 && ib >= 0) {
+        const hwloc_uint64_t local = dist->values[(unsigned)ia * dist->nbobjs + (unsigned)ia];
+        const hwloc_uint64_t far = dist->values[(unsigned)ia * dist->nbobjs + (unsigned)ib];
+        if (local > 0 && far > local) ratio = (double)far / (double)local;
+    }
+    hwloc_distances_release(t->topo, dist);
+    return ratio;
+}
+
+/* Below one PCI-to-PCI bridge (a switch), not only one host bridge. */
+static bool share_switch(const rt_topology_t *t, hwloc_obj_t a, hwloc_obj_t b) {
+    if (a == NULL || b == NULL || a == b) return false;
+    hwloc_obj_t c = hwloc_get_common_ancestor_obj(t->topo, a, b);
+    return c != NULL && c->type == HWLOC_OBJ_BRIDGE &&
+           c->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_PCI;
+}
+
+void rt_topology_link(const rt_topology_t *topo, const char *pci_a, const char *pci_b,
+                      rt_topology_link_t *out) {
+    *out = (rt_topology_link_t){{0, 0}, 1, false};
+    if (topo == NULL) return;
+    hwloc_obj_t a = pci_obj(topo, pci_a), b = pci_obj(topo, pci_b);
+    if ((pci_a != NULL && pci_a[0] && a == NULL) || (pci_b != NULL && pci_b[0] && b == NULL))
+        return; /* a device the topology does not know: nothing can be said */
+    out->gbps[0] = a != NULL ? narrowest_link(a) : 0;
+    out->gbps[1] = b != NULL ? narrowest_link(b) : 0;
+    out->numa_ratio = numa_ratio(topo, node_of(topo, a), node_of(topo, b));
+    out->same_switch = share_switch(topo, a, b);
 }
 
 /* Writes the ids of set, ascending, as far as max allows; returns how many. */

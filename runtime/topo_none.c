@@ -71,6 +71,14 @@ int32_t rt_topology_numa_os_index(const rt_topology_t *topo, int32_t node) {
     return -1;
 }
 
+void rt_topology_link(const rt_topology_t *topo, const char *pci_a, const char *pci_b,
+                      rt_topology_link_t *out) {
+    (void)topo;
+    (void)pci_a;
+    (void)pci_b;
+    *out = (rt_topology_link_t){{0, 0}, 1, false};
+}
+
 rt_status_t rt_topology_numa_node_cpus(const rt_topology_t *topo, int32_t node, int32_t max_ids,
                                        int32_t *out_cpu_ids, int32_t *out_n_ids) {
     (void)max_ids;

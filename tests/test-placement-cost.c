@@ -20,7 +20,18 @@
  *           with them a fast mock gets its fill before a slow one, and a mock
  *           slower than the measured CPU gets nothing
  *   cost-8  a plugin's own figures (rt_device_ext_speed_t) are taken as they
- *           are, nothing measured or cached; refresh measures anyway */
+ *           are, nothing measured or cached; refresh measures anyway
+ *   cost-9  the job: a device fast at decode but slow at a prompt step's
+ *           products gets the layers for a decode-only job and loses them
+ *           for a long prompt with a short generation; both predictions
+ *           are kept and written
+ *   cost-10 link costs on recorded topologies (tests/topologies, through
+ *           HWLOC_XMLFILE, four mock GPUs at the recorded PCI ids): a split
+ *           goes over two GPUs of one socket, not across (on both recorded
+ *           machines with GPUs); the predicted
+ *           crossing grows with NUMA distance and falls with link width
+ *           (the same machine with one link narrowed, written by the test)
+ *   cost-11 the prompt figure is measured and cached beside the others */
 #include "testutil.h"
 
 #include "../abi/rt_sched.h"
@@ -128,11 +139,21 @@ static void test_predicted(void **state) {
     assert_true(fabs(rt_placement_predicted_s(p, -1) - 4.15 * MS) < 1e-9);
     char text[1024] = "";
     rt_placement_write_text(p, write_buf, text);
-    assert_string_equal(text, "device 0: layers 3, output, 130 bytes, predicted 1.150 ms (at "
-                              "0.00 GB/s, 100.0 us a layer, 200.0 us a copy in)\n"
-                              "device 1 (cpu): layers 0-2, input, 350 bytes, predicted 3.000 ms "
-                              "(at 0.00 GB/s, 0.0 us a layer, 200.0 us a copy in)\n"
-                              "predicted decode: 4.150 ms per token\n");
+    /* a prompt step of 512 tokens crosses over a link hwloc knows nothing
+     * of: a measured copy per token, 102.4 ms (the logits' row back is one) */
+    assert_string_equal(text, "device 0: layers 3, output, 130 bytes, predicted decode 1.150 ms, "
+                              "prompt 103.350 ms a ubatch (at 0.00 GB/s, 0.00 GB/s x tokens, "
+                              "100.0 us a layer, 200.0 us a copy in)\n"
+                              "device 1 (cpu): layers 0-2, input, 350 bytes, predicted decode "
+                              "3.000 ms, prompt 3.000 ms a ubatch (at 0.00 GB/s, 0.00 GB/s x "
+                              "tokens, 0.0 us a layer, 200.0 us a copy in)\n"
+                              "copy 1 -> 0: predicted 200.0 us a token, 102400.0 us a prompt "
+                              "step\n"
+                              "logits 0 -> 1: predicted 200.0 us a token, 102400.0 us a prompt "
+                              "step\n"
+                              "predicted decode: 4.150 ms per token; prompt: 106.350 ms per ubatch "
+                              "of 512 tokens\n"
+                              "chosen for decode (no prompt or generation length given)\n");
     rt_placement_destroy(p);
 }
 
@@ -184,7 +205,7 @@ static rt_registry_t *mock_registry(const char *gbps, const char *copy_us, const
     char dir[1024], path[2200];
     assert_int_equal(tu_tmpdir_make(cache, 1024, "rt-speed"), 0);
     setenv("XDG_CACHE_HOME", cache, 1);
-    setenv("RT_MOCKGPU_COUNT", "2", 1);
+    if (getenv("RT_MOCKGPU_COUNT") == NULL) setenv("RT_MOCKGPU_COUNT", "2", 1);
     setenv("RT_MOCKGPU_GBPS", gbps, 1);
     setenv("RT_MOCKGPU_COPY_US", copy_us, 1);
     setenv("RT_MOCKGPU_REPORT_SPEED", report, 1);
@@ -266,6 +287,236 @@ static void test_reported(void **state) {
     assert_int_equal(tu_tmpdir_remove(cache), 0);
 }
 
+//===--- cost-9: the job, prompt and decode ---===//
+
+static void test_job(void **state) {
+    (void)state;
+    /* the GPU streams 10x the CPU's bytes but its products at a prompt
+     * step of 512 tokens run at a tenth of the CPU's */
+    const uint64_t free_bytes[2] = {LOTS, 0};
+    const rt_device_speed_t speed[2] = {{1e6, 0, 0.01 * MS}, CPU_SPEED};
+    const double prompt[2] = {1e7, 1e8};
+    rt_placement_params_t pp = {
+        .struct_size = sizeof pp, .mode = RT_PLACEMENT_FASTEST, .n_layers = C_LAYERS,
+        .layer_bytes = c_layer, .input_bytes = 50, .output_bytes = 30, .n_devices = 2,
+        .memory_free = free_bytes, .speed = speed, .prompt_bytes_per_s = prompt};
+    rt_placement_t *p = NULL;
+    assert_int_equal(rt_placement_create(&pp, &p), RT_OK);
+    expect_plan(p, "0000 0 0", "cost-9.1"); /* decode only */
+    /* a prompt step: 430 bytes x 512 tokens over 1e7 = 22 ms; on the CPU 2.2 ms */
+    assert_true(fabs(rt_placement_predicted_prompt_s(p, -1) - 430.0 * 512 / 1e7) < 1e-3);
+    rt_placement_destroy(p);
+    pp.n_prompt = 4096, pp.n_generate = 8; /* 8 prompt steps outweigh 8 tokens */
+    assert_int_equal(rt_placement_create(&pp, &p), RT_OK);
+    expect_plan(p, "1111 1 1", "cost-9.2");
+    /* the CPU is bound by streaming: 430 bytes at 1e5 (its products would take half) */
+    assert_true(fabs(rt_placement_predicted_prompt_s(p, 1) - 430.0 / 1e5) < 1e-9);
+    char text[2048] = "";
+    rt_placement_write_text(p, write_buf, text);
+    assert_non_null(strstr(text, "chosen for 4096 prompt and 8 generated tokens"));
+    rt_placement_destroy(p);
+    pp.n_prompt = 16, pp.n_generate = 256; /* one prompt step, many tokens */
+    assert_int_equal(rt_placement_create(&pp, &p), RT_OK);
+    expect_plan(p, "0000 0 0", "cost-9.3");
+    rt_placement_destroy(p);
+    pp.n_ubatch = -1;
+    assert_int_equal(rt_placement_create(&pp, &p), RT_ERR_INVALID_ARGUMENT);
+}
+
+//===--- cost-10: link costs from recorded topologies ---===//
+
+#define POWER8 "tests/topologies/power8gpudistances.xml"
+/* 3D controllers 0000:03:00.0 on NUMA node 0, 83:00.0 and 84:00.0 on node 1
+ * (distance 20 against 10); hwloc recorded no link speeds. */
+#define INTEL "tests/topologies/32em64t-2n8c2t-pci-normalio.xml"
+/* Its GPUs: two on NUMA node 0, two on node 1 (distance 40 against 10). */
+#define P8_NODE0_A "0002:01:00.0"
+#define P8_NODE0_B "0003:01:00.0"
+#define P8_NODE1_A "000a:01:00.0"
+#define P8_NODE1_B "000b:01:00.0"
+
+static bool have_hwloc(void) {
+    rt_topology_summary_t s = {.struct_size = sizeof s};
+    const rt_topology_t *t = rt_topology_get_shared();
+    return t != NULL && rt_topology_get_summary(t, &s) == RT_OK && s.available;
+}
+
+/* Eight layers of 100 bytes over n equal GPUs at these PCI ids, on the
+ * topology of xml, each GPU with room for half the model: a split is
+ * needed. The CPU is 100x slower. */
+typedef struct link_case {
+    rt_registry_t *reg;
+    char cache[1024];
+    int n;               /* GPUs */
+    rt_device_t *dev[5]; /* the GPUs, then the CPU */
+} link_case_t;
+
+static const uint64_t l_layer[8] = {100, 100, 100, 100, 100, 100, 100, 100};
+
+static void link_open(link_case_t *c, const char *xml, int n, const char *pci) {
+    char name[16];
+    snprintf(name, sizeof name, "%d", n);
+    setenv("HWLOC_XMLFILE", xml, 1);
+    setenv("RT_MOCKGPU_COUNT", name, 1);
+    setenv("RT_MOCKGPU_PCI", pci, 1);
+    c->reg = mock_registry("0", "0", "0", c->cache);
+    c->n = n;
+    for (int d = 0; d < n; d++) {
+        snprintf(name, sizeof name, "mockgpu%d", d);
+        c->dev[d] = rt_registry_device_by_name(c->reg, name);
+        assert_non_null(c->dev[d]);
+    }
+    c->dev[n] = rt_registry_device_by_name(c->reg, "cpu0");
+    assert_non_null(c->dev[n]);
+}
+
+static void link_close(link_case_t *c) {
+    rt_registry_destroy(c->reg);
+    unsetenv("XDG_CACHE_HOME");
+    unsetenv("HWLOC_XMLFILE");
+    unsetenv("RT_MOCKGPU_PCI");
+    unsetenv("RT_MOCKGPU_COUNT");
+    assert_int_equal(tu_tmpdir_remove(c->cache), 0);
+}
+
+static rt_placement_t *link_plan(const link_case_t *c, int32_t n_prompt) {
+    uint64_t free_bytes[5] = {0};
+    rt_device_speed_t speed[5];
+    for (int d = 0; d < c->n; d++) {
+        speed[d] = (rt_device_speed_t){1e6, 0, 0.05 * MS};
+        free_bytes[d] = 480;
+    }
+    speed[c->n] = (rt_device_speed_t){1e4, 0, 0};
+    const rt_placement_params_t pp = {
+        .struct_size = sizeof pp, .mode = RT_PLACEMENT_FASTEST, .n_layers = 8,
+        .layer_bytes = l_layer, .input_bytes = 50, .output_bytes = 30, .n_devices = c->n + 1,
+        .devices = c->dev, .memory_free = free_bytes, .speed = speed, .n_prompt = n_prompt,
+        .n_generate = n_prompt > 0 ? 1 : 0};
+    rt_placement_t *p = NULL;
+    assert_int_equal(rt_placement_create(&pp, &p), RT_OK);
+    return p;
+}
+
+static void expect_layers(const rt_placement_t *p, const char *want, const char *id) {
+    char got[16];
+    for (int il = 0; il < 8; il++) got[il] = (char)('0' + rt_placement_layer_device(p, il));
+    got[8] = 0;
+    if (strcmp(got, want) != 0) fail_msg("%s: layers \"%s\", expected \"%s\"", id, got, want);
+}
+
+static void test_links_socket(void **state) {
+    (void)state;
+    if (!have_hwloc()) skip();
+    link_case_t c;
+    /* in this order the first two GPUs sit on one socket */
+    link_open(&c, POWER8, 4, P8_NODE0_A "," P8_NODE0_B "," P8_NODE1_A "," P8_NODE1_B);
+    rt_placement_t *p = link_plan(&c, 0);
+    expect_layers(p, "00001111", "cost-10.1");
+    const double same = rt_placement_predicted_s(p, 1); /* the crossing 0 -> 1 is in it */
+    rt_placement_destroy(p);
+    link_close(&c);
+    /* the second GPU on the other socket: the split skips it for the third */
+    link_open(&c, POWER8, 4, P8_NODE0_A "," P8_NODE1_A "," P8_NODE0_B "," P8_NODE1_B);
+    p = link_plan(&c, 0);
+    expect_layers(p, "00002222", "cost-10.2");
+    rt_placement_destroy(p);
+    link_close(&c);
+    /* only two GPUs usable, on two sockets: the crossing costs 4x (40/10) */
+    link_open(&c, POWER8, 2, P8_NODE0_A "," P8_NODE1_A);
+    p = link_plan(&c, 0);
+    expect_layers(p, "00001111", "cost-10.3");
+    tu_report("cost-10.3: device 1's share %.3f ms across sockets, %.3f ms on one",
+              rt_placement_predicted_s(p, 1) * 1e3, same * 1e3);
+    assert_true(rt_placement_predicted_s(p, 1) > same);
+    rt_placement_destroy(p);
+    link_close(&c);
+    /* cost-10.6: the Intel machine, the first GPU alone on its socket: the
+     * split takes the two on the other one (host memory is on node 0, so
+     * the logits still cross sockets once) */
+    link_open(&c, INTEL, 3, "0000:03:00.0,0000:83:00.0,0000:84:00.0");
+    p = link_plan(&c, 0);
+    expect_layers(p, "11112222", "cost-10.6");
+    rt_placement_destroy(p);
+    link_close(&c);
+}
+
+/* The recorded power8 machine with the link of its GPU at pci narrowed to
+ * gbps, into path (a temporary file the caller removes). */
+static void narrowed_copy(const char *pci, const char *gbps, char *path, size_t size, char *dir) {
+    assert_int_equal(tu_tmpdir_make(dir, 1024, "rt-topo"), 0);
+    snprintf(path, size, "%s/narrow.xml", dir);
+    FILE *in = fopen(POWER8, "r"), *out = fopen(path, "w");
+    assert_non_null(in);
+    assert_non_null(out);
+    char line[4096], key[64];
+    snprintf(key, sizeof key, "pci_busid=\"%s\"", pci);
+    while (fgets(line, sizeof line, in)) {
+        char *at = strstr(line, key), *speed = at ? strstr(at, "pci_link_speed=\"") : NULL;
+        if (speed) {
+            *speed = 0;
+            const char *rest = strchr(speed + 16, '"');
+            fprintf(out, "%spci_link_speed=\"%s%s", line, gbps, rest);
+        } else {
+            fputs(line, out);
+        }
+    }
+    fclose(in);
+    assert_int_equal(fclose(out), 0);
+}
+
+static void test_links_width(void **state) {
+    (void)state;
+    if (!have_hwloc()) skip();
+    link_case_t c;
+    const char *pair = P8_NODE0_A "," P8_NODE0_B;
+    link_open(&c, POWER8, 2, pair);
+    rt_placement_t *p = link_plan(&c, 4096);
+    expect_layers(p, "00001111", "cost-10.4");
+    const double wide = rt_placement_predicted_prompt_s(p, 1);
+    rt_placement_destroy(p);
+    link_close(&c);
+    /* GPU 1's link narrowed to 0.98 GB/s (the recorded bridge above it, at
+     * 7.9 GB/s, was the narrowest before): its prompt step's crossing of
+     * 512 tokens of 16 KiB takes 8.5 ms more, not 1.1 */
+    char path[1200], dir[1024];
+    narrowed_copy(P8_NODE0_B, "0.984615", path, sizeof path, dir);
+    link_open(&c, path, 2, pair);
+    p = link_plan(&c, 4096);
+    expect_layers(p, "00001111", "cost-10.5");
+    const double narrow = rt_placement_predicted_prompt_s(p, 1);
+    tu_report("cost-10.5: device 1's prompt step %.3f ms at its recorded link, %.3f ms narrowed",
+              wide * 1e3, narrow * 1e3);
+    assert_true(narrow - wide > 5 * MS);
+    rt_placement_destroy(p);
+    link_close(&c);
+    remove(path);
+    assert_int_equal(tu_tmpdir_remove(dir), 0);
+}
+
+//===--- cost-11: the prompt figure ---===//
+
+static void test_prompt_measured(void **state) {
+    (void)state;
+    char cache[1024];
+    rt_registry_t *reg = mock_registry("0,0.2", "0", "0", cache);
+    rt_device_t *cpu = rt_registry_device_by_name(reg, "cpu0");
+    assert_non_null(cpu);
+    double first = 0, again = 0;
+    assert_int_equal(rt_device_prompt_speed(cpu, false, &first), RT_OK);
+    rt_device_speed_t s;
+    assert_int_equal(rt_device_speed(cpu, false, &s), RT_OK);
+    tu_report("cost-11: cpu0 %.3g GB/s streaming, %.3g GB/s x tokens at a prompt step",
+              s.bytes_per_s * 1e-9, first * 1e-9);
+    /* measured (on a loaded machine a product of 64 columns need not beat
+     * one of one per weight byte, so only that there is a figure) */
+    assert_true(first > 0 && isfinite(first));
+    assert_int_equal(rt_device_prompt_speed(cpu, false, &again), RT_OK);
+    assert_true(again == first || fabs(again / first - 1) < 1e-5); /* from the cache */
+    rt_registry_destroy(reg);
+    unsetenv("XDG_CACHE_HOME");
+    assert_int_equal(tu_tmpdir_remove(cache), 0);
+}
+
 int main(void) {
     setenv("RT_PLUGINS", "cpu,mockgpu", 1);
     const struct CMUnitTest tests[] = {
@@ -277,6 +528,10 @@ int main(void) {
         cmocka_unit_test(test_misuse_replan),
         cmocka_unit_test(test_measured),
         cmocka_unit_test(test_reported),
+        cmocka_unit_test(test_job),
+        cmocka_unit_test(test_links_socket),
+        cmocka_unit_test(test_links_width),
+        cmocka_unit_test(test_prompt_measured),
     };
     return cmocka_run_group_tests_name("placement-cost", tests, NULL, NULL);
 }

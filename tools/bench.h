@@ -14,6 +14,9 @@ int bench_ops_main(int argc, char **argv);
 /* rt-bench model: prompt and generation tokens per second (bench_model.c). */
 int bench_model_main(int argc, char **argv);
 
+/* rt-bench split: the planned split of two mock GPUs against every split (bench_split.c). */
+int bench_split_main(int argc, char **argv);
+
 /* rt-bench threads: the CPU pool with a busy-loop competitor (bench_threads.c). */
 int bench_threads_main(int argc, char **argv);
 

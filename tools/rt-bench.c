@@ -24,6 +24,8 @@ static const bench_cmd_t commands[] = {
     {"alloc", "graph allocator: peak, lower bound, reserve and alloc_graph time", bench_alloc_main},
     {"ops", "op speed at transformer shapes, against the machine's ceilings and OpenBLAS", bench_ops_main},
     {"model", "a model's prompt and generation tokens per second", bench_model_main},
+    {"split", "two mock GPUs: the planner's layer split against every split, decode time",
+     bench_split_main},
     {"threads", "the CPU pool's 1, 2, ... threads, idle and with a busy-loop competitor",
      bench_threads_main},
 };

@@ -627,8 +627,11 @@ static int print_calibration(rt_registry_t *reg) {
             failures++;
             continue;
         }
-        printf("  %-10s %9.2f GB/s weights, %8.1f us a layer, %8.1f us a copy in\n",
-               rt_device_name(dev), sp.bytes_per_s * 1e-9, sp.layer_s * 1e6, sp.copy_in_s * 1e6);
+        double prompt = 0; /* measured with the figures above, read from the cache */
+        rt_device_prompt_speed(dev, false, &prompt);
+        printf("  %-10s %9.2f GB/s weights, %8.1f us a layer, %8.1f us a copy in, %9.2f GB/s x "
+               "tokens at a prompt step of %d\n", rt_device_name(dev), sp.bytes_per_s * 1e-9,
+               sp.layer_s * 1e6, sp.copy_in_s * 1e6, prompt * 1e-9, RT_DEVICE_PROMPT_UBATCH);
     }
     return failures;
 }

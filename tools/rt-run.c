@@ -8,8 +8,10 @@
  * predicted decode time is least (RTM_SPLIT_FASTEST: each device's speed
  * is measured once and cached), so a device slower than the CPU, such as
  * a software one, gets nothing; --split auto and --n-gpu-layers keep the
- * memory-only splits. --explain prints that plan with its predicted times
- * before the run, and the measured time per token after it.
+ * memory-only splits. The plan weighs the prompt's steps and -n decode
+ * steps (run_explain.c says how). --explain prints that plan with its
+ * predicted times before the run, and each device's measured times beside
+ * them after it.
  *
  *   rt-run [-m MODEL] [-p PROMPT | -f FILE] [-n N] [sampling] [-dev LIST]
  *          [-ngl N | --split auto|fastest] [-t N] [-b N] [-c N] [-r STOP]...
@@ -152,6 +154,7 @@ static int load(run_t *r) {
                                    .devices = r->o->devices ? devs : NULL, .n_devices = n_devs,
                                    .split = r->o->split, .n_gpu_layers = r->o->n_gpu_layers,
                                    .n_ctx = r->o->n_ctx};
+    run_explain_job(r, &mp);
     const char *file = r->o->model ? r->o->model : rt_tools_bundled_model(path, sizeof path);
     snprintf(r->model_file, sizeof r->model_file, "%s", file);
     if (dist_plan(r, file, &mp) != 0) return 1;
@@ -164,7 +167,7 @@ static int load(run_t *r) {
     rtd_set_logits_fn(r->dist, dump_ubatch, r); /* the rank with the head dumps per ubatch */
     if (rtm_context_create(r->model, &cp, &r->ctx) != RT_OK) return run_fail("%s", rtm_last_error());
     if (r->o->explain) {
-        fprintf(stderr, "plan (least predicted decode time per token):\n");
+        fprintf(stderr, "plan (least predicted time of the job):\n");
         rtm_model_write_plan(r->model, write_stderr, NULL);
     }
     if (rtm_sampler_create(&r->o->sampling, &r->sampler) != RT_OK) return run_fail("%s", rtm_last_error());
@@ -277,12 +280,15 @@ int run_generate(run_t *r, int32_t n_max) {
 /* The prompt, then up to n_predict tokens. */
 static int complete(run_t *r) {
     if (rtd_rank(r->dist) != 0) return dist_serve(r);
+    run_explain_phase(r, -1);
     const double t0 = now();
     if (run_feed(r, r->prompt, r->n_prompt) != 0) return 1;
     r->t_prompt = now() - t0;
+    run_explain_phase(r, 0);
     fputs(r->o->prompt, stdout);
     fflush(stdout);
     if (run_generate(r, r->o->n_predict) != 0) return 1;
+    run_explain_phase(r, 1);
     fputc('\n', stdout);
     return fflush(stdout) != 0 || ferror(stdout) ? run_fail("cannot write stdout: %s", strerror(errno)) : 0;
 }
@@ -305,9 +311,7 @@ static void report(const run_t *r) {
             (double)cs.compute_bytes / 1048576.0, cs.tg_splits, cs.n_graphs, cs.n_reserves);
     fprintf(stderr, "layers (%s, %d):\n", rtm_model_arch(r->model), rtm_model_n_layer(r->model));
     rtm_model_write_placement(r->model, write_stderr, NULL);
-    if (r->o->explain && r->n_generated > 0)
-        fprintf(stderr, "measured decode: %.3f ms per token (the plan's prediction above)\n",
-                r->t_gen / r->n_generated * 1e3);
+    run_explain_report(r);
 }
 
 /* --list-devices: one line per device, in the registry's order. */

@@ -30,6 +30,7 @@ typedef struct run {
     char *reply;              /* malloc'd, reply_len bytes (NUL-terminated) */
     size_t reply_len, reply_cap;
     bool reply_failed;        /* no memory for the reply */
+    double measured_s[2][RT_SCHED_MAX_DEVICES]; /* --explain: each device's prompt, decode seconds */
 } run_t;
 
 /* One line on stderr ("rt-run: ..."); returns the exit status 1. */
@@ -42,6 +43,12 @@ int run_feed(run_t *r, const rtm_token_t *tokens, int32_t n);
  * Each token chosen (the end-of-generation one too) is fed back, so the
  * cache holds the whole exchange. 0, or 1 after a message. */
 int run_generate(run_t *r, int32_t n_max);
+/* --explain (run_explain.c): the job the plan weighs into mp; the
+ * scheduler's times per device once a phase (0 prompt, 1 decode; -1: none
+ * yet) is over, timing the next; the measured and predicted times. */
+void run_explain_job(const run_t *r, rtm_model_params_t *mp);
+void run_explain_phase(run_t *r, int phase);
+void run_explain_report(const run_t *r);
 /* -cnv: the chat loop on stdin (run_chat.c). */
 int run_chat(run_t *r);
 
