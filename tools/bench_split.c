@@ -14,13 +14,16 @@
  * mockgpu directory of the build (build/tests/plugins/mockgpu) and the CPU
  * plugin's. */
 #include "bench.h"
+#include "tool_cli.h"
 
 #include "../abi/rt.h"
 
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#define TOOL "rt-bench split"
 #define SPLIT_MAX_LAYERS 64
 
 typedef struct split_args {
@@ -39,25 +42,38 @@ static void usage(FILE *f) {
             "  --fit F       share of the layers mock 0 has room for (default 0.6)\n");
 }
 
+/* 0: parsed; 1: help shown; 2: usage error. */
 static int parse(int argc, char **argv, split_args_t *a) {
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(o, "-h") == 0 || strcmp(o, "--help") == 0) return usage(stdout), 1;
-        const double x = v ? strtod(v, NULL) : 0;
-        if (strcmp(o, "--dim") == 0 && x >= 16) a->dim = (int32_t)x;
-        else if (strcmp(o, "--layers") == 0 && x >= 1 && x <= SPLIT_MAX_LAYERS) a->layers = (int32_t)x;
-        else if (strcmp(o, "--steps") == 0 && x >= 1) a->steps = (int32_t)x;
-        else if (strcmp(o, "--gbps") == 0 && v) a->gbps = v;
-        else if (strcmp(o, "--copy-us") == 0 && v) a->copy_us = v;
-        else if (strcmp(o, "--fit") == 0 && x > 0 && x <= 1) a->fit = x;
-        else {
-            fprintf(stderr, "rt-bench split: bad option or value near '%s'\n", o);
-            usage(stderr);
-            return 2;
+    enum { OPT_DIM = 0x2000, OPT_LAYERS, OPT_STEPS, OPT_GBPS, OPT_COPY_US, OPT_FIT };
+    static const struct option opts[] = {
+        {"dim", required_argument, NULL, OPT_DIM},         {"layers", required_argument, NULL, OPT_LAYERS},
+        {"steps", required_argument, NULL, OPT_STEPS},     {"gbps", required_argument, NULL, OPT_GBPS},
+        {"copy-us", required_argument, NULL, OPT_COPY_US}, {"fit", required_argument, NULL, OPT_FIT},
+        {"help", no_argument, NULL, 'h'},                  {NULL, 0, NULL, 0}};
+    optind = 1;
+    for (int c; (c = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
+        const char *name = optarg ? rt_cli_option_name(argv, optind) : NULL;
+        float fit = 0;
+        bool ok = true;
+        switch (c) {
+        case 'h': return usage(stdout), 1;
+        case OPT_DIM: ok = rt_cli_int(TOOL, name, optarg, 16, 1 << 16, &a->dim); break;
+        case OPT_LAYERS: ok = rt_cli_int(TOOL, name, optarg, 1, SPLIT_MAX_LAYERS, &a->layers); break;
+        case OPT_STEPS: ok = rt_cli_int(TOOL, name, optarg, 1, 1 << 20, &a->steps); break;
+        case OPT_GBPS: a->gbps = optarg; break;
+        case OPT_COPY_US: a->copy_us = optarg; break;
+        case OPT_FIT:
+            ok = rt_cli_float(TOOL, name, optarg, &fit);
+            if (ok && !(fit > 0 && fit <= 1)) ok = false, fprintf(stderr, TOOL ": --fit wants a share in (0, 1], not '%s'\n", optarg);
+            a->fit = fit;
+            break;
+        default: ok = false; /* getopt said why */
         }
-        i++;
+        if (!ok) return rt_cli_bad_usage(TOOL);
     }
-    return 0;
+    if (optind == argc) return 0;
+    fprintf(stderr, TOOL ": unexpected argument '%s'\n", argv[optind]);
+    return rt_cli_bad_usage(TOOL);
 }
 
 /* The devices in the scheduler's order: mock 0, mock 1, the CPU. */
