@@ -64,7 +64,10 @@ static int parse(int argc, char **argv, split_args_t *a) {
         case OPT_COPY_US: a->copy_us = optarg; break;
         case OPT_FIT:
             ok = rt_cli_float(TOOL, name, optarg, &fit);
-            if (ok && !(fit > 0 && fit <= 1)) ok = false, fprintf(stderr, TOOL ": --fit wants a share in (0, 1], not '%s'\n", optarg);
+            if (ok && !(fit > 0 && fit <= 1)) {
+                fprintf(stderr, TOOL ": --fit wants a share in (0, 1], not '%s'\n", optarg);
+                ok = false;
+            }
             a->fit = fit;
             break;
         default: ok = false; /* getopt said why */
