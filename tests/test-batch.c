@@ -13,7 +13,8 @@
  *   batch-3  a batch larger than the free cells is refused and runs
  *            nothing; after rtm_seq_clear it fits; bad sequence ids and
  *            parts are refused
- *   batch-4  batch-1 over a split: the last layers on mockgpu0
+ *   batch-4  batch-1 over a split: the last layers on mockgpu0 (against
+ *            cpu0 alone)
  *   batch-5  batch-1 on vulkan0 (lavapipe in CI) when the plugin is built
  *   batch-6  rtm_decode is unchanged: the same logits with n_seq_max 1
  *            and 3 (sequence 0 alone) */
@@ -48,20 +49,6 @@ static const char *const PROMPTS[] = {
 
 //===--- set-up ---===//
 
-static rt_registry_t *registry_open(const char *plugins, int n_mock) {
-    char path[2 * PATH_MAX + 64], count[8];
-    snprintf(count, sizeof count, "%d", n_mock);
-    setenv("RT_MOCKGPU_COUNT", count, 1);
-    setenv("RT_MOCKGPU_MEMORY", "1G", 1);
-    setenv("RT_PLUGINS", plugins, 1);
-    snprintf(path, sizeof path, "%s/tests/plugins/mockgpu:%s/lib/rt-plugins", tu_build_dir_abs(),
-             tu_build_dir_abs());
-    const rt_registry_options_t o = {.struct_size = sizeof o, .plugin_path = path};
-    rt_registry_t *reg = NULL;
-    if (rt_registry_create(&o, &reg) != RT_OK) fail_msg("rt_registry_create: %s", rt_last_error());
-    return reg;
-}
-
 /* The model with its last n_gpu layers on `gpu` (NULL: all on cpu0). */
 static rtm_model_t *load(rt_registry_t *reg, const char *gpu, int32_t n_gpu) {
     char path[1024];
@@ -84,14 +71,6 @@ static rtm_context_t *context(rtm_model_t *m, int32_t n_ctx, int32_t n_seq_max) 
     rtm_context_t *c = NULL;
     if (rtm_context_create(m, &cp, &c) != RT_OK) fail_msg("rtm_context_create: %s", rtm_last_error());
     return c;
-}
-
-static double logits_error(const float *ref, const float *got, int32_t n) {
-    double *r = malloc((size_t)n * sizeof r[0]);
-    for (int32_t i = 0; i < n; i++) r[i] = ref[i];
-    const double e = tu_nmse_error(r, got, (size_t)n);
-    free(r);
-    return e;
 }
 
 static rtm_token_t argmax(const float *l, int32_t n) {
@@ -172,7 +151,8 @@ static double check_step(rtm_context_t *c, const batch_buf_t *b, lane_t *lanes, 
         ln->k++;
         const float *got = rtm_get_logits_ith(c, i);
         if (got == NULL) fail_msg("%s: step %d token %d has no logits", what, t, i);
-        const double e = logits_error(ln->ref->logits + (size_t)ln->k * (size_t)n_vocab, got, n_vocab);
+        const float *want = ln->ref->logits + (size_t)ln->k * (size_t)n_vocab;
+        const double e = tu_nmse_error_f32(want, got, (size_t)n_vocab);
         if (!(e <= tol))
             fail_msg("%s: step %d, sequence %d (its token %d): logits differ by %.3g (> %g)", what, t,
                      b->seq[i], ln->k, e, tol);
@@ -227,23 +207,32 @@ static void interleaved(rtm_model_t *m, const seq_run_t refs[4], double tol, con
     rtm_context_destroy(c);
 }
 
+/* The references decoded alone on cpu0; the sequences interleaved with
+ * the model's last n_gpu layers on gpu (NULL: all on cpu0). */
+static void interleaved_vs_cpu(rt_registry_t *reg, const char *gpu, int32_t n_gpu, double tol,
+                               const char *what) {
+    rtm_model_t *mc = load(reg, NULL, 0);
+    seq_run_t refs[4] = {0};
+    alone_all(mc, refs);
+    rtm_model_t *m = gpu ? load(reg, gpu, n_gpu) : mc;
+    interleaved(m, refs, tol, what);
+    if (m != mc) rtm_model_destroy(m);
+    rtm_model_destroy(mc);
+    free_all(refs);
+}
+
 //===--- the tests ---===//
 
 static void test_interleaved(void **state) {
     (void)state;
-    rt_registry_t *reg = registry_open("cpu", 0);
-    rtm_model_t *m = load(reg, NULL, 0);
-    seq_run_t refs[4] = {0};
-    alone_all(m, refs);
-    interleaved(m, refs, TOL_SAME, "batch-1 (cpu0)");
-    free_all(refs);
-    rtm_model_destroy(m);
+    rt_registry_t *reg = tu_registry_open("cpu", 0);
+    interleaved_vs_cpu(reg, NULL, 0, TOL_SAME, "batch-1 (cpu0)");
     rt_registry_destroy(reg);
 }
 
 static void test_clear_reuse(void **state) {
     (void)state;
-    rt_registry_t *reg = registry_open("cpu", 0);
+    rt_registry_t *reg = tu_registry_open("cpu", 0);
     rtm_model_t *m = load(reg, NULL, 0);
     seq_run_t refs[4] = {0};
     alone_all(m, refs);
@@ -261,7 +250,7 @@ static void test_clear_reuse(void **state) {
 
 static void test_overflow(void **state) {
     (void)state;
-    rt_registry_t *reg = registry_open("cpu", 0);
+    rt_registry_t *reg = tu_registry_open("cpu", 0);
     rtm_model_t *m = load(reg, NULL, 0);
     rtm_context_t *c = context(m, 32, 2);
     rtm_token_t t[40];
@@ -301,47 +290,28 @@ static void test_overflow(void **state) {
 
 static void test_split(void **state) {
     (void)state;
-    rt_registry_t *reg = registry_open("cpu,mockgpu", 1);
-    rtm_model_t *m = load(reg, "mockgpu0", 3);
-    seq_run_t refs[4] = {0};
-    alone_all(m, refs);
-    interleaved(m, refs, TOL_SAME, "batch-4 (3 layers on mockgpu0, 2 on cpu0)");
-    free_all(refs);
-    rtm_model_destroy(m);
+    rt_registry_t *reg = tu_registry_open("cpu,mockgpu", 1);
+    interleaved_vs_cpu(reg, "mockgpu0", 3, TOL_SAME, "batch-4 (3 layers on mockgpu0, 2 on cpu0)");
     rt_registry_destroy(reg);
-}
-
-static bool vulkan_plugin_built(void) {
-    char path[PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/lib/rt-plugins/rt-plugin-vulkan.so", tu_build_dir_abs());
-    return access(path, F_OK) == 0;
 }
 
 static void test_vulkan(void **state) {
     (void)state;
-    rt_registry_t *reg = registry_open("cpu,vulkan", 0);
+    rt_registry_t *reg = tu_registry_open("cpu,vulkan", 0);
     if (rt_registry_device_by_name(reg, "vulkan0") == NULL) {
         rt_registry_destroy(reg);
-        if (vulkan_plugin_built()) fail_msg("batch-5: rt-plugin-vulkan.so is built but no vulkan0 loaded");
+        if (tu_plugin_built("vulkan")) fail_msg("batch-5: rt-plugin-vulkan.so is built but no vulkan0 loaded");
         print_message("batch-5: the Vulkan plugin was not built (no loader or glslc): skipped\n");
         skip();
     }
-    /* the references on cpu0, the batch on vulkan0: the same bound as
-       test-model's vulkan runs */
-    rtm_model_t *mc = load(reg, NULL, 0);
-    seq_run_t refs[4] = {0};
-    alone_all(mc, refs);
-    rtm_model_destroy(mc);
-    rtm_model_t *m = load(reg, "vulkan0", 5);
-    interleaved(m, refs, TOL_DEVICE, "batch-5 (vulkan0)");
-    free_all(refs);
-    rtm_model_destroy(m);
+    /* the batch on vulkan0 against cpu0 alone: test-model's vulkan bound */
+    interleaved_vs_cpu(reg, "vulkan0", 5, TOL_DEVICE, "batch-5 (vulkan0)");
     rt_registry_destroy(reg);
 }
 
 static void test_decode_unchanged(void **state) {
     (void)state;
-    rt_registry_t *reg = registry_open("cpu", 0);
+    rt_registry_t *reg = tu_registry_open("cpu", 0);
     rtm_model_t *m = load(reg, NULL, 0);
     const int32_t n_vocab = rtm_model_n_vocab(m);
     rtm_token_t t[64];

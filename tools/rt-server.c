@@ -33,12 +33,17 @@
 #define TOOL "rt-server"
 #define MAX_STOPS SRV_MAX_STOPS
 #define MAX_CONNECTIONS 256
+/* Tokens per graph run: the CPU's quantised mat-vec reads each weight block
+ * once for up to 8 activation rows, past which its gemm is slower per token
+ * (plugins/cpu/ops_mul_mat.c), so 16 slots run as two graphs of 8. */
+#define SERVER_N_BATCH 8
 #define MAX_MESSAGES 256
 
 typedef struct server_options {
     const char *model, *host, *api_key, *alias;
     int32_t port, n_ctx, n_threads, timeout_s, max_body;
     int32_t n_parallel;            /* slots: sequences decoded together */
+    int32_t n_batch;               /* tokens per graph run */
 } server_options_t;
 
 typedef struct server {
@@ -63,6 +68,7 @@ static void usage(FILE *f) {
                "  -a, --alias NAME      the model's id in /v1/models (default: the file's name)\n"
                "  -c, --ctx-size N      context length of each slot (default: the model's, at most 2048)\n"
                "  -np, --parallel N     slots: requests decoded together, in one batch (default: 4)\n"
+               "  -b, --batch-size N    most tokens per graph run (default: 8)\n"
                "  -t, --threads N       CPU threads (default: the plugin's)\n"
                "      --timeout S       seconds an idle connection is kept (default: 60)\n"
                "      --max-body N      largest request body, bytes (default: 1048576)\n"
@@ -80,10 +86,11 @@ static int parse_args(int argc, char **argv, server_options_t *o) {
         {"threads", required_argument, NULL, 't'}, {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"max-body", required_argument, NULL, OPT_MAX_BODY}, {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, OPT_VERSION}, {"parallel", required_argument, NULL, OPT_PARALLEL},
-        {"np", required_argument, NULL, OPT_PARALLEL}, {NULL, 0, NULL, 0}};
+        {"np", required_argument, NULL, OPT_PARALLEL}, {"batch-size", required_argument, NULL, 'b'},
+        {NULL, 0, NULL, 0}};
     *o = (server_options_t){.host = "127.0.0.1", .port = 8080, .timeout_s = 60, .max_body = 1 << 20,
-                            .n_parallel = 4};
-    for (int c; (c = getopt_long_only(argc, argv, "m:a:c:t:h", opts, NULL)) != -1;) {
+                            .n_parallel = 4, .n_batch = SERVER_N_BATCH};
+    for (int c; (c = getopt_long_only(argc, argv, "m:a:c:t:b:h", opts, NULL)) != -1;) {
         bool ok = true;
         switch (c) {
         case 'm': o->model = optarg; break;
@@ -96,6 +103,7 @@ static int parse_args(int argc, char **argv, server_options_t *o) {
         case OPT_TIMEOUT: ok = rt_cli_int(TOOL, "--timeout", optarg, 1, 86400, &o->timeout_s); break;
         case OPT_MAX_BODY: ok = rt_cli_int(TOOL, "--max-body", optarg, 64, 1 << 30, &o->max_body); break;
         case OPT_PARALLEL: ok = rt_cli_int(TOOL, "--parallel", optarg, 1, 256, &o->n_parallel); break;
+        case 'b': ok = rt_cli_int(TOOL, "--batch-size", optarg, 1, 4096, &o->n_batch); break;
         case 'h': usage(stdout); return 1;
         case OPT_VERSION: rt_cli_print_version(stdout, TOOL); return 1;
         default: return rt_cli_bad_usage(TOOL);
@@ -256,7 +264,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         }
         st->text.len = 0;
         if (st->text.p) st->text.p[0] = 0;
-        st->finished = srv_job_take(st->job, &st->text);
+        st->finished = srv_job_take(st->job, &st->text, false);
         const srv_job_result_t *r = st->finished ? srv_job_result(st->job) : NULL;
         if (st->text.p == NULL && !st->finished) return MHD_CONTENT_READER_END_WITH_ERROR;
         if (r && r->failed) return MHD_CONTENT_READER_END_WITH_ERROR;
@@ -285,7 +293,7 @@ static enum MHD_Result answer_whole(struct MHD_Connection *c, const server_t *s,
     srv_text_t text = {0};
     bool done = false, oom = false;
     while (!done) {
-        done = srv_job_take(job, &text);
+        done = srv_job_take(job, &text, true);
         if (text.p == NULL && !done) oom = true;
     }
     const srv_job_result_t *res = srv_job_result(job);
@@ -410,7 +418,8 @@ static int load(server_t *s) {
         const int32_t train = rtm_model_n_ctx_train(s->model);
         s->n_ctx_slot = s->o.n_ctx ? s->o.n_ctx : train > 0 && train < 2048 ? train : 2048;
         const rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = s->n_ctx_slot * np,
-                                         .n_threads = s->o.n_threads, .n_seq_max = np};
+                                         .n_threads = s->o.n_threads, .n_seq_max = np,
+                                         .n_batch = s->o.n_batch};
         st = rtm_context_create(s->model, &cp, &s->ctx);
     }
     if (st == RT_OK) st = srv_slots_create(s->ctx, np, s->n_ctx_slot, &s->slots);

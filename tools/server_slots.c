@@ -18,6 +18,8 @@ struct srv_job {
     bool gen_failed;          /* the text could not be kept (the loop's) */
     srv_text_t text;          /* produced, not yet taken */
     bool finished, cancelled;
+    bool whole;               /* the connection waits for the end, not for pieces */
+    pthread_cond_t changed;   /* text came (for a connection that takes pieces) or it finished */
     srv_job_result_t result;
     int32_t refs;
     srv_job_t *next;          /* in the queue */
@@ -30,7 +32,6 @@ struct srv_slots {
     srv_job_t *head, *tail;   /* jobs waiting for a slot */
     pthread_mutex_t mu;
     pthread_cond_t work;      /* a job came or was cancelled, or stop */
-    pthread_cond_t progress;  /* a job has text or finished */
     pthread_t thread;
     bool stop, started;
     /* one step's batch (the loop's): capacity n_slots + n_batch */
@@ -55,6 +56,7 @@ static bool text_append(srv_text_t *t, const char *s, size_t n) {
 
 static void job_unref(srv_job_t *j) {
     if (--j->refs > 0) return;
+    pthread_cond_destroy(&j->changed);
     free(j->text.p);
     free(j);
 }
@@ -68,7 +70,7 @@ static void job_finish(srv_slots_t *s, srv_job_t *j, const char *failure) {
     if (failure) snprintf(j->result.message, sizeof j->result.message, "%s", failure);
     srv_gen_end(&j->g);
     j->finished = true;
-    pthread_cond_broadcast(&s->progress);
+    pthread_cond_signal(&j->changed);
     job_unref(j);
 }
 
@@ -79,6 +81,7 @@ srv_job_t *srv_job_submit(srv_slots_t *s, srv_gen_t *gen) {
         return NULL;
     }
     j->s = s;
+    pthread_cond_init(&j->changed, NULL);
     j->g = *gen;
     *gen = (srv_gen_t){0};
     j->refs = 2;
@@ -95,10 +98,11 @@ srv_job_t *srv_job_submit(srv_slots_t *s, srv_gen_t *gen) {
     return j;
 }
 
-bool srv_job_take(srv_job_t *j, srv_text_t *text) {
+bool srv_job_take(srv_job_t *j, srv_text_t *text, bool whole) {
     srv_slots_t *s = j->s;
     pthread_mutex_lock(&s->mu);
-    while (j->text.len == 0 && !j->finished) pthread_cond_wait(&s->progress, &s->mu);
+    j->whole = whole;
+    while ((whole || j->text.len == 0) && !j->finished) pthread_cond_wait(&j->changed, &s->mu);
     if (j->text.len > 0 && !text_append(text, j->text.p, j->text.len)) {
         free(text->p);
         *text = (srv_text_t){0};
@@ -220,8 +224,8 @@ static void publish(srv_slots_t *s, int32_t n, const char *failure) {
         if (j->g.out_len && !text_append(&j->text, j->g.out, j->g.out_len)) j->gen_failed = true;
         if (j->gen_failed) slot_free(s, s->seq[k], "no memory for the text");
         else if (j->g.done) slot_free(s, s->seq[k], NULL);
+        else if (j->g.out_len && !j->whole) pthread_cond_signal(&j->changed);
     }
-    pthread_cond_broadcast(&s->progress);
 }
 
 static void *loop(void *arg) {
@@ -271,7 +275,6 @@ rt_status_t srv_slots_create(rtm_context_t *ctx, int32_t n_slots, int32_t n_ctx,
     s->want = malloc(cap * sizeof s->want[0]);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->work, NULL);
-    pthread_cond_init(&s->progress, NULL);
     rt_status_t st = s->slot && s->tok && s->seq && s->want ? RT_OK : RT_ERR_OUT_OF_MEMORY;
     if (st == RT_OK && pthread_create(&s->thread, NULL, loop, s) != 0) st = RT_ERR_UNSUPPORTED;
     s->started = st == RT_OK;
@@ -292,7 +295,6 @@ void srv_slots_destroy(srv_slots_t *s) {
         pthread_mutex_unlock(&s->mu);
         pthread_join(s->thread, NULL);
     }
-    pthread_cond_destroy(&s->progress);
     pthread_cond_destroy(&s->work);
     pthread_mutex_destroy(&s->mu);
     free(s->slot);

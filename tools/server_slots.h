@@ -13,7 +13,7 @@
  *     srv_slots_t *s;  srv_slots_create(ctx, 4, 512, &s);
  *     srv_job_t *j = srv_job_submit(s, &gen);    // gen begun: the job owns it
  *     srv_text_t text = {0};
- *     while (!srv_job_take(j, &text)) send(text), text.len = 0;
+ *     while (!srv_job_take(j, &text, false)) send(text), text.len = 0;
  *     srv_job_release(j);                        // also mid-way: cancels it
  *     srv_slots_destroy(s);
  */
@@ -50,10 +50,12 @@ void srv_slots_destroy(srv_slots_t *s);
 /* Queues a request; the job takes gen (begun by srv_gen_begin) and ends
  * it. NULL when out of memory (gen is then ended). Thread-safe. */
 srv_job_t *srv_job_submit(srv_slots_t *s, srv_gen_t *gen);
-/* Waits until the job has text not yet taken or is finished, appends that
- * text to *text, and returns true once the job is finished and all its
- * text taken (false with no text when out of memory: text->p NULL). */
-bool srv_job_take(srv_job_t *j, srv_text_t *text);
+/* Waits until the job has text not yet taken (unless whole) or is
+ * finished, appends that text to *text, and returns true once the job is
+ * finished and all its text taken (false with no text when out of memory:
+ * text->p NULL). A connection that waits for the whole text is not woken
+ * at every token. */
+bool srv_job_take(srv_job_t *j, srv_text_t *text, bool whole);
 /* The finished job's report (valid after srv_job_take returned true). */
 const srv_job_result_t *srv_job_result(const srv_job_t *j);
 /* The connection is done with the job: an unfinished one is cancelled
