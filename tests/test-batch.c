@@ -17,7 +17,10 @@
  *            cpu0 alone)
  *   batch-5  batch-1 on vulkan0 (lavapipe in CI) when the plugin is built
  *   batch-6  rtm_decode is unchanged: the same logits with n_seq_max 1
- *            and 3 (sequence 0 alone) */
+ *            and 3 (sequence 0 alone)
+ *   batch-7  batch-1 on the random-weight model of every other decoder
+ *            architecture (tests/arch): sliding windows, learned positions,
+ *            rope factors */
 #include "testutil.h"
 
 #include "../model/rt_model.h"
@@ -50,7 +53,9 @@ static const char *const PROMPTS[] = {
 //===--- set-up ---===//
 
 /* The model with its last n_gpu layers on `gpu` (NULL: all on cpu0). */
-static rtm_model_t *load(rt_registry_t *reg, const char *gpu, int32_t n_gpu) {
+/* The model at path (NULL: the bundled one) with its last n_gpu layers
+ * on `gpu` (NULL: all on cpu0). */
+static rtm_model_t *load_file(rt_registry_t *reg, const char *file, const char *gpu, int32_t n_gpu) {
     char path[1024];
     rt_device_t *devs[2] = {gpu ? rt_registry_device_by_name(reg, gpu) : NULL,
                             rt_registry_device_by_name(reg, "cpu0")};
@@ -60,9 +65,14 @@ static rtm_model_t *load(rt_registry_t *reg, const char *gpu, int32_t n_gpu) {
                                    .split = gpu ? RTM_SPLIT_N_GPU_LAYERS : RTM_SPLIT_AUTO,
                                    .n_gpu_layers = n_gpu, .no_progress = true};
     rtm_model_t *m = NULL;
-    if (rtm_model_load(tu_model_path(MODEL, path, sizeof path), &mp, &m) != RT_OK)
-        fail_msg("%s: %s", path, rtm_last_error());
+    if (file) snprintf(path, sizeof path, "%s", file);
+    else tu_model_path(MODEL, path, sizeof path);
+    if (rtm_model_load(path, &mp, &m) != RT_OK) fail_msg("%s: %s", path, rtm_last_error());
     return m;
+}
+
+static rtm_model_t *load(rt_registry_t *reg, const char *gpu, int32_t n_gpu) {
+    return load_file(reg, NULL, gpu, n_gpu);
 }
 
 static rtm_context_t *context(rtm_model_t *m, int32_t n_ctx, int32_t n_seq_max) {
@@ -90,11 +100,23 @@ typedef struct seq_run {
     float *logits;
 } seq_run_t;
 
-static void run_alone(rtm_model_t *m, const char *prompt, seq_run_t *r) {
+/* Prompt s: PROMPTS[s] tokenized, or (synthetic, for models whose
+ * vocabulary is noise) tokens spread over the vocabulary. */
+static void prompt_tokens(rtm_model_t *m, int32_t s, bool synthetic, seq_run_t *r) {
+    if (!synthetic) {
+        assert_int_equal(rtm_vocab_tokenize(rtm_model_vocab(m), PROMPTS[s], strlen(PROMPTS[s]), true, false,
+                                            r->tok, 128 - N_STEPS, &r->n_prompt), RT_OK);
+        return;
+    }
+    static const int32_t lengths[4] = {13, 3, 9, 5};
+    r->n_prompt = lengths[s];
+    for (int32_t i = 0; i < r->n_prompt; i++) r->tok[i] = 1 + (7 * i + 31 * s) % (rtm_model_n_vocab(m) - 1);
+}
+
+static void run_alone(rtm_model_t *m, int32_t s, bool synthetic, seq_run_t *r) {
     const int32_t n_vocab = rtm_model_n_vocab(m);
     rtm_context_t *c = context(m, 256, 1);
-    assert_int_equal(rtm_vocab_tokenize(rtm_model_vocab(m), prompt, strlen(prompt), true, false, r->tok,
-                                        128 - N_STEPS, &r->n_prompt), RT_OK);
+    prompt_tokens(m, s, synthetic, r);
     r->logits = malloc((size_t)(N_STEPS + 1) * (size_t)n_vocab * sizeof(float));
     assert_int_equal(rtm_decode(c, r->tok, r->n_prompt), RT_OK);
     for (int32_t k = 0; k <= N_STEPS; k++) {
@@ -189,8 +211,8 @@ static double run_lanes(rtm_context_t *c, lane_t *lanes, int32_t n_lanes, int32_
     return worst;
 }
 
-static void alone_all(rtm_model_t *m, seq_run_t refs[4]) {
-    for (int32_t s = 0; s < 4; s++) run_alone(m, PROMPTS[s], &refs[s]);
+static void alone_all(rtm_model_t *m, seq_run_t refs[4], bool synthetic) {
+    for (int32_t s = 0; s < 4; s++) run_alone(m, s, synthetic, &refs[s]);
 }
 
 static void free_all(seq_run_t refs[4]) {
@@ -213,7 +235,7 @@ static void interleaved_vs_cpu(rt_registry_t *reg, const char *gpu, int32_t n_gp
                                const char *what) {
     rtm_model_t *mc = load(reg, NULL, 0);
     seq_run_t refs[4] = {0};
-    alone_all(mc, refs);
+    alone_all(mc, refs, false);
     rtm_model_t *m = gpu ? load(reg, gpu, n_gpu) : mc;
     interleaved(m, refs, tol, what);
     if (m != mc) rtm_model_destroy(m);
@@ -235,7 +257,7 @@ static void test_clear_reuse(void **state) {
     rt_registry_t *reg = tu_registry_open("cpu", 0);
     rtm_model_t *m = load(reg, NULL, 0);
     seq_run_t refs[4] = {0};
-    alone_all(m, refs);
+    alone_all(m, refs, false);
     rtm_context_t *c = context(m, 256, N_SEQ);
     lane_t lanes[N_SEQ] = {{&refs[0], 0, -1}, {&refs[1], 0, -1}, {&refs[2], 2, -1}};
     /* batch-2: sequence 1 is cleared at step 5 (its cells in the middle of
@@ -338,6 +360,27 @@ static void test_decode_unchanged(void **state) {
     rt_registry_destroy(reg);
 }
 
+/* batch-7: the other architectures' random-weight models (tests/arch):
+ * Gemma 3's sliding window of 4 (the prompts and tokens pass it), GPT-2's
+ * learned positions, Llama 3's rope factors, Qwen 3's norms of Q and K. */
+static void test_architectures(void **state) {
+    (void)state;
+    static const char *const names[] = {"gemma3", "gpt2", "llama3", "qwen3", "qwen2"};
+    rt_registry_t *reg = tu_registry_open("cpu", 0);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char path[256], what[64];
+        snprintf(path, sizeof path, "tests/arch/models/random-%s.gguf", names[i]);
+        snprintf(what, sizeof what, "batch-7 (%s)", names[i]);
+        rtm_model_t *m = load_file(reg, path, NULL, 0);
+        seq_run_t refs[4] = {0};
+        alone_all(m, refs, true);
+        interleaved(m, refs, TOL_SAME, what);
+        free_all(refs);
+        rtm_model_destroy(m);
+    }
+    rt_registry_destroy(reg);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_interleaved),
@@ -346,6 +389,7 @@ int main(void) {
         cmocka_unit_test(test_split),
         cmocka_unit_test(test_vulkan),
         cmocka_unit_test(test_decode_unchanged),
+        cmocka_unit_test(test_architectures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
