@@ -2,19 +2,19 @@
 /* blocks.c: the shared pieces of every architecture's graph (blocks.h).
  *
  * Attention, per layer: this step's K and V are written into the layer's
- * cache by SET_ROWS at rows that inputs name (the tokens' positions: rows
- * of K, columns of the transposed V; devices without the op copy into
- * views at n_past instead), and n_kv rows are read back through views of
- * the cache:
+ * cache by SET_ROWS at rows that an input names (the tokens' cells, of
+ * any sequence: rows of K, columns of the transposed V; devices without
+ * the op copy into views at n_past instead), and n_kv rows are read back
+ * through views of the cache:
  *
  *   K   view {head_dim, n_kv, n_head_kv} of cache_k {n_embd_kv, n_ctx}
  *   V^T view {n_kv, head_dim, n_head_kv} of cache_v {n_ctx, n_embd_kv},
  *       which is stored transposed so that this view has contiguous rows
  *   KQ  = mul_mat(K, Q)  {n_kv, N, n_head}: query head h reads K head
  *         h / (n_head / n_head_kv) through mul_mat's broadcast (GQA)
- *   KQ  = soft_max_ext(KQ, mask, scale), mask -inf where the key position
- *         is past the query's, outside its window on a sliding-window
- *         layer, and on rows not yet written
+ *   KQ  = soft_max_ext(KQ, mask, scale), mask -inf where the key's cell
+ *         is another sequence's (or free), its position past the query's,
+ *         or outside its window on a sliding-window layer
  *   KQV = mul_mat(V^T, KQ) {head_dim, N, n_head} -> permute, cont {n_head * head_dim, N}
  *
  * The writes into the cache are expanded into the graph before the
@@ -75,14 +75,14 @@ rt_tensor_t *rtm_rope(rtm_build_t *b, int32_t il, rt_tensor_t *x) {
 //===--- the KV cache ---===//
 
 /* Writes this step's K {head_dim, n_head_kv, N} into the rows of layer
- * il's K cache {n_embd_kv, n_ctx} at the tokens' positions, and V
+ * il's K cache {n_embd_kv, n_ctx} that the context gave the tokens, and V
  * {n_embd_kv, N} into the columns of its transposed cache {n_ctx,
  * n_embd_kv} there: rows of the transposed view. */
 static void store_kv_rows(rtm_build_t *b, int32_t il, rt_tensor_t *k, rt_tensor_t *v) {
     rt_tensor_t *ck = b->kv->k[il], *cv = b->kv->v[il];
     rt_tensor_t *k_rows = rt_reshape_2d(b->ctx, k, rtm_n_embd_kv(b->hp), b->n_tokens);
-    rt_graph_build_forward_expand(b->g, rt_set_rows(b->ctx, ck, k_rows, b->io->pos));
-    rt_graph_build_forward_expand(b->g, rt_set_rows(b->ctx, rt_transpose(b->ctx, cv), v, b->io->pos));
+    rt_graph_build_forward_expand(b->g, rt_set_rows(b->ctx, ck, k_rows, b->io->rows));
+    rt_graph_build_forward_expand(b->g, rt_set_rows(b->ctx, rt_transpose(b->ctx, cv), v, b->io->rows));
 }
 
 /* The same for devices without SET_ROWS: copies into views at rows
@@ -161,6 +161,7 @@ rt_tensor_t *rtm_ffn_gelu(rtm_build_t *b, const rtm_layer_t *L, rt_tensor_t *x) 
 //===--- the output head ---===//
 
 rt_tensor_t *rtm_head_rows(rtm_build_t *b, rt_tensor_t *x) {
+    if (b->io->out_ids != NULL) return rt_get_rows(b->ctx, x, b->io->out_ids);
     if (b->all_logits) return x;
     return rt_view_2d(b->ctx, x, x->ne[0], 1, x->nb[1], (size_t)(b->n_tokens - 1) * x->nb[1]);
 }

@@ -60,8 +60,9 @@ RTM_INTERNAL rt_tensor_t *rtm_ffn_swiglu(rtm_build_t *b, const rtm_layer_t *L, r
 RTM_INTERNAL rt_tensor_t *rtm_ffn_geglu(rtm_build_t *b, const rtm_layer_t *L, rt_tensor_t *x);
 /* down . gelu(up . x + up_b) + down_b */
 RTM_INTERNAL rt_tensor_t *rtm_ffn_gelu(rtm_build_t *b, const rtm_layer_t *L, rt_tensor_t *x);
-/* x reduced to the rows whose logits are wanted: the last token's, or
- * every row with all_logits (the head's norm then runs on those alone). */
+/* x reduced to the rows whose logits are wanted: the last token's, every
+ * row with all_logits, or the rows out_ids names (the head's norm then
+ * runs on those alone). */
 RTM_INTERNAL rt_tensor_t *rtm_head_rows(rtm_build_t *b, rt_tensor_t *x);
 /* t, named, as the graph's output (b->io->logits). */
 RTM_INTERNAL void rtm_output(rtm_build_t *b, rt_tensor_t *t, const char *name);

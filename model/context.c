@@ -1,15 +1,19 @@
 /* SPDX-License-Identifier: MIT */
-/* context.c: a context runs one sequence through the model. It owns the
- * KV cache, the scheduler over the model's devices and a fixed block of
- * host memory in which the current graph's headers are built (a no_alloc
- * context over it).
+/* context.c: a context runs one sequence, or up to n_seq_max sequences
+ * sharing its KV cache's cells (kv_cache.c), through the model. It owns
+ * the KV cache, the scheduler over the model's devices and a fixed block
+ * of host memory in which the current graph's headers are built (a
+ * no_alloc context over it).
  *
  * A graph is built and allocated (the scheduler's passes, the gallocr's
  * plan) only when the ubatch's shape changes: n_tokens, or n_kv, which
- * grows in steps of RTM_KV_PAD. In between, decoding writes the inputs
- * (tokens, positions, which are also the cache rows written, and the
- * mask) in place and computes the same allocated graph again: nothing is
- * planned or allocated per token.
+ * grows in steps of RTM_KV_PAD, or which tokens keep their logits. In
+ * between, decoding writes the inputs (tokens, positions, the cache rows
+ * written, the mask built from each cell's sequence and position, the
+ * rows whose logits are kept) in place and computes the same allocated
+ * graph again: nothing is planned or allocated per token. A batch of
+ * several sequences is one graph: one token of each generating sequence
+ * costs about what one token costs, the weights being read once.
  *
  * Compute buffers are reserved at creation the llama.cpp way (docs/memory.md §3.4):
  * the prompt graph (n_batch tokens at the end of the context, the largest
@@ -34,10 +38,13 @@ struct rtm_context {
     rt_sched_t *sched;
     void *graph_mem;              /* headers of one graph at a time */
     size_t graph_mem_size;        /* bytes */
-    int32_t n_past;               /* tokens in the cache */
     float *logits;                /* n_logits rows of n_vocab */
     int32_t n_logits, logits_cap; /* rows held, rows allocated */
-    int32_t *tok_buf, *pos_buf;   /* n_batch each: input staging */
+    int32_t *out_row;             /* the last decode's tokens: each one's row of logits, or -1 */
+    int32_t n_out_row, out_row_cap; /* tokens mapped, entries allocated */
+    int32_t *tok_buf, *pos_buf;   /* n_batch each: input staging (tokens, positions) */
+    int32_t *rows_buf, *seq_buf;  /* n_batch each: the cache rows (cells) written, sequences */
+    int32_t *out_ids_buf;         /* n_batch: the ubatch's tokens whose logits are kept */
     const float *hidden_in;       /* the current part's input, borrowed for one run */
     float *mask_buf;              /* n_ctx * n_batch */
     float *mask_swa_buf;          /* the same for sliding-window layers, when the model has them */
@@ -89,9 +96,12 @@ static rt_status_t reserve(rtm_context_t *c, const rtm_ubatch_t *ub, bool keep_s
     return st;
 }
 
+/* With several sequences a graph may keep every token's logits (each
+ * its sequence's next): the largest graph is the prompt graph with all. */
 static rt_status_t reserve_all(rtm_context_t *c) {
-    const rtm_ubatch_t pp = {c->n_batch, c->n_ctx, c->n_ctx - c->n_batch, c->logits_all, c->layers};
-    const rtm_ubatch_t tg = {1, c->n_ctx, c->n_ctx - 1, c->logits_all, c->layers};
+    const bool pp_all = c->logits_all || c->kv.n_seq_max > 1;
+    const rtm_ubatch_t pp = {c->n_batch, c->n_ctx, c->n_ctx - c->n_batch, pp_all, c->layers, 0};
+    const rtm_ubatch_t tg = {1, c->n_ctx, c->n_ctx - 1, c->logits_all, c->layers, 0};
     rt_status_t st = reserve(c, &pp, false);
     if (st == RT_OK) st = reserve(c, &tg, true);
     if (st == RT_OK) st = reserve(c, &pp, false);
@@ -120,6 +130,9 @@ static rt_status_t alloc_host(rtm_context_t *c) {
     c->graph_mem = malloc(c->graph_mem_size);
     c->tok_buf = malloc((size_t)c->n_batch * sizeof c->tok_buf[0]);
     c->pos_buf = malloc((size_t)c->n_batch * sizeof c->pos_buf[0]);
+    c->rows_buf = malloc((size_t)c->n_batch * sizeof c->rows_buf[0]);
+    c->seq_buf = malloc((size_t)c->n_batch * sizeof c->seq_buf[0]);
+    c->out_ids_buf = malloc((size_t)c->n_batch * sizeof c->out_ids_buf[0]);
     const size_t mask_bytes = (size_t)c->n_batch * (size_t)c->n_ctx * sizeof c->mask_buf[0];
     c->mask_buf = malloc(mask_bytes);
     const bool swa = c->model->hp.n_swa > 0;
@@ -128,7 +141,8 @@ static rt_status_t alloc_host(rtm_context_t *c) {
     const size_t n_rot = (size_t)c->model->hp.n_rot;
     if (c->model->hp.rope_factors)
         c->rope_buf = calloc(2 * (size_t)c->n_batch * n_rot + n_rot * n_rot, sizeof c->rope_buf[0]);
-    if (c->graph_mem && c->tok_buf && c->pos_buf && c->mask_buf && (!swa || c->mask_swa_buf) &&
+    if (c->graph_mem && c->tok_buf && c->pos_buf && c->rows_buf && c->seq_buf && c->out_ids_buf &&
+        c->mask_buf && (!swa || c->mask_swa_buf) &&
         c->pool_buf && (!c->model->hp.rope_factors || c->rope_buf))
         return RT_OK;
     return rtm_error(RT_ERR_OUT_OF_MEMORY, "rtm_context_create: no host memory for n_ctx %d, "
@@ -155,6 +169,14 @@ static rt_status_t set_layers(rtm_context_t *c, const rtm_context_params_t *p) {
                      m->layer_begin, m->layer_end);
 }
 
+/* Several sequences put their tokens in cells anywhere in the cache: the
+ * rows must be written by index. */
+static rt_status_t check_seq_max(const rtm_context_t *c) {
+    if (c->kv.n_seq_max == 1 || c->kv.by_rows) return RT_OK;
+    return rtm_error(RT_ERR_UNSUPPORTED, "rtm_context_create: %d sequences need every device to "
+                     "write cache rows by index (SET_ROWS), and one cannot", c->kv.n_seq_max);
+}
+
 static void set_sizes(rtm_context_t *c, const rtm_context_params_t *p) {
     const int32_t n_train = c->model->hp.n_ctx_train;
     c->n_ctx = p->n_ctx > 0 ? p->n_ctx : (n_train < RTM_DEFAULT_N_CTX ? n_train : RTM_DEFAULT_N_CTX);
@@ -177,6 +199,7 @@ static void drop_graph(rtm_context_t *c) {
 /* Whether the graph built for a serves b. */
 static bool serves(const rtm_context_t *c, const rtm_ubatch_t *a, const rtm_ubatch_t *b) {
     return a->n_tokens == b->n_tokens && a->n_kv == b->n_kv && a->all_logits == b->all_logits &&
+           a->n_out_ids == b->n_out_ids &&
            same_part(&a->part, &b->part) && (c->kv.by_rows || a->n_past == b->n_past);
 }
 
@@ -207,6 +230,10 @@ void rtm_context_destroy(rtm_context_t *c) {
     free(c->graph_mem);
     free(c->tok_buf);
     free(c->pos_buf);
+    free(c->rows_buf);
+    free(c->seq_buf);
+    free(c->out_ids_buf);
+    free(c->out_row);
     free(c->mask_buf);
     free(c->mask_swa_buf);
     free(c->pool_buf);
@@ -223,9 +250,10 @@ rt_status_t rtm_context_create(rtm_model_t *m, const rtm_context_params_t *param
     rtm_context_params_t pc;
     rtm_params_copy(&pc, sizeof pc, params);
     const rtm_context_params_t *p = &pc;
-    if (p->n_ctx < 0 || p->n_batch < 0 || p->n_threads < 0)
+    if (p->n_ctx < 0 || p->n_batch < 0 || p->n_threads < 0 || p->n_seq_max < 0)
         return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_context_create: negative n_ctx %d, n_batch "
-                         "%d or n_threads %d", p->n_ctx, p->n_batch, p->n_threads);
+                         "%d, n_threads %d or n_seq_max %d", p->n_ctx, p->n_batch, p->n_threads,
+                         p->n_seq_max);
     rtm_context_t *c = calloc(1, sizeof *c);
     if (c == NULL) return rtm_error(RT_ERR_OUT_OF_MEMORY, "rtm_context_create: no memory");
     c->model = m;
@@ -234,7 +262,9 @@ rt_status_t rtm_context_create(rtm_model_t *m, const rtm_context_params_t *param
     rt_status_t st = set_layers(c, p);
     if (st == RT_OK) st = alloc_host(c);
     if (st == RT_OK)
-        st = rtm_kv_cache_init(&c->kv, m, c->n_ctx, c->layers.layer_begin, c->layers.layer_end);
+        st = rtm_kv_cache_init(&c->kv, m, c->n_ctx, p->n_seq_max > 0 ? p->n_seq_max : 1,
+                               c->layers.layer_begin, c->layers.layer_end);
+    if (st == RT_OK) st = check_seq_max(c);
     if (st == RT_OK) st = make_sched(c, p->n_threads);
     if (st == RT_OK) st = reserve_all(c);
     if (st != RT_OK) {
@@ -249,24 +279,54 @@ rt_status_t rtm_context_create(rtm_model_t *m, const rtm_context_params_t *param
 
 //===--- decoding ---===//
 
-/* Token i goes to position (and cache row) n_past + i. Causal: it sees
- * positions 0..n_past + i of the n_kv rows read; on a sliding-window
- * layer only the last n_swa of them (p - j < n_swa, as llama.cpp's
- * standard window). An encoder's tokens see every token of the input. A
- * part that reads hidden states has no tokens. */
-static void fill_inputs(rtm_context_t *c, const rtm_token_t *tokens, int32_t n, int32_t n_kv) {
+/* What one decode asks for: n tokens, token i of sequence seq[i] (NULL:
+ * all of sequence 0), its logits kept where want[i] (NULL: the last
+ * token's, or every token's with all). */
+typedef struct decode_req {
+    const rtm_token_t *tokens;
+    const int32_t *seq;
+    const bool *want;
+    int32_t n;
+    bool all;
+} decode_req_t;
+
+static int32_t req_seq(const decode_req_t *q, int32_t i) { return q->seq ? q->seq[i] : 0; }
+static bool req_wants(const decode_req_t *q, int32_t i) {
+    return q->want ? q->want[i] : q->all || i == q->n - 1;
+}
+
+/* Tokens [i0, i0 + n) of q into the staging buffers, each in a free cell
+ * of its sequence (its row and its position there); the caller checked
+ * that enough cells are free. */
+static void take_cells(rtm_context_t *c, const decode_req_t *q, int32_t i0, int32_t n) {
+    for (int32_t i = 0; i < n; i++) {
+        const int32_t seq = req_seq(q, i0 + i), row = rtm_kv_cell_take(&c->kv, seq);
+        c->tok_buf[i] = q->tokens ? q->tokens[i0 + i] : 0;
+        c->seq_buf[i] = seq;
+        c->rows_buf[i] = row;
+        c->pos_buf[i] = c->kv.cell_pos[row];
+    }
+}
+
+/* Undoes take_cells (a run that failed, or a part, whose cells
+ * rtm_context_advance takes). */
+static void untake_cells(rtm_context_t *c, int32_t n) {
+    for (int32_t i = n - 1; i >= 0; i--) rtm_kv_cell_untake(&c->kv, c->rows_buf[i]);
+}
+
+/* The masks of the n staged tokens over n_kv rows (rtm_kv_mask_row: its
+ * own sequence, causal or not, the window on sliding-window layers) and
+ * the pooling weights. */
+static void fill_masks(rtm_context_t *c, int32_t n, int32_t n_kv) {
     const int32_t n_swa = c->model->hp.n_swa;
     const bool causal = c->model->hp.causal;
     for (int32_t i = 0; i < n; i++) {
-        const int32_t p = c->n_past + i, last = causal ? p : c->n_past + n - 1;
-        c->tok_buf[i] = tokens ? tokens[i] : 0;
-        c->pos_buf[i] = p;
         c->pool_buf[i] = 1.0f / (float)n;
-        float *row = c->mask_buf + (size_t)i * (size_t)n_kv;
-        for (int32_t j = 0; j < n_kv; j++) row[j] = j <= last ? 0.0f : -INFINITY;
-        if (n_swa == 0) continue;
-        float *row_swa = c->mask_swa_buf + (size_t)i * (size_t)n_kv;
-        for (int32_t j = 0; j < n_kv; j++) row_swa[j] = j <= p && p - j < n_swa ? 0.0f : -INFINITY;
+        rtm_kv_mask_row(&c->kv, c->seq_buf[i], c->pos_buf[i], causal, 0, n_kv,
+                        c->mask_buf + (size_t)i * (size_t)n_kv);
+        if (n_swa > 0)
+            rtm_kv_mask_row(&c->kv, c->seq_buf[i], c->pos_buf[i], true, n_swa, n_kv,
+                            c->mask_swa_buf + (size_t)i * (size_t)n_kv);
     }
 }
 
@@ -304,6 +364,7 @@ static rt_status_t set_rope_inputs(rtm_context_t *c, const rtm_graph_io_t *io) {
 }
 
 /* Writes the inputs the graph has (a part has only some). */
+/* Writes the inputs the graph has (a part has only some). */
 static rt_status_t set_input(rt_tensor_t *t, const void *data) {
     return t == NULL ? RT_OK : rt_tensor_set(t, data, 0, rt_nbytes(t));
 }
@@ -311,6 +372,8 @@ static rt_status_t set_input(rt_tensor_t *t, const void *data) {
 static rt_status_t set_inputs(rtm_context_t *c, const rtm_graph_io_t *io) {
     rt_status_t st = set_input(io->tokens, c->tok_buf);
     if (st == RT_OK) st = set_input(io->pos, c->pos_buf);
+    if (st == RT_OK) st = set_input(io->rows, c->rows_buf);
+    if (st == RT_OK) st = set_input(io->out_ids, c->out_ids_buf);
     if (st == RT_OK) st = set_input(io->mask, c->mask_buf);
     if (st == RT_OK) st = set_input(io->mask_swa, c->mask_swa_buf);
     if (st == RT_OK) st = set_input(io->pool, c->pool_buf);
@@ -319,9 +382,10 @@ static rt_status_t set_inputs(rtm_context_t *c, const rtm_graph_io_t *io) {
     return st;
 }
 
-/* Cache rows the attention of n tokens after n_past reads. */
-static int32_t kv_rows(const rtm_context_t *c, int32_t n) {
-    const int32_t need = c->n_past + n, padded = (need + RTM_KV_PAD - 1) / RTM_KV_PAD * RTM_KV_PAD;
+/* Cache rows the attention reads: past the highest row held (the staged
+ * tokens' included), in steps of RTM_KV_PAD. */
+static int32_t kv_rows(const rtm_context_t *c) {
+    const int32_t need = rtm_kv_rows_used(&c->kv), padded = (need + RTM_KV_PAD - 1) / RTM_KV_PAD * RTM_KV_PAD;
     return padded < c->n_ctx ? padded : c->n_ctx;
 }
 
@@ -351,8 +415,8 @@ static rt_status_t check_logits(const rtm_context_t *c, const float *out, size_t
                       rt_get_name(node)[0] ? rt_get_name(node) : "(unnamed)");
     }
     return rtm_error(RT_ERR_FORMAT, "rtm_decode: step %llu (positions %d..%d): logit %lld of row "
-                     "%lld is %g; %s", (unsigned long long)c->stats.n_graphs + 1, c->n_past,
-                     c->n_past + c->cur.ub.n_tokens - 1, (long long)(bad % n_vocab),
+                     "%lld is %g; %s", (unsigned long long)c->stats.n_graphs + 1, c->pos_buf[0],
+                     c->pos_buf[c->cur.ub.n_tokens - 1], (long long)(bad % n_vocab),
                      (long long)(bad / n_vocab), (double)out[bad], where);
 }
 
@@ -362,15 +426,14 @@ static rt_status_t get_output(const rtm_graph_io_t *io, float *out) {
     return out == NULL ? RT_OK : rt_tensor_get(t, out, 0, rt_nbytes(t));
 }
 
-/* One graph of part: n tokens (or hidden states in c->hidden_in); their
- * output into out when not NULL. */
-static rt_status_t run_part(rtm_context_t *c, const rtm_part_t *part, const rtm_token_t *tokens,
-                            int32_t n, float *out) {
-    const rtm_ubatch_t ub = {n, kv_rows(c, n), c->n_past, c->logits_all, *part};
-    rt_status_t st = prepare_graph(c, &ub);
+/* Runs the graph of ub over the staged tokens (or the hidden states in
+ * c->hidden_in), whose cells are taken; their output into out when not
+ * NULL. */
+static rt_status_t run_graph(rtm_context_t *c, const rtm_ubatch_t *ub, float *out) {
+    rt_status_t st = prepare_graph(c, ub);
     const rtm_graph_io_t *io = &c->cur.io;
-    fill_inputs(c, tokens, n, ub.n_kv);
-    if (c->model->hp.rope_factors) fill_rope(c, n);
+    fill_masks(c, ub->n_tokens, ub->n_kv);
+    if (c->model->hp.rope_factors) fill_rope(c, ub->n_tokens);
     if (st == RT_OK) st = set_inputs(c, io);
     if (st == RT_OK) st = rt_sched_graph_compute(c->sched, io->graph);
     if (st == RT_OK) st = get_output(io, out);
@@ -386,20 +449,53 @@ static rt_status_t run_part(rtm_context_t *c, const rtm_part_t *part, const rtm_
     return rtm_error_core(st, "rtm_decode");
 }
 
-static rt_status_t check_decode(const rtm_context_t *c, const rtm_token_t *tokens, int32_t n) {
+/* The graph of n staged tokens of which n_out (listed in out_ids_buf) keep
+ * their logits: the last token's (also when none does), every token's, or
+ * those the out_ids input names. */
+static rtm_ubatch_t ubatch_of(const rtm_context_t *c, const rtm_part_t *part, int32_t n, int32_t n_out) {
+    const bool all = n_out == n && (n > 1 || c->logits_all);
+    const bool last = n_out == 0 || (n_out == 1 && c->out_ids_buf[0] == n - 1);
+    return (rtm_ubatch_t){.n_tokens = n, .n_kv = kv_rows(c), .n_past = c->rows_buf[0],
+                          .all_logits = all, .part = *part,
+                          .n_out_ids = all || last ? 0 : n_out};
+}
+
+/* Tokens [i0, i0 + n) of q, one graph; the logits kept go to rows *row..
+ * of c->logits, *row advanced past them. */
+static rt_status_t run_ubatch(rtm_context_t *c, const decode_req_t *q, int32_t i0, int32_t n,
+                              int32_t *row) {
+    int32_t n_out = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (req_wants(q, i0 + i)) c->out_ids_buf[n_out++] = i;
+    take_cells(c, q, i0, n);
+    const rtm_ubatch_t ub = ubatch_of(c, &c->layers, n, n_out);
+    float *out = n_out ? c->logits + (size_t)*row * (size_t)c->model->hp.n_vocab : NULL;
+    const rt_status_t st = run_graph(c, &ub, out);
+    if (st != RT_OK) untake_cells(c, n);
+    *row += n_out;
+    return st;
+}
+
+static rt_status_t check_tokens(const rtm_context_t *c, const rtm_token_t *tokens, int32_t n) {
     if (tokens == NULL || n < 1)
         return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_decode: no tokens (n = %d)", n);
     for (int32_t i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= c->model->hp.n_vocab)
             return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_decode: token %d (at %d) is not in "
                              "0..%d", tokens[i], i, c->model->hp.n_vocab - 1);
-    if (n > c->n_ctx - c->n_past)
-        return rtm_error(RT_ERR_DOES_NOT_FIT, "rtm_decode: %d tokens after %d do not fit a "
-                         "context of %d", n, c->n_past, c->n_ctx);
-    if (c->model->hp.embeddings && (c->n_past > 0 || n > c->n_batch))
+    if (n > c->n_ctx - c->kv.n_used)
+        return rtm_error(RT_ERR_DOES_NOT_FIT, "rtm_decode: %d tokens do not fit the %d free cells "
+                         "of a context of %d", n, c->n_ctx - c->kv.n_used, c->n_ctx);
+    return RT_OK;
+}
+
+static rt_status_t check_decode(const rtm_context_t *c, const rtm_token_t *tokens, int32_t n) {
+    const rt_status_t st = check_tokens(c, tokens, n);
+    if (st != RT_OK) return st;
+    if (c->model->hp.embeddings && (c->kv.n_used > 0 || n > c->n_batch))
         return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_decode: an embedding model takes its whole "
                          "input in one decode of at most n_batch (%d) tokens, after "
-                         "rtm_context_clear (%d tokens, %d before)", c->n_batch, n, c->n_past);
+                         "rtm_context_clear (%d tokens, %d before)", c->n_batch, n, c->kv.n_used);
     return RT_OK;
 }
 
@@ -412,24 +508,73 @@ static rt_status_t reserve_logits(rtm_context_t *c, int32_t rows) {
     return RT_OK;
 }
 
-rt_status_t rtm_decode(rtm_context_t *c, const rtm_token_t *tokens, int32_t n) {
-    if (c == NULL) return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_decode: NULL context");
-    if (!rtm_part_embeds(&c->layers) || !rtm_part_heads(&c->layers, c->model->hp.n_layer))
-        return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_decode: the context runs layers [%d, %d) "
-                         "only: use rtm_decode_part", c->layers.layer_begin, c->layers.layer_end);
-    rt_status_t st = check_decode(c, tokens, n);
-    const int32_t rows = c->logits_all ? n : 1;
-    if (st == RT_OK) st = reserve_logits(c, rows);
-    c->n_logits = 0;
-    for (int32_t i = 0; st == RT_OK && i < n; i += c->n_batch) {
-        const int32_t nb = n - i < c->n_batch ? n - i : c->n_batch;
-        float *out = c->logits_all ? c->logits + (size_t)i * (size_t)c->model->hp.n_vocab
-                   : i + nb == n ? c->logits : NULL;
-        st = run_part(c, &c->layers, tokens + i, nb, out);
-        if (st == RT_OK) c->n_past += nb;
+/* Which row of c->logits each token of q will have (-1: none), room for
+ * them; the count into *out_rows. */
+static rt_status_t map_outputs(rtm_context_t *c, const decode_req_t *q, int32_t *out_rows) {
+    *out_rows = 0;
+    if (q->n > c->out_row_cap) {
+        int32_t *r = realloc(c->out_row, (size_t)q->n * sizeof r[0]);
+        if (r == NULL) return rtm_error(RT_ERR_OUT_OF_MEMORY, "rtm_decode: no memory for %d tokens", q->n);
+        c->out_row = r;
+        c->out_row_cap = q->n;
     }
-    if (st == RT_OK) c->n_logits = rows;
+    c->n_out_row = 0;
+    for (int32_t i = 0; i < q->n; i++) c->out_row[i] = req_wants(q, i) ? (*out_rows)++ : -1;
+    const rt_status_t st = reserve_logits(c, *out_rows);
+    if (st == RT_OK) c->n_out_row = q->n;
     return st;
+}
+
+/* q in ubatches of at most n_batch tokens, in order (a token sees the
+ * earlier ones of its sequence, cached by the ubatches before). */
+static rt_status_t decode(rtm_context_t *c, const decode_req_t *q) {
+    int32_t rows = 0, row = 0;
+    rt_status_t st = map_outputs(c, q, &rows);
+    c->n_logits = 0;
+    for (int32_t i = 0; st == RT_OK && i < q->n; i += c->n_batch)
+        st = run_ubatch(c, q, i, q->n - i < c->n_batch ? q->n - i : c->n_batch, &row);
+    if (st == RT_OK) c->n_logits = rows;
+    else c->n_out_row = 0;
+    return st;
+}
+
+static rt_status_t check_whole(const rtm_context_t *c, const char *fn) {
+    if (c == NULL) return rtm_error(RT_ERR_INVALID_ARGUMENT, "%s: NULL context", fn);
+    if (!rtm_part_embeds(&c->layers) || !rtm_part_heads(&c->layers, c->model->hp.n_layer))
+        return rtm_error(RT_ERR_INVALID_ARGUMENT, "%s: the context runs layers [%d, %d) "
+                         "only: use rtm_decode_part", fn, c->layers.layer_begin, c->layers.layer_end);
+    return RT_OK;
+}
+
+rt_status_t rtm_decode(rtm_context_t *c, const rtm_token_t *tokens, int32_t n) {
+    rt_status_t st = check_whole(c, "rtm_decode");
+    if (st == RT_OK) st = check_decode(c, tokens, n);
+    if (st != RT_OK) return st;
+    const decode_req_t q = {tokens, NULL, NULL, n, c->logits_all};
+    return decode(c, &q);
+}
+
+static rt_status_t check_batch(const rtm_context_t *c, const rtm_batch_t *b) {
+    if (c->model->hp.embeddings)
+        return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_decode_batch: an embedding model decodes "
+                         "with rtm_decode");
+    for (int32_t i = 0; b->seq != NULL && i < b->n_tokens; i++)
+        if (b->seq[i] < 0 || b->seq[i] >= c->kv.n_seq_max)
+            return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_decode_batch: sequence %d (token %d) is "
+                             "not in 0..%d", b->seq[i], i, c->kv.n_seq_max - 1);
+    return check_tokens(c, b->tokens, b->n_tokens);
+}
+
+rt_status_t rtm_decode_batch(rtm_context_t *c, const rtm_batch_t *batch) {
+    rt_status_t st = check_whole(c, "rtm_decode_batch");
+    if (st == RT_OK && batch == NULL) st = rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_decode_batch: NULL batch");
+    if (st != RT_OK) return st;
+    rtm_batch_t b = {sizeof b, 0, NULL, NULL, NULL};
+    rtm_params_copy(&b, sizeof b, batch);
+    st = check_batch(c, &b);
+    if (st != RT_OK) return st;
+    const decode_req_t q = {b.tokens, b.seq, b.logits, b.n_tokens, false};
+    return decode(c, &q);
 }
 
 //===--- parts ---===//
@@ -442,6 +587,9 @@ static rt_status_t check_part(const rtm_context_t *c, const rtm_part_t *p) {
     const bool shape = p->block == RTM_BLOCK_LAYERS
                      ? (b < e || ((b == 0) != (e == n_layer)))
                      : (p->block == RTM_BLOCK_ATTN || p->block == RTM_BLOCK_FFN) && e == b + 1;
+    if (c->kv.n_seq_max > 1)
+        return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_decode_part: the context holds %d sequences; "
+                         "parts run one", c->kv.n_seq_max);
     if (inside && shape) return RT_OK;
     return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_decode_part: block %d of layers [%d, %d) is not "
                      "a part of the context's layers [%d, %d)", p->block, b, e,
@@ -453,10 +601,22 @@ static rt_status_t check_part_inputs(const rtm_context_t *c, const rtm_part_t *p
     if (rtm_part_embeds(p)) return check_decode(c, tokens, n);
     if (hidden_in == NULL || n < 1)
         return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_decode_part: no hidden state (n = %d)", n);
-    if (n > c->n_ctx - c->n_past)
+    if (n > c->n_ctx - c->kv.n_used)
         return rtm_error(RT_ERR_DOES_NOT_FIT, "rtm_decode_part: %d positions after %d do not fit a "
-                         "context of %d", n, c->n_past, c->n_ctx);
+                         "context of %d", n, c->kv.n_used, c->n_ctx);
     return RT_OK;
+}
+
+/* One graph of part over n positions after seq 0's; the cells are taken
+ * for the run only (rtm_context_advance keeps them). */
+static rt_status_t run_part(rtm_context_t *c, const rtm_part_t *part, const rtm_token_t *tokens,
+                            int32_t n, float *out) {
+    const decode_req_t q = {tokens, NULL, NULL, n, c->logits_all};
+    take_cells(c, &q, 0, n);
+    const rtm_ubatch_t ub = {n, kv_rows(c), c->rows_buf[0], c->logits_all, *part, 0};
+    const rt_status_t st = run_graph(c, &ub, out);
+    untake_cells(c, n);
+    return st;
 }
 
 rt_status_t rtm_decode_part(rtm_context_t *c, const rtm_part_t *part, const rtm_token_t *tokens,
@@ -473,8 +633,9 @@ rt_status_t rtm_decode_part(rtm_context_t *c, const rtm_part_t *part, const rtm_
         st = rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_decode_part: %d positions, n_batch is %d", n,
                        c->n_batch);
     const bool heads = rtm_part_heads(&p, c->model->hp.n_layer);
-    const int32_t rows = c->logits_all ? n : 1;
-    if (st == RT_OK && heads) st = reserve_logits(c, rows);
+    int32_t rows = 0;
+    const decode_req_t q = {tokens, NULL, NULL, n, c->logits_all};
+    if (st == RT_OK && heads) st = map_outputs(c, &q, &rows);
     if (st != RT_OK) return st;
     c->hidden_in = hidden_in;
     c->n_logits = 0;
@@ -485,10 +646,10 @@ rt_status_t rtm_decode_part(rtm_context_t *c, const rtm_part_t *part, const rtm_
 }
 
 rt_status_t rtm_context_advance(rtm_context_t *c, int32_t n) {
-    if (c == NULL || n < 0 || n > c->n_ctx - c->n_past)
+    if (c == NULL || n < 0 || n > c->n_ctx - c->kv.n_used || c->kv.n_seq_max > 1)
         return rtm_error(RT_ERR_DOES_NOT_FIT, "rtm_context_advance: %d positions after %d do not "
-                         "fit the context", n, c ? c->n_past : 0);
-    c->n_past += n;
+                         "fit the context (or it holds several sequences)", n, c ? c->kv.n_used : 0);
+    for (int32_t i = 0; i < n; i++) rtm_kv_cell_take(&c->kv, 0);
     return RT_OK;
 }
 
@@ -533,19 +694,32 @@ const float *rtm_get_logits(const rtm_context_t *c) {
 }
 
 const float *rtm_get_logits_ith(const rtm_context_t *c, int32_t i) {
-    if (c == NULL || !c->logits_all || i < 0 || i >= c->n_logits) return NULL;
-    return c->logits + (size_t)i * (size_t)c->model->hp.n_vocab;
+    if (c == NULL || c->n_logits == 0 || c->model->hp.embeddings || i < 0 || i >= c->n_out_row ||
+        c->out_row[i] < 0)
+        return NULL;
+    return c->logits + (size_t)c->out_row[i] * (size_t)c->model->hp.n_vocab;
 }
 
-int32_t rtm_context_n_past(const rtm_context_t *c) { return c->n_past; }
+int32_t rtm_context_n_past(const rtm_context_t *c) { return c->kv.seq_n_past[0]; }
 int32_t rtm_context_n_ctx(const rtm_context_t *c) { return c->n_ctx; }
 int32_t rtm_context_n_batch(const rtm_context_t *c) { return c->n_batch; }
+int32_t rtm_context_n_seq_max(const rtm_context_t *c) { return c->kv.n_seq_max; }
+
+int32_t rtm_seq_n_past(const rtm_context_t *c, int32_t seq) {
+    return c != NULL && seq >= 0 && seq < c->kv.n_seq_max ? c->kv.seq_n_past[seq] : -1;
+}
+
+void rtm_seq_clear(rtm_context_t *c, int32_t seq) {
+    if (c == NULL || seq < 0 || seq >= c->kv.n_seq_max) return;
+    rtm_kv_seq_clear(&c->kv, seq);
+}
 
 rt_sched_t *rtm_context_sched(const rtm_context_t *c) { return c != NULL ? c->sched : NULL; }
 
 void rtm_context_clear(rtm_context_t *c) {
-    c->n_past = 0;
+    rtm_kv_seq_clear(&c->kv, -1);
     c->n_logits = 0;
+    c->n_out_row = 0;
 }
 
 rt_status_t rtm_context_get_stats(const rtm_context_t *c, rtm_context_stats_t *out) {

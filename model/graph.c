@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* graph.c: the graph of one ubatch, the same frame for every
- * architecture: the inputs (tokens, their positions, which are also the
- * cache rows written, and the attention masks), then the architecture's
+ * architecture: the inputs (tokens, their positions, the cache rows
+ * written, the attention masks, the rows whose logits are kept), then the architecture's
  * build function, which ends in the logits. Every ubatch of a context
  * builds the same structure (only sizes change), which is what lets the
  * compute buffers reserved once for the largest one serve them all; and,
@@ -28,9 +28,14 @@ void rtm_graph_build(const rtm_model_t *m, const rtm_kv_cache_t *kv, rt_context_
     const bool embeds = rtm_part_embeds(&ub->part), attends = rtm_part_attends(&ub->part);
     if (embeds) io->tokens = input(rt_new_tensor_1d(ctx, RT_TYPE_I32, b.n_tokens), "tokens");
     else io->hidden_in = input(rt_new_tensor_2d(ctx, RT_TYPE_F32, m->hp.n_embd, b.n_tokens), "hidden_in");
-    if (attends || (embeds && m->pos_embd != NULL)) /* learned positions: read by the embedding */
+    /* positions: read by rope (not the factored one, whose angles are inputs) or by
+       the embedding of learned positions */
+    const bool ropes = attends && m->hp.rope && !m->hp.rope_factors;
+    if (ropes || (embeds && m->pos_embd != NULL))
         io->pos = input(rt_new_tensor_1d(ctx, RT_TYPE_I32, b.n_tokens), "positions");
+    if (attends && kv->by_rows) io->rows = input(rt_new_tensor_1d(ctx, RT_TYPE_I32, b.n_tokens), "kv_rows");
     if (attends) io->mask = input(rt_new_tensor_2d(ctx, RT_TYPE_F32, b.n_kv, b.n_tokens), "kq_mask");
+    if (ub->n_out_ids > 0) io->out_ids = input(rt_new_tensor_1d(ctx, RT_TYPE_I32, ub->n_out_ids), "out_ids");
     if (m->hp.embeddings)
         io->pool = input(rt_new_tensor_2d(ctx, RT_TYPE_F32, b.n_tokens, 1), "pool");
     if (m->hp.rope_factors && attends) {

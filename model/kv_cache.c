@@ -6,9 +6,17 @@
  * are ever read (rows past the sequence are read, masked, so they must
  * hold finite numbers). The graph writes new rows with SET_ROWS where every
  * device runs it, else with rt_cpy into views, and reads the first n_kv
- * rows through views (blocks.c). */
+ * rows through views (blocks.c).
+ *
+ * The rows are cells shared by up to n_seq_max sequences (llama.cpp's
+ * unified cache): each cell is free or holds one position of one
+ * sequence, a sequence's cells need not be adjacent, and the mask
+ * (rtm_kv_mask_row) lets a token see only its own sequence's cells. Cells
+ * are taken first-fit, so one sequence alone holds rows 0..n_past - 1,
+ * its positions, as before there were several. */
 #include "model_impl.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 void rtm_kv_cache_deinit(rtm_kv_cache_t *kv) {
@@ -18,8 +26,69 @@ void rtm_kv_cache_deinit(rtm_kv_cache_t *kv) {
     }
     free(kv->k);
     free(kv->v);
+    free(kv->cell_seq);
+    free(kv->cell_pos);
+    free(kv->seq_n_past);
     *kv = (rtm_kv_cache_t){0};
 }
+
+//===--- cells ---===//
+
+static rt_status_t cells_init(rtm_kv_cache_t *kv, int32_t n_seq_max) {
+    kv->n_seq_max = n_seq_max;
+    kv->cell_seq = malloc((size_t)kv->n_ctx * sizeof kv->cell_seq[0]);
+    kv->cell_pos = calloc((size_t)kv->n_ctx, sizeof kv->cell_pos[0]);
+    kv->seq_n_past = calloc((size_t)n_seq_max, sizeof kv->seq_n_past[0]);
+    if (kv->cell_seq == NULL || kv->cell_pos == NULL || kv->seq_n_past == NULL)
+        return rtm_error(RT_ERR_OUT_OF_MEMORY, "rtm_context_create: no memory for %d cells", kv->n_ctx);
+    for (int32_t r = 0; r < kv->n_ctx; r++) kv->cell_seq[r] = -1;
+    return RT_OK;
+}
+
+int32_t rtm_kv_cell_take(rtm_kv_cache_t *kv, int32_t seq) {
+    for (int32_t r = 0; r < kv->n_ctx; r++) {
+        if (kv->cell_seq[r] >= 0) continue;
+        kv->cell_seq[r] = seq;
+        kv->cell_pos[r] = kv->seq_n_past[seq]++;
+        kv->n_used++;
+        return r;
+    }
+    return -1;
+}
+
+void rtm_kv_cell_untake(rtm_kv_cache_t *kv, int32_t row) {
+    kv->seq_n_past[kv->cell_seq[row]]--;
+    kv->cell_seq[row] = -1;
+    kv->n_used--;
+}
+
+void rtm_kv_seq_clear(rtm_kv_cache_t *kv, int32_t seq) {
+    for (int32_t r = 0; r < kv->n_ctx; r++)
+        if (kv->cell_seq[r] >= 0 && (seq < 0 || kv->cell_seq[r] == seq)) {
+            kv->cell_seq[r] = -1;
+            kv->n_used--;
+        }
+    for (int32_t s = 0; s < kv->n_seq_max; s++)
+        if (seq < 0 || s == seq) kv->seq_n_past[s] = 0;
+}
+
+int32_t rtm_kv_rows_used(const rtm_kv_cache_t *kv) {
+    int32_t r = kv->n_ctx;
+    while (r > 0 && kv->cell_seq[r - 1] < 0) r--;
+    return r;
+}
+
+void rtm_kv_mask_row(const rtm_kv_cache_t *kv, int32_t seq, int32_t pos, bool causal, int32_t n_swa,
+                     int32_t n_kv, float *row) {
+    for (int32_t j = 0; j < n_kv; j++) {
+        const int32_t p = kv->cell_pos[j];
+        const bool sees = kv->cell_seq[j] == seq &&
+                          (!causal || (p <= pos && (n_swa == 0 || pos - p < n_swa)));
+        row[j] = sees ? 0.0f : -INFINITY;
+    }
+}
+
+//===--- the tensors ---===//
 
 static bool cached(const rtm_kv_cache_t *kv, int32_t il) { return il >= kv->layer_begin && il < kv->layer_end; }
 
@@ -91,13 +160,14 @@ static bool all_set_rows(const rtm_kv_cache_t *kv, const rtm_model_t *m) {
 }
 
 rt_status_t rtm_kv_cache_init(rtm_kv_cache_t *kv, const rtm_model_t *m, int32_t n_ctx,
-                              int32_t layer_begin, int32_t layer_end) {
+                              int32_t n_seq_max, int32_t layer_begin, int32_t layer_end) {
     *kv = (rtm_kv_cache_t){.n_ctx = n_ctx, .layer_begin = layer_begin, .layer_end = layer_end};
     kv->k = calloc((size_t)m->hp.n_layer, sizeof kv->k[0]);
     kv->v = calloc((size_t)m->hp.n_layer, sizeof kv->v[0]);
     if (kv->k == NULL || kv->v == NULL)
         return rtm_error(RT_ERR_OUT_OF_MEMORY, "rtm_context_create: no memory for the KV cache");
-    rt_status_t st = make_contexts(kv, m);
+    rt_status_t st = cells_init(kv, n_seq_max);
+    if (st == RT_OK) st = make_contexts(kv, m);
     if (st == RT_OK) declare(kv, m);
     if (st == RT_OK) st = allocate(kv, m);
     if (st == RT_OK) kv->by_rows = all_set_rows(kv, m);

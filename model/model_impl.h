@@ -171,26 +171,50 @@ typedef struct rtm_kv_cache {
     uint64_t bytes;
     bool by_rows;   /* every device writes cache rows by index (SET_ROWS, ABI 1.1); else
                        the graph copies into views at n_past and is tied to that n_past */
+    /* the cells (host): row r holds position cell_pos[r] of sequence cell_seq[r], or
+       nothing when cell_seq[r] is -1; a sequence's positions are 0..seq_n_past - 1 */
+    int32_t n_seq_max;
+    int32_t *cell_seq, *cell_pos;           /* n_ctx each */
+    int32_t *seq_n_past;                    /* n_seq_max: positions each sequence holds */
+    int32_t n_used;                         /* rows held by any sequence */
 } rtm_kv_cache_t;
 
-/* Caches layers [layer_begin, layer_end) only (the others' k, v stay NULL). */
+/* Caches layers [layer_begin, layer_end) only (the others' k, v stay NULL),
+ * for up to n_seq_max sequences. */
 RTM_INTERNAL rt_status_t rtm_kv_cache_init(rtm_kv_cache_t *kv, const rtm_model_t *m, int32_t n_ctx,
-                                           int32_t layer_begin, int32_t layer_end);
+                                           int32_t n_seq_max, int32_t layer_begin, int32_t layer_end);
 RTM_INTERNAL void rtm_kv_cache_deinit(rtm_kv_cache_t *kv);
+/* The first free row, now holding the next position of seq (-1 when every
+ * row is held). */
+RTM_INTERNAL int32_t rtm_kv_cell_take(rtm_kv_cache_t *kv, int32_t seq);
+/* Gives back row, the last one its sequence took (a failed run undone). */
+RTM_INTERNAL void rtm_kv_cell_untake(rtm_kv_cache_t *kv, int32_t row);
+/* Frees every row of seq (seq < 0: of every sequence); it starts again at 0. */
+RTM_INTERNAL void rtm_kv_seq_clear(rtm_kv_cache_t *kv, int32_t seq);
+/* One past the highest row held (0: none). */
+RTM_INTERNAL int32_t rtm_kv_rows_used(const rtm_kv_cache_t *kv);
+/* The mask row {n_kv} of a token at position pos of seq: 0 where it may
+ * attend, -inf elsewhere. Causal: the rows of seq at positions <= pos, and
+ * with n_swa > 0 only those within the window (pos - p < n_swa); else every
+ * row of seq. */
+RTM_INTERNAL void rtm_kv_mask_row(const rtm_kv_cache_t *kv, int32_t seq, int32_t pos, bool causal,
+                                  int32_t n_swa, int32_t n_kv, float *row);
 
 //===--- graph.c: the graph of one ubatch ---===//
 
-/* One graph: n_tokens new tokens after n_past cached ones, whose attention
- * reads the first n_kv rows of the cache. With a cache written by rows
- * (kv->by_rows) the graph does not depend on n_past: positions, cache rows
- * and the masks are inputs, so one graph serves every step with the same
- * n_tokens and n_kv. */
+/* One graph: n_tokens new tokens, whose attention reads the first n_kv
+ * rows of the cache. With a cache written by rows (kv->by_rows) the graph
+ * does not depend on where they go: positions, cache rows and the masks
+ * are inputs, so one graph serves every step with the same n_tokens, n_kv
+ * and outputs. Without, the tokens' rows are n_past.. (one sequence). */
 typedef struct rtm_ubatch {
     int32_t n_tokens;
-    int32_t n_kv;           /* at least n_past + n_tokens; rows past it are masked */
-    int32_t n_past;
+    int32_t n_kv;           /* past the highest row written; rows not seen are masked */
+    int32_t n_past;         /* the first row written (only read without by_rows) */
     bool all_logits;        /* logits for every token, else the last one's */
     rtm_part_t part;        /* what the graph runs: every layer, or a part (rt_model.h) */
+    int32_t n_out_ids;      /* > 0: logits for that many rows, named by the out_ids input
+                               (a batch's chosen tokens); all_logits is then false */
 } rtm_ubatch_t;
 
 /* n_kv grows in steps of RTM_KV_PAD rows, so a decode graph is rebuilt once
@@ -201,7 +225,9 @@ typedef struct rtm_ubatch {
 typedef struct rtm_graph_io {
     rt_graph_t *graph;
     rt_tensor_t *tokens;    /* I32 {n_tokens} */
-    rt_tensor_t *pos;       /* I32 {n_tokens}: positions, also the cache rows written */
+    rt_tensor_t *pos;       /* I32 {n_tokens}: positions (rope, learned positions) */
+    rt_tensor_t *rows;      /* I32 {n_tokens}: the cache rows written (SET_ROWS), else NULL */
+    rt_tensor_t *out_ids;   /* I32 {n_out_ids}: the rows whose logits are kept, else NULL */
     rt_tensor_t *mask;      /* F32 {n_kv, n_tokens}: 0 or -inf */
     rt_tensor_t *mask_swa;  /* the same for sliding-window layers; NULL without them */
     rt_tensor_t *pool;      /* F32 {n_tokens, 1}, each 1/n_tokens: mean pooling (embeddings) */

@@ -21,8 +21,9 @@
  *
  * Objects: a model (weights, hyperparameters, vocabulary, which device
  * holds each layer) is read-only once loaded; a context (KV cache,
- * scheduler, compute buffers, logits) holds one sequence and is used by one
- * thread at a time; several contexts may share a model. A vocabulary can
+ * scheduler, compute buffers, logits) holds one sequence, or up to
+ * n_seq_max decoded together (rtm_decode_batch), and is used by one thread
+ * at a time; several contexts may share a model. A vocabulary can
  * also be made from any GGUF that has tokenizer.* keys, weights or not.
  *
  * Option structs (rtm_*_params_t) start with struct_size, set to sizeof
@@ -227,7 +228,7 @@ RTM_API double rtm_model_predicted_s(const rtm_model_t *model, int32_t i, bool p
 RTM_API void rtm_model_write_placement(const rtm_model_t *model, rt_write_fn write,
                                        void *user_data);
 
-//===--- rtm_context_t: one sequence ---===//
+//===--- rtm_context_t: one sequence, or several in one cache ---===//
 
 typedef struct rtm_context rtm_context_t;
 
@@ -246,6 +247,11 @@ typedef struct rtm_context_params {
     int32_t layer_begin, layer_end; /* the layers this context runs, [begin, end): only they
                                        get a KV cache and the reserve plans their part
                                        (rtm_decode_part); 0, 0: every layer */
+    /* added with continuous batching: */
+    int32_t n_seq_max;  /* sequences the context holds, 0..n_seq_max-1, sharing the n_ctx
+                           cells of its KV cache (rtm_decode_batch); 0: 1. Above 1, every
+                           device must write cache rows by index (RT_ERR_UNSUPPORTED
+                           otherwise), and rtm_decode_part is refused */
 } rtm_context_params_t;
 
 /* Creates the KV cache (each layer's on that layer's device) and the
@@ -258,13 +264,43 @@ RTM_API rt_status_t rtm_context_create(rtm_model_t *model, const rtm_context_par
                                        rtm_context_t **out_ctx);
 RTM_API void rtm_context_destroy(rtm_context_t *ctx);
 
-/* Runs n tokens after the n_past already in the cache, in ubatches of at
- * most n_batch, and keeps the logits. RT_ERR_INVALID_ARGUMENT for a token
- * out of range or n < 1; RT_ERR_DOES_NOT_FIT when the cache would overflow
+/* Runs n tokens of sequence 0 after the n_past already in the cache, in
+ * ubatches of at most n_batch, and keeps the logits (the last token's, or
+ * every token's with logits_all). RT_ERR_INVALID_ARGUMENT for a token out
+ * of range or n < 1; RT_ERR_DOES_NOT_FIT when the cache would overflow
  * (nothing is run then); RT_ERR_FORMAT when a logit is NaN or infinite
  * (the message names the step, the positions and, with check_numerics,
  * the first node that was not finite). */
 RTM_API rt_status_t rtm_decode(rtm_context_t *ctx, const rtm_token_t *tokens, int32_t n);
+
+/* Tokens of several sequences decoded together: token i goes to the next
+ * position of sequence seq[i] (after the ones it already holds and the
+ * batch's earlier tokens of it), and its logits are kept when logits[i].
+ * Each token attends only to its own sequence's cached tokens.
+ *
+ *     rtm_token_t tok[] = {a0, a1, b0};  int32_t seq[] = {0, 0, 1};
+ *     bool want[] = {false, true, true};
+ *     rtm_batch_t b = {sizeof b, 3, tok, seq, want};
+ *     rtm_decode_batch(c, &b);
+ *     rtm_get_logits_ith(c, 1);     // sequence 0's next-token logits
+ *     rtm_get_logits_ith(c, 2);     // sequence 1's
+ */
+typedef struct rtm_batch {
+    uint32_t struct_size;
+    int32_t n_tokens;
+    const rtm_token_t *tokens;  /* n_tokens; borrowed for the call */
+    const int32_t *seq;         /* n_tokens: each token's sequence, 0..n_seq_max-1; NULL: all 0 */
+    const bool *logits;         /* n_tokens: keep this token's logits; NULL: the last token's */
+} rtm_batch_t;
+
+/* Runs the batch in ubatches of at most n_batch tokens, in order; the
+ * logits kept are read with rtm_get_logits_ith (rtm_get_logits: the last
+ * kept). Fails as rtm_decode does, and with RT_ERR_INVALID_ARGUMENT for a
+ * sequence out of range or an embedding model; RT_ERR_DOES_NOT_FIT when
+ * the free cells are fewer than n_tokens (nothing is run then: free a
+ * sequence's with rtm_seq_clear). On another failure the failing ubatch's
+ * tokens are not cached, the earlier ones are. */
+RTM_API rt_status_t rtm_decode_batch(rtm_context_t *ctx, const rtm_batch_t *batch);
 /* n_vocab logits of the last token of the last decode (valid until the next
  * decode); NULL before any, and for an embedding model. */
 RTM_API const float *rtm_get_logits(const rtm_context_t *ctx);
@@ -273,16 +309,26 @@ RTM_API const float *rtm_get_logits(const rtm_context_t *ctx);
  * the next decode); NULL before any and for other models. The whole input
  * goes in one decode of at most n_batch tokens, from an empty context. */
 RTM_API const float *rtm_get_embeddings(const rtm_context_t *ctx);
-/* With logits_all: logits of token i of the last decode; NULL otherwise. */
+/* The logits of token i of the last decode or batch (valid until the next
+ * one); NULL when its logits were not kept (rtm_decode keeps the last
+ * token's, every token's with logits_all) or i is out of range. */
 RTM_API const float *rtm_get_logits_ith(const rtm_context_t *ctx, int32_t i);
+/* Positions sequence 0 holds. */
 RTM_API int32_t rtm_context_n_past(const rtm_context_t *ctx);
 RTM_API int32_t rtm_context_n_ctx(const rtm_context_t *ctx);
 RTM_API int32_t rtm_context_n_batch(const rtm_context_t *ctx);
 /* The context's scheduler, for rt_sched_set_timing and rt_sched_device_time
  * (rt_sched.h); its devices are numbered as the model's. */
 RTM_API rt_sched_t *rtm_context_sched(const rtm_context_t *ctx);
-/* Forgets the sequence: the next decode starts at position 0. */
+/* Sequences the context holds at once (rtm_context_params_t.n_seq_max). */
+RTM_API int32_t rtm_context_n_seq_max(const rtm_context_t *ctx);
+/* Forgets every sequence: the next decode starts at position 0. */
 RTM_API void rtm_context_clear(rtm_context_t *ctx);
+/* Positions sequence seq holds; -1 for a sequence out of range. */
+RTM_API int32_t rtm_seq_n_past(const rtm_context_t *ctx, int32_t seq);
+/* Forgets sequence seq, freeing its cells for any sequence; its next token
+ * goes to position 0. The other sequences and the logits kept stay. */
+RTM_API void rtm_seq_clear(rtm_context_t *ctx, int32_t seq);
 
 /* Counters, to see that decoding never re-plans or allocates. */
 typedef struct rtm_context_stats {

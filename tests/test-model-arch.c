@@ -93,20 +93,6 @@ static void read_ref(const char *name, ref_t *r) {
 
 //===--- runs ---===//
 
-static rt_registry_t *registry_open(const char *plugins, int n_mock) {
-    char path[2 * PATH_MAX + 64], count[8];
-    snprintf(count, sizeof count, "%d", n_mock);
-    setenv("RT_MOCKGPU_COUNT", count, 1);
-    setenv("RT_MOCKGPU_MEMORY", "1G", 1);
-    setenv("RT_PLUGINS", plugins, 1);
-    snprintf(path, sizeof path, "%s/tests/plugins/mockgpu:%s/lib/rt-plugins", tu_build_dir_abs(),
-             tu_build_dir_abs());
-    const rt_registry_options_t o = {.struct_size = sizeof o, .plugin_path = path};
-    rt_registry_t *reg = NULL;
-    if (rt_registry_create(&o, &reg) != RT_OK) fail_msg("rt_registry_create: %s", rt_last_error());
-    return reg;
-}
-
 static int32_t argmax(const float *x, int32_t n) {
     int32_t best = 0;
     for (int32_t i = 1; i < n; i++)
@@ -190,7 +176,7 @@ static void bert_peer(rt_registry_t *reg) {
 
 static void test_peer(void **state) {
     (void)state;
-    rt_registry_t *reg = registry_open("cpu", 0);
+    rt_registry_t *reg = tu_registry_open("cpu", 0);
     const rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = reg, .no_progress = true};
     for (int i = 0; i < N_MODELS; i++) {
         ref_t r;
@@ -230,7 +216,7 @@ static void split_runs(rt_registry_t *reg, const char *dev_name, const char *wha
 
 static void test_split(void **state) {
     (void)state;
-    rt_registry_t *reg = registry_open("cpu,mockgpu", 1);
+    rt_registry_t *reg = tu_registry_open("cpu,mockgpu", 1);
     split_runs(reg, "mockgpu0", "arch-2.1 (cpu0 + mockgpu0)");
     rt_registry_destroy(reg);
 }
@@ -239,7 +225,7 @@ static void test_vulkan(void **state) {
     (void)state;
     char path[PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/lib/rt-plugins/rt-plugin-vulkan.so", tu_build_dir_abs());
-    rt_registry_t *reg = registry_open("cpu,vulkan", 0);
+    rt_registry_t *reg = tu_registry_open("cpu,vulkan", 0);
     if (rt_registry_device_by_name(reg, "vulkan0") == NULL) {
         rt_registry_destroy(reg);
         if (access(path, F_OK) == 0) fail_msg("arch-2.2: rt-plugin-vulkan.so is built but no vulkan0 loaded");
@@ -294,7 +280,7 @@ static void real_model(const char *path, const char *ref_file, const char *arch)
     ref_t r;
     read_ref_file(ref_file, &r);
     assert_int_equal(r.n_vocab, 0);
-    rt_registry_t *reg = registry_open("cpu", 0);
+    rt_registry_t *reg = tu_registry_open("cpu", 0);
     const rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = reg, .no_progress = true};
     rtm_model_t *m = load(path, &mp);
     assert_string_equal(rtm_model_arch(m), arch);
@@ -406,7 +392,7 @@ static void tool_check(const char *path, const char *text, const float *want) {
 /* The embedding of text with the model split: its last 3 layers on dev. */
 static void split_embedding(const char *path, const char *plugins, const char *dev, const char *text,
                             float *out) {
-    rt_registry_t *reg = registry_open(plugins, 1);
+    rt_registry_t *reg = tu_registry_open(plugins, 1);
     rt_device_t *devs[] = {rt_registry_device_by_name(reg, dev), rt_registry_device_by_name(reg, "cpu0")};
     assert_non_null(devs[0]);
     const rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = reg, .devices = devs, .n_devices = 2,
@@ -456,7 +442,7 @@ static void test_minilm(void **state) {
         skip();
     }
     if (status != 0) fail_msg("arch-3: %s failed (%d)", cmd, status);
-    rt_registry_t *reg = registry_open("cpu", 0);
+    rt_registry_t *reg = tu_registry_open("cpu", 0);
     const rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = reg, .no_progress = true};
     rtm_model_t *m = NULL;
     if (rtm_model_load(path, &mp, &m) != RT_OK) fail_msg("arch-3: %s", rtm_last_error());

@@ -150,20 +150,12 @@ static void greedy_run(rtm_model_t *m, const run_cfg_t *cfg, run_out_t *out) {
 
 static void run_free(run_out_t *r) { free(r->logits0); }
 
-static double logits_error(const float *ref, const float *got, int32_t n) {
-    double *r = malloc((size_t)n * sizeof r[0]);
-    for (int32_t i = 0; i < n; i++) r[i] = ref[i];
-    const double e = tu_nmse_error(r, got, (size_t)n);
-    free(r);
-    return e;
-}
-
 /* Same tokens, logits within TOL_SAME_MODEL; `what` names the check. */
 static void expect_same(const run_out_t *a, const run_out_t *b, int32_t n_vocab, const char *what) {
     for (int i = 0; i < N_GEN; i++)
         if (a->tokens[i] != b->tokens[i])
             fail_msg("%s: token %d is %d, not %d", what, i, b->tokens[i], a->tokens[i]);
-    const double e = logits_error(a->logits0, b->logits0, n_vocab);
+    const double e = tu_nmse_error_f32(a->logits0, b->logits0, (size_t)n_vocab);
     if (!(e <= TOL_SAME_MODEL)) fail_msg("%s: logits differ by %.3g (> %g)", what, e, TOL_SAME_MODEL);
     print_message("%s: same %d tokens, logits within %.3g\n", what, N_GEN, e);
 }
@@ -762,14 +754,6 @@ static void test_synthetic(void **state) {
  * ~1e-7 normalised here; 1e-4 still catches any wrong op (~1e-1). */
 #define TOL_VULKAN 1e-4
 
-/* Whether configure built the Vulkan plugin: only its absence (no loader
- * or glslc) excuses a missing vulkan0. */
-static bool vulkan_plugin_built(void) {
-    char path[PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/lib/rt-plugins/rt-plugin-vulkan.so", tu_build_dir_abs());
-    return access(path, F_OK) == 0;
-}
-
 static rt_registry_t *registry_open_vulkan(void) {
     char path[PATH_MAX + 64];
     setenv("RT_PLUGINS", "cpu,vulkan", 1);
@@ -786,7 +770,7 @@ static void expect_close(const run_out_t *a, const run_out_t *b, int32_t n_vocab
     for (int i = 0; i < N_GEN; i++)
         if (a->tokens[i] != b->tokens[i])
             fail_msg("%s: token %d is %d, not %d", what, i, b->tokens[i], a->tokens[i]);
-    const double e = logits_error(a->logits0, b->logits0, n_vocab);
+    const double e = tu_nmse_error_f32(a->logits0, b->logits0, (size_t)n_vocab);
     if (!(e <= TOL_VULKAN)) fail_msg("%s: logits differ by %.3g (> %g)", what, e, TOL_VULKAN);
     print_message("%s: same %d tokens, logits within %.3g\n", what, N_GEN, e);
 }
@@ -817,7 +801,7 @@ static void test_vulkan(void **state) {
     if (rt_registry_device_by_name(reg, "vulkan0") == NULL) {
         rt_registry_destroy(reg);
         /* model-7.0: a built plugin with no device is a failure, not a skip. */
-        if (vulkan_plugin_built()) fail_msg("model-7.0: rt-plugin-vulkan.so is built but no vulkan0 loaded");
+        if (tu_plugin_built("vulkan")) fail_msg("model-7.0: rt-plugin-vulkan.so is built but no vulkan0 loaded");
         print_message("model-7: the Vulkan plugin was not built (no loader or glslc): skipped\n");
         skip();
     }

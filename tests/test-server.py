@@ -16,6 +16,8 @@
 #   server-7  --api-key: 401 without it, 200 with it
 #   server-8  chat with SmolLM2-135M-Instruct (when pip has it): the
 #             answer through the openai client, streamed and not
+#   server-9  5 concurrent clients (more than the 4 slots; streamed and
+#             not) with greedy sampling get the texts they get one by one
 import json, os, re, socket, subprocess, sys, threading, time
 
 B = os.environ.get("RT_TEST_BUILD_DIR", "build")
@@ -105,6 +107,23 @@ def main():
         [t.start() for t in ts]
         [t.join(90) for t in ts]
         check("server-6 4 clients", results == [True] * 4 and time.time() - t0 < 90, str(results))
+        prompts = ["Once upon a time", "The dog", "Lily was sad because", "One day, Tom", "The sun"]
+        def complete(prompt, stream):
+            body = json.dumps({"prompt": prompt, "max_tokens": 20, "temperature": 0, "stream": stream})
+            code, out = curl(port, "/v1/completions", "-d", body)
+            if not stream:
+                return json.loads(out)["choices"][0]["text"] if code == 200 else None
+            events = [l[6:] for l in out.split("\n") if l.startswith("data: ") and l != "data: [DONE]"]
+            return "".join(json.loads(e)["choices"][0]["text"] for e in events)
+        alone = [complete(q, False) for q in prompts]
+        together = [None] * len(prompts)
+        def one(i):
+            together[i] = complete(prompts[i], i % 2 == 1)
+        ts = [threading.Thread(target=one, args=(i,)) for i in range(len(prompts))]
+        [t.start() for t in ts]
+        [t.join(90) for t in ts]
+        check("server-9 5 concurrent greedy = sequential", together == alone and None not in alone,
+              f"{together} vs {alone}")
     finally:
         p.terminate()
         p.wait(10)

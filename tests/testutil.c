@@ -46,6 +46,35 @@ void tu_q8_round(const float *x, int64_t K, double *out) {
 
 double tu_nmse_error(const double *ref, const float *got, size_t n) { return cf_nmse(ref, got, n); }
 
+double tu_nmse_error_f32(const float *ref, const float *got, size_t n) {
+    double *r = malloc(n * sizeof r[0]);
+    if (r == NULL) return INFINITY;
+    for (size_t i = 0; i < n; i++) r[i] = ref[i];
+    const double e = cf_nmse(r, got, n);
+    free(r);
+    return e;
+}
+
+rt_registry_t *tu_registry_open(const char *plugins, int n_mock) {
+    char path[2 * PATH_MAX + 64], count[8];
+    snprintf(count, sizeof count, "%d", n_mock);
+    setenv("RT_MOCKGPU_COUNT", count, 1);
+    setenv("RT_MOCKGPU_MEMORY", "1G", 1);
+    setenv("RT_PLUGINS", plugins, 1);
+    snprintf(path, sizeof path, "%s/tests/plugins/mockgpu:%s/lib/rt-plugins", tu_build_dir_abs(),
+             tu_build_dir_abs());
+    const rt_registry_options_t o = {.struct_size = sizeof o, .plugin_path = path};
+    rt_registry_t *reg = NULL;
+    if (rt_registry_create(&o, &reg) != RT_OK) fail_msg("rt_registry_create: %s", rt_last_error());
+    return reg;
+}
+
+bool tu_plugin_built(const char *name) {
+    char path[PATH_MAX + 128];
+    snprintf(path, sizeof path, "%s/lib/rt-plugins/rt-plugin-%s.so", tu_build_dir_abs(), name);
+    return access(path, F_OK) == 0;
+}
+
 double tu_max_abs_error(const double *ref, const float *got, size_t n) {
     double m = 0;
     for (size_t i = 0; i < n; i++) {

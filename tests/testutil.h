@@ -26,6 +26,8 @@ void tu_fill(float *x, size_t n, float lo, float hi);
 /* sqrt(sum (got-ref)^2) / sqrt(sum ref^2): the normalised error ggml's
  * test-backend-ops uses. 0 when equal; ref all zero gives the absolute norm. */
 double tu_nmse_error(const double *ref, const float *got, size_t n);
+/* The same against an F32 reference (two runs' logits). */
+double tu_nmse_error_f32(const float *ref, const float *got, size_t n);
 /* K floats (whole 32-blocks) rounded through Q8_0 (quantised and back), as
  * the integer dot products of quantised mul_mat see an activation row. */
 void tu_q8_round(const float *x, int64_t K, double *out);
@@ -37,6 +39,15 @@ const char *tu_build_dir(void);
 /* The build directory as an absolute path (for RT_PLUGIN_PATH, which
  * takes absolute directories only). */
 const char *tu_build_dir_abs(void);
+
+/* Whether configure built plugin `name` (lib/rt-plugins/rt-plugin-NAME.so):
+ * only its absence excuses a missing device. */
+bool tu_plugin_built(const char *name);
+
+/* A registry of `plugins` (RT_PLUGINS syntax) from the build, with n_mock
+ * mock GPUs of 1 GiB when mockgpu is among them; fails the test when it
+ * cannot be made. */
+rt_registry_t *tu_registry_open(const char *plugins, int n_mock);
 
 /* models/file, the repository's bundled models (RT_TEST_MODELS_DIR
  * overrides the directory),

@@ -8,12 +8,15 @@
  * Bodies over --max-body bytes, bad JSON, a prompt longer than the context
  * get an OpenAI-style error body ({"error": {"message", "type", "code"}}).
  *
- * Requests are served one at a time (libmicrohttpd's one polling thread,
- * one context): several clients are answered in turn, not batched. */
+ * Several requests at once (continuous batching): a thread per connection
+ * hands its request to the slots (server_slots.c), whose one decode loop
+ * runs every slot's next token in one batch of one context; the
+ * connection takes its text as it comes. A request waits for a free slot
+ * when all --parallel are busy. */
 #include "../abi/rt.h"
 #include "../model/rt_model.h"
 #include "bundled_model.h"
-#include "server_gen.h"
+#include "server_slots.h"
 #include "tool_cli.h"
 
 #include <arpa/inet.h>
@@ -28,19 +31,28 @@
 #include <time.h>
 
 #define TOOL "rt-server"
-#define MAX_STOPS 4
+#define MAX_STOPS SRV_MAX_STOPS
+#define MAX_CONNECTIONS 256
+/* Tokens per graph run: the CPU's quantised mat-vec reads each weight block
+ * once for up to 8 activation rows, past which its gemm is slower per token
+ * (plugins/cpu/ops_mul_mat.c), so 16 slots run as two graphs of 8. */
+#define SERVER_N_BATCH 8
 #define MAX_MESSAGES 256
 
 typedef struct server_options {
     const char *model, *host, *api_key, *alias;
     int32_t port, n_ctx, n_threads, timeout_s, max_body;
+    int32_t n_parallel;            /* slots: sequences decoded together */
+    int32_t n_batch;               /* tokens per graph run */
 } server_options_t;
 
 typedef struct server {
     server_options_t o;
     rt_registry_t *reg;
     rtm_model_t *model;
-    rtm_context_t *ctx;
+    rtm_context_t *ctx;            /* n_parallel sequences of n_ctx_slot positions */
+    int32_t n_ctx_slot;
+    srv_slots_t *slots;
     rtm_chat_template_t *tmpl;     /* NULL: the model has none (chat answers 400) */
     char model_file[PATH_MAX];
 } server_t;
@@ -54,26 +66,31 @@ static void usage(FILE *f) {
                "      --port N          TCP port (default: 8080)\n"
                "      --api-key KEY     require \"Authorization: Bearer KEY\" (default: none)\n"
                "  -a, --alias NAME      the model's id in /v1/models (default: the file's name)\n"
-               "  -c, --ctx-size N      context length (default: the model's, at most 2048)\n"
+               "  -c, --ctx-size N      context length of each slot (default: the model's, at most 2048)\n"
+               "  -np, --parallel N     slots: requests decoded together, in one batch (default: 4)\n"
+               "  -b, --batch-size N    most tokens per graph run (default: 8)\n"
                "  -t, --threads N       CPU threads (default: the plugin's)\n"
                "      --timeout S       seconds an idle connection is kept (default: 60)\n"
                "      --max-body N      largest request body, bytes (default: 1048576)\n"
                "  -h, --help            this text\n"
                "      --version         release, ABI and commit\n"
-               "Requests are served one at a time.\n");
+               "More requests than slots wait for a free one.\n");
 }
 
 static int parse_args(int argc, char **argv, server_options_t *o) {
-    enum { OPT_HOST = 1000, OPT_PORT, OPT_KEY, OPT_TIMEOUT, OPT_MAX_BODY, OPT_VERSION };
+    enum { OPT_HOST = 1000, OPT_PORT, OPT_KEY, OPT_TIMEOUT, OPT_MAX_BODY, OPT_VERSION, OPT_PARALLEL };
     static const struct option opts[] = {
         {"model", required_argument, NULL, 'm'}, {"host", required_argument, NULL, OPT_HOST},
         {"port", required_argument, NULL, OPT_PORT}, {"api-key", required_argument, NULL, OPT_KEY},
         {"alias", required_argument, NULL, 'a'}, {"ctx-size", required_argument, NULL, 'c'},
         {"threads", required_argument, NULL, 't'}, {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"max-body", required_argument, NULL, OPT_MAX_BODY}, {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, OPT_VERSION}, {NULL, 0, NULL, 0}};
-    *o = (server_options_t){.host = "127.0.0.1", .port = 8080, .timeout_s = 60, .max_body = 1 << 20};
-    for (int c; (c = getopt_long_only(argc, argv, "m:a:c:t:h", opts, NULL)) != -1;) {
+        {"version", no_argument, NULL, OPT_VERSION}, {"parallel", required_argument, NULL, OPT_PARALLEL},
+        {"np", required_argument, NULL, OPT_PARALLEL}, {"batch-size", required_argument, NULL, 'b'},
+        {NULL, 0, NULL, 0}};
+    *o = (server_options_t){.host = "127.0.0.1", .port = 8080, .timeout_s = 60, .max_body = 1 << 20,
+                            .n_parallel = 4, .n_batch = SERVER_N_BATCH};
+    for (int c; (c = getopt_long_only(argc, argv, "m:a:c:t:b:h", opts, NULL)) != -1;) {
         bool ok = true;
         switch (c) {
         case 'm': o->model = optarg; break;
@@ -85,6 +102,8 @@ static int parse_args(int argc, char **argv, server_options_t *o) {
         case 't': ok = rt_cli_int(TOOL, "--threads", optarg, 1, 4096, &o->n_threads); break;
         case OPT_TIMEOUT: ok = rt_cli_int(TOOL, "--timeout", optarg, 1, 86400, &o->timeout_s); break;
         case OPT_MAX_BODY: ok = rt_cli_int(TOOL, "--max-body", optarg, 64, 1 << 30, &o->max_body); break;
+        case OPT_PARALLEL: ok = rt_cli_int(TOOL, "--parallel", optarg, 1, 256, &o->n_parallel); break;
+        case 'b': ok = rt_cli_int(TOOL, "--batch-size", optarg, 1, 4096, &o->n_batch); break;
         case 'h': usage(stdout); return 1;
         case OPT_VERSION: rt_cli_print_version(stdout, TOOL); return 1;
         default: return rt_cli_bad_usage(TOOL);
@@ -207,14 +226,15 @@ static json_t *envelope(const server_t *s, const gen_request_t *q, json_t *ch, b
                      "model", s->o.alias, "choices", ch);
 }
 
-/* A streamed answer: its generation and the bytes not yet sent. */
+/* A streamed answer: its job and the bytes not yet sent. */
 typedef struct stream {
     const server_t *s;
     gen_request_t q;
-    srv_gen_t g;
+    srv_job_t *job;
+    srv_text_t text;          /* what the last take gave */
     char *pending;
     size_t n_pending, at;
-    bool sent_done;
+    bool finished, sent_done;
 } stream_t;
 
 static void stream_event(stream_t *st, json_t *body) {
@@ -230,20 +250,27 @@ static void stream_event(stream_t *st, json_t *body) {
     free(text);
 }
 
+/* Runs in the connection's thread, which may wait here for the decode
+ * loop's next piece. */
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     (void)pos;
     stream_t *st = cls;
     while (st->at == st->n_pending) {
         if (st->sent_done) return MHD_CONTENT_READER_END_OF_STREAM;
-        if (st->g.done) {
+        if (st->finished) {
             stream_event(st, NULL);
             st->sent_done = true;
             break;
         }
-        if (srv_gen_step(&st->g) != RT_OK) return MHD_CONTENT_READER_END_WITH_ERROR;
-        if (st->g.out_len || st->g.done)
-            stream_event(st, envelope(st->s, &st->q, choice(&st->q, st->g.out ? st->g.out : "",
-                                                            st->g.done ? st->g.finish : NULL, st->q.chat), true));
+        st->text.len = 0;
+        if (st->text.p) st->text.p[0] = 0;
+        st->finished = srv_job_take(st->job, &st->text, false);
+        const srv_job_result_t *r = st->finished ? srv_job_result(st->job) : NULL;
+        if (st->text.p == NULL && !st->finished) return MHD_CONTENT_READER_END_WITH_ERROR;
+        if (r && r->failed) return MHD_CONTENT_READER_END_WITH_ERROR;
+        if (st->text.len || st->finished)
+            stream_event(st, envelope(st->s, &st->q, choice(&st->q, st->text.p ? st->text.p : "",
+                                                            r ? r->finish : NULL, st->q.chat), true));
     }
     const size_t n = st->n_pending - st->at < max ? st->n_pending - st->at : max;
     memcpy(buf, st->pending + st->at, n);
@@ -251,41 +278,36 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     return (ssize_t)n;
 }
 
-/* Also called when the client went away mid-stream: the context is simply
- * cleared by the next request. */
+/* Also called when the client went away mid-stream: the job is cancelled
+ * and its slot freed by the decode loop. */
 static void stream_free(void *cls) {
     stream_t *st = cls;
-    srv_gen_end(&st->g);
+    srv_job_release(st->job);
     request_free(&st->q);
+    free(st->text.p);
     free(st->pending);
     free(st);
 }
 
-static enum MHD_Result answer_whole(struct MHD_Connection *c, const server_t *s, gen_request_t *q, srv_gen_t *g) {
-    size_t len = 0, cap = 256;
-    char *text = malloc(cap);
-    rt_status_t st = text ? RT_OK : RT_ERR_OUT_OF_MEMORY;
-    if (text) text[0] = 0;
-    while (st == RT_OK && !g->done && (st = srv_gen_step(g)) == RT_OK) {
-        if (len + g->out_len + 1 > cap) {
-            char *p = realloc(text, cap = (len + g->out_len + 1) * 2);
-            if (p == NULL) { st = RT_ERR_OUT_OF_MEMORY; break; }
-            text = p;
-        }
-        memcpy(text + len, g->out ? g->out : "", g->out_len);
-        text[len += g->out_len] = 0;
+static enum MHD_Result answer_whole(struct MHD_Connection *c, const server_t *s, gen_request_t *q, srv_job_t *job) {
+    srv_text_t text = {0};
+    bool done = false, oom = false;
+    while (!done) {
+        done = srv_job_take(job, &text, true);
+        if (text.p == NULL && !done) oom = true;
     }
+    const srv_job_result_t *res = srv_job_result(job);
     enum MHD_Result r;
-    if (st != RT_OK) r = send_error(c, 500, "server_error", rtm_last_error());
+    if (res->failed || oom) r = send_error(c, 500, "server_error", oom ? "no memory" : res->message);
     else {
-        json_t *body = envelope(s, q, choice(q, text, g->finish, false), false);
-        json_object_set_new(body, "usage", json_pack("{s:i,s:i,s:i}", "prompt_tokens", g->n_prompt,
-                                                     "completion_tokens", g->n_generated,
-                                                     "total_tokens", g->n_prompt + g->n_generated));
+        json_t *body = envelope(s, q, choice(q, text.p ? text.p : "", res->finish, false), false);
+        json_object_set_new(body, "usage", json_pack("{s:i,s:i,s:i}", "prompt_tokens", res->n_prompt,
+                                                     "completion_tokens", res->n_generated,
+                                                     "total_tokens", res->n_prompt + res->n_generated));
         r = send_json(c, 200, body);
     }
-    free(text);
-    srv_gen_end(g);
+    free(text.p);
+    srv_job_release(job);
     request_free(q);
     return r;
 }
@@ -296,14 +318,17 @@ static enum MHD_Result generate(struct MHD_Connection *c, const server_t *s, boo
     st->s = s;
     st->q.chat = chat;
     const char *err = parse_request(s, body, len, &st->q);
+    srv_gen_t g = {0};
     rt_status_t gs = err ? RT_ERR_INVALID_ARGUMENT
-                         : srv_gen_begin(&st->g, s->model, s->ctx, st->q.prompt, chat, st->q.max_tokens,
+                         : srv_gen_begin(&g, s->model, s->n_ctx_slot, st->q.prompt, chat, st->q.max_tokens,
                                          &st->q.sampling, st->q.stops, st->q.n_stops);
     if (err == NULL && gs == RT_ERR_DOES_NOT_FIT) err = "the prompt is longer than the context";
     else if (err == NULL && gs != RT_OK) err = rtm_last_error();
+    if (err == NULL && (st->job = srv_job_submit(s->slots, &g)) == NULL) err = "no memory";
+    if (err) srv_gen_end(&g);
     if (err || !st->q.stream) {
-        enum MHD_Result r = err ? send_error(c, 400, "invalid_request_error", err) : answer_whole(c, s, &st->q, &st->g);
-        if (err) srv_gen_end(&st->g), request_free(&st->q);
+        enum MHD_Result r = err ? send_error(c, 400, "invalid_request_error", err) : answer_whole(c, s, &st->q, st->job);
+        if (err) request_free(&st->q);
         free(st);
         return r;
     }
@@ -386,10 +411,21 @@ static int load(server_t *s) {
         const char *slash = strrchr(s->model_file, '/');
         s->o.alias = slash ? slash + 1 : s->model_file;
     }
-    const rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = s->reg, .n_ctx = s->o.n_ctx};
-    const rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = s->o.n_ctx, .n_threads = s->o.n_threads};
-    if (rtm_model_load(s->model_file, &mp, &s->model) != RT_OK || rtm_context_create(s->model, &cp, &s->ctx) != RT_OK) {
-        fprintf(stderr, TOOL ": %s\n", rtm_last_error());
+    const int32_t np = s->o.n_parallel;
+    const rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = s->reg, .n_ctx = s->o.n_ctx * np};
+    rt_status_t st = rtm_model_load(s->model_file, &mp, &s->model);
+    if (st == RT_OK) {
+        const int32_t train = rtm_model_n_ctx_train(s->model);
+        s->n_ctx_slot = s->o.n_ctx ? s->o.n_ctx : train > 0 && train < 2048 ? train : 2048;
+        const rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = s->n_ctx_slot * np,
+                                         .n_threads = s->o.n_threads, .n_seq_max = np,
+                                         .n_batch = s->o.n_batch};
+        st = rtm_context_create(s->model, &cp, &s->ctx);
+    }
+    if (st == RT_OK) st = srv_slots_create(s->ctx, np, s->n_ctx_slot, &s->slots);
+    if (st != RT_OK) {
+        fprintf(stderr, TOOL ": %s\n", s->slots == NULL && s->ctx != NULL ? "cannot start the decode loop"
+                                                                          : rtm_last_error());
         return 1;
     }
     rt_gguf_t *g = NULL;
@@ -413,17 +449,21 @@ static int serve(server_t *s) {
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, NULL); /* the daemon's thread inherits the mask */
     signal(SIGPIPE, SIG_IGN);
-    struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+    /* a thread per connection: each waits for its slot's text without
+       holding up the others */
+    struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                                            MHD_USE_ERROR_LOG, 0, NULL, NULL,
                                             handle, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
                                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->o.timeout_s,
+                                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)MAX_CONNECTIONS,
                                             MHD_OPTION_NOTIFY_COMPLETED, request_done, NULL, MHD_OPTION_END);
     if (d == NULL) {
         fprintf(stderr, TOOL ": cannot listen on %s:%d\n", s->o.host, s->o.port);
         return 1;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-    fprintf(stderr, TOOL ": listening on http://%s:%u (model %s)\n", s->o.host,
-            info ? (unsigned)info->port : (unsigned)s->o.port, s->o.alias);
+    fprintf(stderr, TOOL ": listening on http://%s:%u (model %s, %d slots of %d tokens)\n", s->o.host,
+            info ? (unsigned)info->port : (unsigned)s->o.port, s->o.alias, s->o.n_parallel, s->n_ctx_slot);
     int sig = 0;
     sigwait(&set, &sig);
     MHD_stop_daemon(d);
@@ -437,6 +477,7 @@ int main(int argc, char **argv) {
     int rc = rt_registry_create(NULL, &s.reg) == RT_OK ? 0 : (fprintf(stderr, TOOL ": %s\n", rt_last_error()), 1);
     if (rc == 0) rc = load(&s);
     if (rc == 0) rc = serve(&s);
+    srv_slots_destroy(s.slots);
     rtm_chat_template_destroy(s.tmpl);
     rtm_context_destroy(s.ctx);
     rtm_model_destroy(s.model);

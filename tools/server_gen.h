@@ -1,22 +1,29 @@
 /* SPDX-License-Identifier: MIT */
-/* server_gen.h: one request's generation in rt-server, a step at a time,
- * so that a streamed response can send each piece as it comes: begin
- * feeds the prompt into a cleared context, each step samples one token,
- * feeds it back, and leaves the text it adds (after the stop strings) in
- * out. Requests are served one at a time over the server's one context. */
+/* server_gen.h: one request's generation in rt-server, a token at a time:
+ * begin tokenizes the prompt (prompt[], which the decode loop feeds into
+ * the request's sequence, server_slots.c) and sets up its sampler and stop
+ * strings; each call of next takes the logits that the sequence's last
+ * token gave, samples, and leaves the text the token adds (after the stop
+ * strings) in out and the token to feed in next, until done. Nothing here
+ * decodes: the slots batch every request's tokens into one decode. */
 #ifndef RT_TOOLS_SERVER_GEN_H
 #define RT_TOOLS_SERVER_GEN_H
 
 #include "../model/rt_model.h"
 #include "stop_text.h"
 
+#define SRV_MAX_STOPS 4
+
 typedef struct srv_gen {
     const rtm_model_t *model;
-    rtm_context_t *ctx;
     rtm_sampler_t *sampler;
     rt_stop_text_t stop;
+    char *stops[SRV_MAX_STOPS]; /* the stop strings, copied (NULL past their count) */
     int32_t max_tokens;       /* < 0: until end of generation or a full context */
+    int32_t n_ctx;            /* positions the request's sequence may hold */
+    rtm_token_t *prompt;      /* n_prompt tokens, malloc'd */
     int32_t n_prompt, n_generated;
+    rtm_token_t next;         /* the token to feed (not done) */
     bool done;
     const char *finish;       /* "stop" or "length" once done */
     char *out;                /* the text of the last step; out_len bytes, NUL-terminated */
@@ -24,13 +31,18 @@ typedef struct srv_gen {
     bool out_failed;
 } srv_gen_t;
 
-/* RT_ERR_DOES_NOT_FIT when the prompt does not fit the context (message
- * for rtm_last_error()), RT_ERR_INVALID_ARGUMENT for bad sampling. */
-rt_status_t srv_gen_begin(srv_gen_t *g, const rtm_model_t *model, rtm_context_t *ctx, const char *prompt,
+/* The prompt tokenized (add_special; parse_special for chat), up to
+ * SRV_MAX_STOPS stop strings copied. RT_ERR_DOES_NOT_FIT when the prompt does not leave
+ * room in n_ctx positions, RT_ERR_INVALID_ARGUMENT for bad sampling,
+ * RT_ERR_OUT_OF_MEMORY. */
+rt_status_t srv_gen_begin(srv_gen_t *g, const rtm_model_t *model, int32_t n_ctx, const char *prompt,
                           bool parse_special, int32_t max_tokens, const rtm_sampler_params_t *sampling,
                           const char *const *stops, int32_t n_stops);
-/* One token; g->out holds what it adds to the text (maybe nothing). */
-rt_status_t srv_gen_step(srv_gen_t *g);
+/* One token from the logits of the sequence's last token, n_past
+ * positions held: g->out holds what it adds to the text (maybe nothing);
+ * g->done, or g->next is the token to feed. RT_ERR_OUT_OF_MEMORY when the
+ * text could not be kept. */
+rt_status_t srv_gen_next(srv_gen_t *g, const float *logits, int32_t n_past);
 void srv_gen_end(srv_gen_t *g);
 
 #endif /* RT_TOOLS_SERVER_GEN_H */

@@ -1,0 +1,305 @@
+/* SPDX-License-Identifier: MIT */
+/* server_slots.c: see server_slots.h. One mutex guards the queue, the
+ * slots' jobs and every job's text and state; the decode loop drops it
+ * while it decodes and samples, which touch only the context and the
+ * generations of jobs in slots (the loop's alone). A job is referenced by
+ * its connection and by the slots until each lets go; the last frees it. */
+#include "server_slots.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct srv_job {
+    srv_slots_t *s;
+    srv_gen_t g;              /* the loop's, from admission to the end */
+    int32_t n_fed;            /* prompt tokens decoded (the loop's) */
+    bool gen_failed;          /* the text could not be kept (the loop's) */
+    srv_text_t text;          /* produced, not yet taken */
+    bool finished, cancelled;
+    bool whole;               /* the connection waits for the end, not for pieces */
+    pthread_cond_t changed;   /* text came (for a connection that takes pieces) or it finished */
+    srv_job_result_t result;
+    int32_t refs;
+    srv_job_t *next;          /* in the queue */
+};
+
+struct srv_slots {
+    rtm_context_t *ctx;
+    int32_t n_slots, n_ctx, n_batch;
+    srv_job_t **slot;         /* n_slots: slot i (sequence i) runs slot[i], or NULL */
+    srv_job_t *head, *tail;   /* jobs waiting for a slot */
+    pthread_mutex_t mu;
+    pthread_cond_t work;      /* a job came or was cancelled, or stop */
+    pthread_t thread;
+    bool stop, started;
+    /* one step's batch (the loop's): capacity n_slots + n_batch */
+    rtm_token_t *tok;
+    int32_t *seq;
+    bool *want;
+};
+
+//===--- jobs ---===//
+
+static bool text_append(srv_text_t *t, const char *s, size_t n) {
+    if (t->len + n + 1 > t->cap) {
+        const size_t cap = (t->len + n + 1) * 2 + 64;
+        char *p = realloc(t->p, cap);
+        if (p == NULL) return false;
+        t->p = p, t->cap = cap;
+    }
+    memcpy(t->p + t->len, s, n);
+    t->p[t->len += n] = 0;
+    return true;
+}
+
+static void job_unref(srv_job_t *j) {
+    if (--j->refs > 0) return;
+    pthread_cond_destroy(&j->changed);
+    free(j->text.p);
+    free(j);
+}
+
+/* Under the lock: the job's report, its generation ended. */
+static void job_finish(srv_slots_t *s, srv_job_t *j, const char *failure) {
+    j->result.finish = j->g.finish ? j->g.finish : "stop";
+    j->result.n_prompt = j->g.n_prompt;
+    j->result.n_generated = j->g.n_generated;
+    j->result.failed = failure != NULL;
+    if (failure) snprintf(j->result.message, sizeof j->result.message, "%s", failure);
+    srv_gen_end(&j->g);
+    j->finished = true;
+    pthread_cond_signal(&j->changed);
+    job_unref(j);
+}
+
+srv_job_t *srv_job_submit(srv_slots_t *s, srv_gen_t *gen) {
+    srv_job_t *j = calloc(1, sizeof *j);
+    if (j == NULL) {
+        srv_gen_end(gen);
+        return NULL;
+    }
+    j->s = s;
+    pthread_cond_init(&j->changed, NULL);
+    j->g = *gen;
+    *gen = (srv_gen_t){0};
+    j->refs = 2;
+    pthread_mutex_lock(&s->mu);
+    if (s->stop) {
+        job_finish(s, j, "the server is stopping");
+    } else {
+        if (s->tail) s->tail->next = j;
+        else s->head = j;
+        s->tail = j;
+        pthread_cond_signal(&s->work);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return j;
+}
+
+bool srv_job_take(srv_job_t *j, srv_text_t *text, bool whole) {
+    srv_slots_t *s = j->s;
+    pthread_mutex_lock(&s->mu);
+    j->whole = whole;
+    while ((whole || j->text.len == 0) && !j->finished) pthread_cond_wait(&j->changed, &s->mu);
+    if (j->text.len > 0 && !text_append(text, j->text.p, j->text.len)) {
+        free(text->p);
+        *text = (srv_text_t){0};
+    }
+    j->text.len = 0;
+    const bool done = j->finished;
+    pthread_mutex_unlock(&s->mu);
+    return done;
+}
+
+const srv_job_result_t *srv_job_result(const srv_job_t *j) { return &j->result; }
+
+void srv_job_release(srv_job_t *j) {
+    if (j == NULL) return;
+    srv_slots_t *s = j->s;
+    pthread_mutex_lock(&s->mu);
+    if (!j->finished) {
+        j->cancelled = true;
+        pthread_cond_signal(&s->work);
+    }
+    job_unref(j);
+    pthread_mutex_unlock(&s->mu);
+}
+
+//===--- the slots (under the lock) ---===//
+
+/* Slot i's job is done with: its sequence's cells are free again. */
+static void slot_free(srv_slots_t *s, int32_t i, const char *failure) {
+    srv_job_t *j = s->slot[i];
+    s->slot[i] = NULL;
+    rtm_seq_clear(s->ctx, i);
+    job_finish(s, j, failure);
+}
+
+/* Cancelled jobs leave their slots, or the queue. */
+static void drop_cancelled(srv_slots_t *s) {
+    for (int32_t i = 0; i < s->n_slots; i++)
+        if (s->slot[i] && s->slot[i]->cancelled) slot_free(s, i, NULL);
+    for (srv_job_t **p = &s->head; *p;) {
+        srv_job_t *j = *p;
+        if (!j->cancelled) {
+            p = &j->next;
+            continue;
+        }
+        *p = j->next;
+        job_finish(s, j, NULL);
+    }
+    s->tail = NULL;
+    for (srv_job_t *j = s->head; j; j = j->next) s->tail = j;
+}
+
+/* Waiting jobs into free slots; one with nothing to decode ends at once. */
+static void admit(srv_slots_t *s) {
+    for (int32_t i = 0; i < s->n_slots && s->head; i++) {
+        if (s->slot[i]) continue;
+        srv_job_t *j = s->head;
+        s->head = j->next;
+        if (s->head == NULL) s->tail = NULL;
+        rtm_seq_clear(s->ctx, i);
+        s->slot[i] = j;
+        if (j->g.done) slot_free(s, i, NULL);
+    }
+}
+
+static bool any_busy(const srv_slots_t *s) {
+    for (int32_t i = 0; i < s->n_slots; i++)
+        if (s->slot[i]) return true;
+    return false;
+}
+
+//===--- one step (the loop's, without the lock) ---===//
+
+static void add(srv_slots_t *s, int32_t *n, rtm_token_t t, int32_t seq, bool want) {
+    s->tok[*n] = t, s->seq[*n] = seq, s->want[*n] = want;
+    (*n)++;
+}
+
+/* The next token of every generating slot, then prompt chunks in what is
+ * left of n_batch (at least one token, so prompts always move). */
+static int32_t gather(srv_slots_t *s) {
+    int32_t n = 0;
+    for (int32_t i = 0; i < s->n_slots; i++) {
+        const srv_job_t *j = s->slot[i];
+        if (j && j->n_fed == j->g.n_prompt) add(s, &n, j->g.next, i, true);
+    }
+    for (int32_t i = 0; i < s->n_slots; i++) {
+        srv_job_t *j = s->slot[i];
+        if (j == NULL || j->n_fed == j->g.n_prompt) continue;
+        const int32_t room = s->n_batch - n > 1 ? s->n_batch - n : 1, left = j->g.n_prompt - j->n_fed;
+        const int32_t k = left < room ? left : room;
+        for (int32_t t = 0; t < k; t++) add(s, &n, j->g.prompt[j->n_fed + t], i, j->n_fed + t == j->g.n_prompt - 1);
+        j->n_fed += k;
+    }
+    return n;
+}
+
+/* Each slot whose token kept its logits samples its next token. */
+static void sample(srv_slots_t *s, int32_t n) {
+    for (int32_t k = 0; k < n; k++) {
+        if (!s->want[k]) continue;
+        srv_job_t *j = s->slot[s->seq[k]];
+        const int32_t i = s->seq[k];
+        if (srv_gen_next(&j->g, rtm_get_logits_ith(s->ctx, k), rtm_seq_n_past(s->ctx, i)) != RT_OK)
+            j->gen_failed = true;
+    }
+}
+
+/* Under the lock: the step's text to the jobs; finished ones leave, all
+ * of them when the decode failed. */
+static void publish(srv_slots_t *s, int32_t n, const char *failure) {
+    for (int32_t k = 0; k < n; k++) {
+        srv_job_t *j = s->slot[s->seq[k]];
+        if (j == NULL) continue; /* freed at an earlier token of this step */
+        if (failure) {
+            slot_free(s, s->seq[k], failure);
+            continue;
+        }
+        if (!s->want[k]) continue;
+        if (j->g.out_len && !text_append(&j->text, j->g.out, j->g.out_len)) j->gen_failed = true;
+        if (j->gen_failed) slot_free(s, s->seq[k], "no memory for the text");
+        else if (j->g.done) slot_free(s, s->seq[k], NULL);
+        else if (j->g.out_len && !j->whole) pthread_cond_signal(&j->changed);
+    }
+}
+
+static void *loop(void *arg) {
+    srv_slots_t *s = arg;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        drop_cancelled(s);
+        admit(s);
+        if (s->stop) break;
+        if (!any_busy(s)) {
+            pthread_cond_wait(&s->work, &s->mu);
+            continue;
+        }
+        pthread_mutex_unlock(&s->mu);
+        const int32_t n = gather(s);
+        const rtm_batch_t b = {sizeof b, n, s->tok, s->seq, s->want};
+        char failure[256] = "";
+        if (rtm_decode_batch(s->ctx, &b) == RT_OK) sample(s, n);
+        else snprintf(failure, sizeof failure, "%s", rtm_last_error());
+        pthread_mutex_lock(&s->mu);
+        publish(s, n, failure[0] ? failure : NULL);
+    }
+    for (int32_t i = 0; i < s->n_slots; i++)
+        if (s->slot[i]) slot_free(s, i, "the server is stopping");
+    while (s->head) {
+        srv_job_t *j = s->head;
+        s->head = j->next;
+        job_finish(s, j, "the server is stopping");
+    }
+    s->tail = NULL;
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+//===--- life ---===//
+
+rt_status_t srv_slots_create(rtm_context_t *ctx, int32_t n_slots, int32_t n_ctx, srv_slots_t **out_slots) {
+    *out_slots = NULL;
+    srv_slots_t *s = calloc(1, sizeof *s);
+    if (s == NULL) return RT_ERR_OUT_OF_MEMORY;
+    *s = (srv_slots_t){.ctx = ctx, .n_slots = n_slots, .n_ctx = n_ctx,
+                       .n_batch = rtm_context_n_batch(ctx)};
+    const size_t cap = (size_t)n_slots + (size_t)s->n_batch;
+    s->slot = calloc((size_t)n_slots, sizeof s->slot[0]);
+    s->tok = malloc(cap * sizeof s->tok[0]);
+    s->seq = malloc(cap * sizeof s->seq[0]);
+    s->want = malloc(cap * sizeof s->want[0]);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->work, NULL);
+    rt_status_t st = s->slot && s->tok && s->seq && s->want ? RT_OK : RT_ERR_OUT_OF_MEMORY;
+    if (st == RT_OK && pthread_create(&s->thread, NULL, loop, s) != 0) st = RT_ERR_UNSUPPORTED;
+    s->started = st == RT_OK;
+    if (st != RT_OK) {
+        srv_slots_destroy(s);
+        return st;
+    }
+    *out_slots = s;
+    return RT_OK;
+}
+
+void srv_slots_destroy(srv_slots_t *s) {
+    if (s == NULL) return;
+    if (s->started) {
+        pthread_mutex_lock(&s->mu);
+        s->stop = true;
+        pthread_cond_signal(&s->work);
+        pthread_mutex_unlock(&s->mu);
+        pthread_join(s->thread, NULL);
+    }
+    pthread_cond_destroy(&s->work);
+    pthread_mutex_destroy(&s->mu);
+    free(s->slot);
+    free(s->tok);
+    free(s->seq);
+    free(s->want);
+    free(s);
+}

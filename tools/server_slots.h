@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/* server_slots.h: continuous batching in rt-server. The server's one
+ * context holds n_slots sequences (rtm_context_params_t.n_seq_max); each
+ * request becomes a job that waits for a free slot (its sequence), and
+ * one decode-loop thread runs every step as one batch: the next token of
+ * each generating slot plus a chunk of the prompt of each slot still
+ * reading its prompt, up to n_batch tokens (rtm_decode_batch). It samples
+ * each slot with the slot's own sampler (server_gen.c) and hands the text
+ * to the job, where the connection's thread takes it; a finished or
+ * abandoned job frees its slot for the next. Each slot may hold n_ctx
+ * positions, so the slots together never overflow the cache.
+ *
+ *     srv_slots_t *s;  srv_slots_create(ctx, 4, 512, &s);
+ *     srv_job_t *j = srv_job_submit(s, &gen);    // gen begun: the job owns it
+ *     srv_text_t text = {0};
+ *     while (!srv_job_take(j, &text, false)) send(text), text.len = 0;
+ *     srv_job_release(j);                        // also mid-way: cancels it
+ *     srv_slots_destroy(s);
+ */
+#ifndef RT_TOOLS_SERVER_SLOTS_H
+#define RT_TOOLS_SERVER_SLOTS_H
+
+#include "server_gen.h"
+
+typedef struct srv_slots srv_slots_t;
+typedef struct srv_job srv_job_t;
+
+/* Text a job produced, taken by the connection: len bytes, NUL-terminated
+ * (p is malloc'd and grows; the caller frees it). */
+typedef struct srv_text {
+    char *p;
+    size_t len, cap;
+} srv_text_t;
+
+/* What a finished job reports. */
+typedef struct srv_job_result {
+    const char *finish;       /* "stop", "length" */
+    int32_t n_prompt, n_generated;
+    bool failed;              /* a decode failed: message holds why */
+    char message[256];
+} srv_job_result_t;
+
+/* Starts the decode loop over ctx (which must hold n_slots sequences and
+ * n_slots * n_ctx cells; borrowed, used by the loop alone until destroy).
+ * RT_ERR_OUT_OF_MEMORY, or RT_ERR_UNSUPPORTED when the thread cannot
+ * start. */
+rt_status_t srv_slots_create(rtm_context_t *ctx, int32_t n_slots, int32_t n_ctx, srv_slots_t **out_slots);
+/* Stops the loop and fails the jobs still waiting or running. */
+void srv_slots_destroy(srv_slots_t *s);
+/* Queues a request; the job takes gen (begun by srv_gen_begin) and ends
+ * it. NULL when out of memory (gen is then ended). Thread-safe. */
+srv_job_t *srv_job_submit(srv_slots_t *s, srv_gen_t *gen);
+/* Waits until the job has text not yet taken (unless whole) or is
+ * finished, appends that text to *text, and returns true once the job is
+ * finished and all its text taken (false with no text when out of memory:
+ * text->p NULL). A connection that waits for the whole text is not woken
+ * at every token. */
+bool srv_job_take(srv_job_t *j, srv_text_t *text, bool whole);
+/* The finished job's report (valid after srv_job_take returned true). */
+const srv_job_result_t *srv_job_result(const srv_job_t *j);
+/* The connection is done with the job: an unfinished one is cancelled
+ * (its slot freed at the next step). */
+void srv_job_release(srv_job_t *j);
+
+#endif /* RT_TOOLS_SERVER_SLOTS_H */
