@@ -111,6 +111,10 @@ struct rtm_arch {
  * tensors it reads where present (arch_llama.c). */
 RTM_INTERNAL void rtm_llama_build(rtm_build_t *b);
 
+/* Gemma 3's graph, which Gemma 2 shares: its q/k norms are read where
+ * present and soft-capping where the hyperparameters ask (arch_gemma3.c). */
+RTM_INTERNAL void rtm_gemma3_build(rtm_build_t *b);
+
 /* The architectures rt knows (arch.c). */
 RTM_INTERNAL const rtm_arch_t *rtm_arch_find(const char *name);
 /* "llama, qwen2, ...": every name, for the error that lists them. */

@@ -136,6 +136,13 @@ static void row_gelu(float *d, const float *x, int64_t n) {
     }
 }
 
+/* libm's tanhf, element by element: the peer computes TANH so, and its
+ * one use (soft-capping) is a row of logits per token, where an
+ * approximation's error would show and speed would not. */
+static void row_tanh(float *d, const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) d[i] = tanhf(x[i]);
+}
+
 //===--- NORM, RMS_NORM ---===//
 
 /* The sums below keep four accumulators: a row of 4096 is only 256 AVX-512
@@ -318,6 +325,7 @@ static const rt_cpu_kern_vec_t kern_vec = {
     .vs = { vs_add, vs_sub, vs_mul, vs_div, vs_swiglu },
     .gelu = row_gelu,
     .silu = row_silu,
+    .tanh = row_tanh,
     .norm = row_norm,
     .rms_norm = row_rms_norm,
     .soft_max = row_soft_max,

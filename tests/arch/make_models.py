@@ -140,6 +140,18 @@ def gemma3(w, r):
                                                 ("post_ffw_norm.weight", r.norm(EMBD))])
 
 
+def gemma2(w, r):
+    """Soft-capping small enough to bend the random model's logits."""
+    hd = 16
+    common_keys(w, "gemma2", 4, hd)
+    w.add_layer_norm_rms_eps(1e-6)
+    w.add_sliding_window(4)
+    w.add_float32("gemma2.attn_logit_softcapping", 1.5)
+    w.add_float32("gemma2.final_logit_softcapping", 4.0)
+    llama_like(w, r, 4, hd, True, lambda il: [("post_attention_norm.weight", r.norm(EMBD)),
+                                                ("post_ffw_norm.weight", r.norm(EMBD))])
+
+
 def gpt2(w, r):
     hd = EMBD // N_HEAD
     w.add_context_length(N_CTX)
@@ -214,8 +226,9 @@ def bert(w, r):
 
 
 SEEDS = {"gemma3": 1000, "gpt2": 1001, "llama": 1002, "qwen2": 1003, "qwen3": 1004, "bert": 1005,
-         "llama3": 1006}
-ARCHS = {"llama": llama, "llama3": llama3, "qwen2": qwen2, "qwen3": qwen3, "gemma3": gemma3, "gpt2": gpt2, "bert": bert}
+         "llama3": 1006, "gemma2": 1007}
+ARCHS = {"llama": llama, "llama3": llama3, "qwen2": qwen2, "qwen3": qwen3, "gemma2": gemma2, "gemma3": gemma3,
+         "gpt2": gpt2, "bert": bert}
 
 
 def main():

@@ -208,7 +208,7 @@ const cf_case_t cf_cases[] = {
     {RT_OP_DIAG_MASK_INF, "ne0 = 1", {IN(F32, 1, 3)}, .i = {0}, .tol = CF_TOL_EXACT},
     {RT_OP_DIAG_MASK_INF, "padded view", {INL(F32, PAD, 9, 4, 2)}, .i = {2}, .tol = CF_TOL_EXACT},
 
-    /* GELU and SILU */
+    /* GELU, SILU and TANH */
     {CF_OP_ACT, "contiguous", {INF(F32, WIDE, 33, 7, 3, 2)}, .tol = CF_TOL_F32},
     {CF_OP_ACT, "transposed", {{.type = RT_TYPE_F32, .layout = CF_LAY_TRANS, .fill = CF_FILL_WIDE, .ne = {7, 5, 3}}},
      .tol = CF_TOL_F32},
@@ -326,6 +326,8 @@ const cf_case_t cf_cases[] = {
     {RT_OP_GELU, "f16 transposed", {INL(F16, TRANS, 50, 7, 3)}, .tol = CF_TOL_F16},
     {RT_OP_SILU, "padded 100x8", {INL(F32, PAD, 100, 8)}, .tol = CF_TOL_F32},
     {RT_OP_SILU, "f16 50x7x3", {IN(F16, 50, 7, 3)}, .tol = CF_TOL_F16},
+    {RT_OP_TANH, "100x8", {IN(F32, 100, 8)}, .tol = CF_TOL_F32},
+    {RT_OP_TANH, "f16 perm", {INP(F16, 0, 2, 1, 3, 25, 6, 2)}, .tol = CF_TOL_F16},
     {RT_OP_SWIGLU, "b perm", {IN(F32, 64, 9, 2), INP(F32, 0, 2, 1, 3, 64, 9, 2)}, .tol = CF_TOL_F32},
     {RT_OP_SWIGLU, "f16 a padded", {INL(F16, PAD, 64, 9, 2), IN(F16, 64, 9, 2)}, .tol = CF_TOL_F16},
     {RT_OP_DIAG_MASK_INF, "square 10, batched", {IN(F32, 10, 10, 3)}, .i = {0}, .tol = CF_TOL_EXACT},
@@ -406,6 +408,7 @@ const cf_op_test_t cf_op_tests[] = {
     {"GELU", RT_OP_GELU, RT_OP_GELU}, {"SILU", RT_OP_SILU, RT_OP_SILU},
     {"SWIGLU", RT_OP_SWIGLU, RT_OP_SWIGLU}, {"ROPE", RT_OP_ROPE, RT_OP_ROPE},
     {"ARGMAX", RT_OP_ARGMAX, RT_OP_ARGMAX}, {"SET_ROWS", RT_OP_SET_ROWS, RT_OP_SET_ROWS},
+    {"TANH", RT_OP_TANH, RT_OP_TANH}, /* abi >= 1.2 */
 };
 
 const size_t cf_n_op_tests = sizeof cf_op_tests / sizeof cf_op_tests[0];
@@ -414,7 +417,7 @@ bool cf_case_applies(const cf_case_t *c, const cf_op_test_t *t) {
     switch (c->op) {
     case CF_OP_BINARY: return t->sel >= RT_OP_ADD && t->sel <= RT_OP_DIV;
     case CF_OP_ROWNORM: return t->sel == RT_OP_NORM || t->sel == RT_OP_RMS_NORM;
-    case CF_OP_ACT: return t->sel == RT_OP_GELU || t->sel == RT_OP_SILU;
+    case CF_OP_ACT: return t->sel == RT_OP_GELU || t->sel == RT_OP_SILU || t->sel == RT_OP_TANH;
     default: return c->op == t->sel;
     }
 }

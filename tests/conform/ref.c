@@ -35,6 +35,7 @@ static double ref_element(rt_op_t op, const cf_case_t *c, const cf_input_t *in, 
     case RT_OP_DIAG_MASK_INF: return i[0] > c->i[0] + i[1] ? -INFINITY : x;
     case RT_OP_GELU: return gelu(x);
     case RT_OP_SILU: return silu(x);
+    case RT_OP_TANH: return tanh(x);
     case RT_OP_SWIGLU: return silu(x) * cf_in_at(&in[1], i[0], i[1], i[2], i[3]);
     default: cf_report("ref_element: op %d", op); return 0;
     }
