@@ -19,11 +19,7 @@ static const rtm_hparam_key_t keys[] = {
     RTM_HP_FLOAT("final_logit_softcapping", logit_softcap, 30),
 };
 
-static const rtm_tensor_spec_t tensors[] = {
-    RTM_LLAMA_TENSORS,
-    {"post_attention_norm.weight", RTM_LAYER(attn_post_norm), RTM_DIM_EMBD, RTM_DIM_NONE, RTM_T_F32},
-    {"post_ffw_norm.weight", RTM_LAYER(ffn_post_norm), RTM_DIM_EMBD, RTM_DIM_NONE, RTM_T_F32},
-};
+static const rtm_tensor_spec_t tensors[] = {RTM_GEMMA_TENSORS};
 
 const rtm_arch_t rtm_arch_gemma2 = {
     .name = "gemma2", .keys = keys, .n_keys = RTM_COUNT(keys), .rope_mode = RT_ROPE_MODE_NEOX,

@@ -29,11 +29,9 @@ static const rtm_hparam_key_t keys[] = {
 };
 
 static const rtm_tensor_spec_t tensors[] = {
-    RTM_LLAMA_TENSORS,
+    RTM_GEMMA_TENSORS,
     {"attn_q_norm.weight", RTM_LAYER(q_norm), RTM_DIM_HEAD, RTM_DIM_NONE, RTM_T_F32},
     {"attn_k_norm.weight", RTM_LAYER(k_norm), RTM_DIM_HEAD, RTM_DIM_NONE, RTM_T_F32},
-    {"post_attention_norm.weight", RTM_LAYER(attn_post_norm), RTM_DIM_EMBD, RTM_DIM_NONE, RTM_T_F32},
-    {"post_ffw_norm.weight", RTM_LAYER(ffn_post_norm), RTM_DIM_EMBD, RTM_DIM_NONE, RTM_T_F32},
 };
 
 static rt_tensor_t *layer(rtm_build_t *b, int32_t il, rt_tensor_t *x) {
