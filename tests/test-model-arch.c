@@ -345,8 +345,9 @@ static int32_t forced_run(rtm_model_t *m, const ref_t *r, const char *ref_file, 
  * first-step logits are (TOL_TOP; Gemma 3: TOL_TOP_GEMMA3), and each of its 32 greedy tokens is
  * rt's choice or a near-tie (TOL_GAP) (tests/arch/smollm2.ref,
  * gemma3-270m.ref); and rt's own greedy decoding gives llama.cpp's 32
- * tokens, the story it tells (on cpu0: another device's sums move the
- * logits by more than the gaps allow). */
+ * tokens, the story it tells. On cpu0 only: measured with rt-run on
+ * vulkan0 (lavapipe), SmolLM2's story is the same and Gemma 3's parts at
+ * its 8th token (its own activation rounding and sums). */
 static void real_model(const char *path, const char *ref_file, const char *arch) {
     ref_t r;
     read_ref_file(ref_file, &r);
