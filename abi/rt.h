@@ -230,6 +230,8 @@ RT_API rt_tensor_t *rt_soft_max_ext(rt_context_t *ctx, rt_tensor_t *a, rt_tensor
 RT_API rt_tensor_t *rt_diag_mask_inf(rt_context_t *ctx, rt_tensor_t *a, int n_past);
 RT_API rt_tensor_t *rt_gelu(rt_context_t *ctx, rt_tensor_t *a);
 RT_API rt_tensor_t *rt_silu(rt_context_t *ctx, rt_tensor_t *a);
+/* abi >= 1.2: tanh(a), elementwise (RT_OP_TANH) */
+RT_API rt_tensor_t *rt_tanh(rt_context_t *ctx, rt_tensor_t *a);
 RT_API rt_tensor_t *rt_swiglu(rt_context_t *ctx, rt_tensor_t *a, rt_tensor_t *b);
 /* rope with freq_base 10000 and freq_scale 1 (llama's defaults). */
 RT_API rt_tensor_t *rt_rope(rt_context_t *ctx, rt_tensor_t *a, rt_tensor_t *pos, int n_dims,

@@ -32,6 +32,7 @@ static inline bool rt_op_can_inplace(rt_op_t op) {
     case RT_OP_ADD: case RT_OP_SUB: case RT_OP_MUL: case RT_OP_DIV: case RT_OP_SCALE:
     case RT_OP_GELU: case RT_OP_SILU: case RT_OP_SWIGLU: case RT_OP_NORM: case RT_OP_RMS_NORM:
     case RT_OP_SOFT_MAX: case RT_OP_DIAG_MASK_INF: case RT_OP_ROPE:
+    case RT_OP_TANH: /* abi >= 1.2 */
         return true;
     default:
         return false;

@@ -265,6 +265,8 @@ enum {
                             (the transposed V cache). With indices repeated, which
                             of their rows lands is unspecified; an index outside a
                             fails the graph. */
+    RT_OP_TANH = 24,     /* abi >= 1.2: tanh(x); F32 or F16 (soft-capping:
+                            c * tanh(x / c) bounds attention and output logits) */
     RT_OP_COUNT          /* not ABI: grows with new ops */
 };
 
@@ -281,6 +283,7 @@ static inline uint32_t rt_op_abi_version(rt_op_t op) {
     if (op < 0) return UINT32_MAX;
     if (op <= RT_OP_ARGMAX) return RT_ABI_MAKE_VERSION(1, 0);
     if (op <= RT_OP_SET_ROWS) return RT_ABI_MAKE_VERSION(1, 1);
+    if (op <= RT_OP_TANH) return RT_ABI_MAKE_VERSION(1, 2);
     return UINT32_MAX;
 }
 

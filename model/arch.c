@@ -16,11 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern const rtm_arch_t rtm_arch_llama, rtm_arch_qwen2, rtm_arch_qwen3, rtm_arch_gemma3,
-    rtm_arch_gpt2, rtm_arch_bert;
+extern const rtm_arch_t rtm_arch_llama, rtm_arch_qwen2, rtm_arch_qwen3, rtm_arch_gemma2,
+    rtm_arch_gemma3, rtm_arch_gpt2, rtm_arch_bert;
 
 static const rtm_arch_t *const archs[] = {&rtm_arch_llama, &rtm_arch_qwen2, &rtm_arch_qwen3,
-                                          &rtm_arch_gemma3, &rtm_arch_gpt2, &rtm_arch_bert};
+                                          &rtm_arch_gemma2, &rtm_arch_gemma3, &rtm_arch_gpt2,
+                                          &rtm_arch_bert};
 
 const rtm_arch_t *rtm_arch_find(const char *name) {
     for (size_t i = 0; i < RTM_COUNT(archs); i++)
@@ -185,9 +186,9 @@ static rt_status_t read_hparams(rtm_model_t *m, const char *path) {
     hp->causal = !m->desc->bidirectional;
     hp->embeddings = m->desc->embeddings;
     st = check_rope_scaling(m);
-    if (st == RT_OK && hp->logit_softcap != 0)
-        return rtm_error(RT_ERR_UNSUPPORTED, "%s: final_logit_softcapping %g is not supported "
-                         "(it needs a tanh op)", m->arch, (double)hp->logit_softcap);
+    if (st == RT_OK && (hp->logit_softcap < 0 || hp->attn_softcap < 0))
+        return rtm_error(RT_ERR_FORMAT, "%s: %s: negative soft-capping (attention %g, final %g)", path,
+                         m->arch, (double)hp->attn_softcap, (double)hp->logit_softcap);
     return st == RT_OK ? check_hparams(m, path) : st;
 }
 

@@ -89,6 +89,13 @@ typedef struct rtm_hparam_key {
     {"ffn_up.weight", RTM_LAYER(ffn_up), RTM_DIM_EMBD, RTM_DIM_FF, RTM_T_MATRIX}, \
     {"ffn_down.weight", RTM_LAYER(ffn_down), RTM_DIM_FF, RTM_DIM_EMBD, RTM_T_MATRIX}
 
+/* Gemma's: llama's with a norm after the attention and one after the
+ * feed-forward, each before its residual add (Gemma 2 and 3). */
+#define RTM_GEMMA_TENSORS \
+    RTM_LLAMA_TENSORS, \
+    {"post_attention_norm.weight", RTM_LAYER(attn_post_norm), RTM_DIM_EMBD, RTM_DIM_NONE, RTM_T_F32}, \
+    {"post_ffw_norm.weight", RTM_LAYER(ffn_post_norm), RTM_DIM_EMBD, RTM_DIM_NONE, RTM_T_F32}
+
 typedef struct rtm_build rtm_build_t;
 
 struct rtm_arch {
@@ -110,6 +117,10 @@ struct rtm_arch {
 /* The llama graph, for the architectures that are llama with extra
  * tensors it reads where present (arch_llama.c). */
 RTM_INTERNAL void rtm_llama_build(rtm_build_t *b);
+
+/* Gemma 3's graph, which Gemma 2 shares: its q/k norms are read where
+ * present and soft-capping where the hyperparameters ask (arch_gemma3.c). */
+RTM_INTERNAL void rtm_gemma3_build(rtm_build_t *b);
 
 /* The architectures rt knows (arch.c). */
 RTM_INTERNAL const rtm_arch_t *rtm_arch_find(const char *name);

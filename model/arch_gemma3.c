@@ -13,7 +13,9 @@
  * last is global, reading the whole cache with rope.freq_base; the others
  * see the last attention.sliding_window positions and rope with
  * rope.freq_base_swa (10000): the graph frame gives those layers their own
- * mask (graph.c), blocks.c chooses mask and rope base by the layer. */
+ * mask (graph.c), blocks.c chooses mask and rope base by the layer. A file
+ * with final_logit_softcapping has its logits soft-capped (blocks.c); the
+ * graph is Gemma 2's too (arch_gemma2.c), whose layers have no q/k norms. */
 #include "blocks.h"
 
 #include <math.h>
@@ -27,11 +29,9 @@ static const rtm_hparam_key_t keys[] = {
 };
 
 static const rtm_tensor_spec_t tensors[] = {
-    RTM_LLAMA_TENSORS,
+    RTM_GEMMA_TENSORS,
     {"attn_q_norm.weight", RTM_LAYER(q_norm), RTM_DIM_HEAD, RTM_DIM_NONE, RTM_T_F32},
     {"attn_k_norm.weight", RTM_LAYER(k_norm), RTM_DIM_HEAD, RTM_DIM_NONE, RTM_T_F32},
-    {"post_attention_norm.weight", RTM_LAYER(attn_post_norm), RTM_DIM_EMBD, RTM_DIM_NONE, RTM_T_F32},
-    {"post_ffw_norm.weight", RTM_LAYER(ffn_post_norm), RTM_DIM_EMBD, RTM_DIM_NONE, RTM_T_F32},
 };
 
 static rt_tensor_t *layer(rtm_build_t *b, int32_t il, rt_tensor_t *x) {
@@ -42,7 +42,7 @@ static rt_tensor_t *layer(rtm_build_t *b, int32_t il, rt_tensor_t *x) {
     return rt_add(b->ctx, rtm_rms_norm(b, f, L->ffn_post_norm), h);
 }
 
-static void build(rtm_build_t *b) {
+void rtm_gemma3_build(rtm_build_t *b) {
     rt_tensor_t *x = rt_scale(b->ctx, rtm_embed(b), sqrtf((float)b->hp->n_embd));
     for (int32_t il = 0; il < b->hp->n_layer; il++) x = layer(b, il, x);
     rtm_logits(b, rtm_rms_norm(b, rtm_head_rows(b, x), b->m->output_norm));
@@ -50,5 +50,5 @@ static void build(rtm_build_t *b) {
 
 const rtm_arch_t rtm_arch_gemma3 = {
     .name = "gemma3", .keys = keys, .n_keys = RTM_COUNT(keys), .rope_mode = RT_ROPE_MODE_NEOX,
-    .tensors = tensors, .n_tensors = RTM_COUNT(tensors), .build = build,
+    .tensors = tensors, .n_tensors = RTM_COUNT(tensors), .build = rtm_gemma3_build,
 };

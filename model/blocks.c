@@ -104,7 +104,13 @@ static void store_kv(rtm_build_t *b, int32_t il, rt_tensor_t *k, rt_tensor_t *v)
         store_kv_views(b, il, k, v);
 }
 
-/* softmax(K^T Q * scale + mask) applied to V, heads side by side. */
+/* c * tanh(x * pre / c): x * pre bounded to (-c, c), near-linear well inside. */
+static rt_tensor_t *softcap(rtm_build_t *b, rt_tensor_t *x, float pre, float c) {
+    return rt_scale(b->ctx, rt_tanh(b->ctx, rt_scale(b->ctx, x, pre / c)), c);
+}
+
+/* softmax(K^T Q * scale + mask) applied to V, heads side by side; the
+ * logits soft-capped first where the hyperparameters ask. */
 static rt_tensor_t *attend(rtm_build_t *b, int32_t il, rt_tensor_t *q, float scale) {
     const rtm_hparams_t *hp = b->hp;
     rt_tensor_t *ck = b->kv->k[il], *cv = b->kv->v[il];
@@ -113,6 +119,10 @@ static rt_tensor_t *attend(rtm_build_t *b, int32_t il, rt_tensor_t *q, float sca
     rt_tensor_t *k = rt_view_3d(b->ctx, ck, hd, b->n_kv, hp->n_head_kv, ck->nb[1], (size_t)hd * ck->nb[0], 0);
     rt_tensor_t *vt = rt_view_3d(b->ctx, cv, b->n_kv, hd, hp->n_head_kv, cv->nb[1], (size_t)hd * cv->nb[1], 0);
     rt_tensor_t *kq = rt_mul_mat(b->ctx, k, rt_permute(b->ctx, q, 0, 2, 1, 3));
+    if (hp->attn_softcap != 0) { /* the scale goes before the cap (Gemma 2) */
+        kq = softcap(b, kq, scale, hp->attn_softcap);
+        scale = 1.0f;
+    }
     kq = rt_soft_max_ext(b->ctx, kq, mask, scale);
     rt_tensor_t *kqv = rt_mul_mat(b->ctx, vt, kq);
     return rt_cont_2d(b->ctx, rt_permute(b->ctx, kqv, 0, 2, 1, 3), rtm_n_embd_q(hp), b->n_tokens);
@@ -178,4 +188,8 @@ void rtm_hidden_out(rtm_build_t *b, rt_tensor_t *x) {
     rt_graph_build_forward_expand(b->g, x);
 }
 
-void rtm_logits(rtm_build_t *b, rt_tensor_t *x) { rtm_output(b, rt_mul_mat(b->ctx, b->m->output, x), "logits"); }
+void rtm_logits(rtm_build_t *b, rt_tensor_t *x) {
+    rt_tensor_t *logits = rt_mul_mat(b->ctx, b->m->output, x);
+    const float c = b->hp->logit_softcap;
+    rtm_output(b, c != 0 ? softcap(b, logits, 1.0f, c) : logits, "logits");
+}

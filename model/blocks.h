@@ -66,7 +66,8 @@ RTM_INTERNAL rt_tensor_t *rtm_ffn_gelu(rtm_build_t *b, const rtm_layer_t *L, rt_
 RTM_INTERNAL rt_tensor_t *rtm_head_rows(rtm_build_t *b, rt_tensor_t *x);
 /* t, named, as the graph's output (b->io->logits). */
 RTM_INTERNAL void rtm_output(rtm_build_t *b, rt_tensor_t *t, const char *name);
-/* logits = output . x, the graph's output. */
+/* logits = output . x, soft-capped where final_logit_softcapping asks: the
+ * graph's output. */
 RTM_INTERNAL void rtm_logits(rtm_build_t *b, rt_tensor_t *x);
 /* A part short of the head ends with the hidden state x (io->hidden_out). */
 RTM_INTERNAL void rtm_hidden_out(rtm_build_t *b, rt_tensor_t *x);

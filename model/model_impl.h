@@ -46,7 +46,8 @@ typedef struct rtm_hparams {
     float norm_eps;         /* attention.layer_norm_rms_epsilon or _epsilon (default 1e-5) */
     int32_t n_swa;          /* attention.sliding_window: tokens a query sees (0: none) */
     int32_t swa_pattern;    /* attention.sliding_window_pattern */
-    float logit_softcap;    /* final_logit_softcapping: refused when set (no tanh op yet) */
+    float logit_softcap;    /* final_logit_softcapping: logits = c tanh(logits / c); 0: none */
+    float attn_softcap;     /* attn_logit_softcapping: the same on K^T Q before softmax; 0: none */
     int32_t n_vocab_key;    /* vocab_size when the file has it, else 0 */
     bool causal;            /* false: every token sees every token (encoders) */
     bool embeddings;        /* the output is one pooled embedding of n_embd, not logits */

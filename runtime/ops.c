@@ -148,6 +148,10 @@ rt_tensor_t *rt_silu(rt_context_t *ctx, rt_tensor_t *a) {
     return unary(ctx, RT_OP_SILU, a, TYPES_FLOAT);
 }
 
+rt_tensor_t *rt_tanh(rt_context_t *ctx, rt_tensor_t *a) {
+    return unary(ctx, RT_OP_TANH, a, TYPES_FLOAT);
+}
+
 rt_tensor_t *rt_swiglu(rt_context_t *ctx, rt_tensor_t *a, rt_tensor_t *b) {
     check_type(RT_OP_SWIGLU, "a", a, TYPES_FLOAT);
     check_same_type(RT_OP_SWIGLU, a, b);

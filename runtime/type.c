@@ -105,6 +105,7 @@ static const char *const op_names[RT_OP_COUNT] = {
     [RT_OP_ROPE] = "ROPE",
     [RT_OP_ARGMAX] = "ARGMAX",
     [RT_OP_SET_ROWS] = "SET_ROWS",
+    [RT_OP_TANH] = "TANH",
 };
 
 const char *rt_op_name(rt_op_t op) {

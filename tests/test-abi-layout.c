@@ -120,6 +120,7 @@ static void test_numbers(void **state) {
         RT_OP_NORM, RT_OP_RMS_NORM, RT_OP_MUL_MAT, RT_OP_SOFT_MAX, RT_OP_DIAG_MASK_INF,
         RT_OP_GELU, RT_OP_SILU, RT_OP_SWIGLU, RT_OP_ROPE, RT_OP_ARGMAX,
         RT_OP_SET_ROWS, /* 1.1 */
+        RT_OP_TANH,     /* 1.2 */
     };
     for (int i = 0; i < (int)(sizeof ops / sizeof ops[0]); i++) assert_int_equal(ops[i], i);
     assert_int_equal(RT_ROPE_MODE_NORMAL, 0);

@@ -16,11 +16,16 @@
  *         Q8_0 10, F32 109), and every tensor decodes to finite values.
  *
  * Tolerances, normalised error (tu_nmse_error) of the logits: what the
- * activations' int8 rounding adds up to through 30 layers. TOL_Q_VS_F32
- * 0.03 for the types of 32-blocks (one scale per 32 activations; measured
- * 0.013); TOL_K_VS_F32 0.1 for files with K-quants, whose activations
- * share a scale per 256 (Q8_K) and lose more to a row's outliers
- * (measured 0.047 for Q4_K_M). */
+ * activations' int8 rounding adds up to through 30 layers, rounded as
+ * llama.cpp's CPU path rounds them (F16 scales per 32). The number is
+ * noise: an ulp's change in one op upstream moves a level of the rounding
+ * here and there, and the error with it (RMS_NORM's scale rounded as
+ * llama.cpp rounds it, not in double, moved Q4_1's from 0.011 to 0.026), so the bounds leave
+ * it room and the argmax is the sharp check. TOL_Q_VS_F32 0.05 for the
+ * types of 32-blocks (one scale per 32 activations; measured 0.026);
+ * TOL_K_VS_F32 0.15 for files with K-quants, whose activations share a
+ * scale per 256 (Q8_K) and lose more to a row's outliers (measured 0.108
+ * for Q4_K_M, whose 576-wide matrices fall back to Q5_0). */
 #include "testutil.h"
 
 #include "../model/rt_model.h"
@@ -32,8 +37,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define TOL_Q_VS_F32 0.03
-#define TOL_K_VS_F32 0.1
+#define TOL_Q_VS_F32 0.05
+#define TOL_K_VS_F32 0.15
 
 static char smollm2[PATH_MAX], gemma3[PATH_MAX];
 static char dir[] = "/tmp/rt-test-quant-models-XXXXXX";

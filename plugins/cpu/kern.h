@@ -56,6 +56,7 @@ typedef struct rt_cpu_kern_vec {
     rt_cpu_vs_fn vs[RT_CPU_BIN_COUNT];  /* d = x op y for one y */
     void (*gelu)(float *d, const float *x, int64_t n);
     void (*silu)(float *d, const float *x, int64_t n);
+    void (*tanh)(float *d, const float *x, int64_t n);
     void (*norm)(float *d, const float *x, int64_t n, float eps);
     void (*rms_norm)(float *d, const float *x, int64_t n, float eps);
     /* softmax(x*scale + mask); mask NULL for none. A row with no finite
@@ -143,7 +144,7 @@ static inline bool rt_cpu_is_blocks_type(rt_type_t t) { return rt_cpu_block_byte
 
 /* Their activations: Q8_K for super-blocks, else one rt_cpu_q8s_t per 32. */
 typedef struct rt_cpu_q8s {
-    float d;         /* scale */
+    float d;         /* scale, an F16 value (kern_blocks.c: q8s_quantize) */
     float s;         /* d * the sum of qs: carries the weights' offsets */
     int8_t qs[32];
 } rt_cpu_q8s_t;

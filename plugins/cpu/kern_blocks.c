@@ -5,9 +5,10 @@
  * once per row (quantize_act), in the format the weights' dot product
  * wants:
  *
- *   blocks of 32:  rt_cpu_q8s_t per block: f32 d, s = d * sum(q), 32 int8 q
+ *   blocks of 32:  rt_cpu_q8s_t per block: d, s = d * sum(q), 32 int8 q
  *                  (s carries the weights' offset m: sum(d_w*q_w + m)*a is
- *                  d_w*d*sum(q_w*q) + m*s).
+ *                  d_w*d*sum(q_w*q) + m*s), d and s rounded as llama.cpp's
+ *                  Q8_0/Q8_1 round them (q8s_quantize).
  *   super-blocks:  Q8_K (rt_block_q8_k_t: f32 d, 256 int8, sums of 16),
  *                  whose sums carry the K-quants' mins the same way.
  *
@@ -53,17 +54,34 @@ static void blocks_to_f32(rt_type_t t, const void *src, float *dst, int64_t n) {
 
 //===--- activations ---===//
 
-static void q8s_quantize(const float *x, rt_cpu_q8s_t *b) {
+/* The nearest integer, ties to even (vroundps's rounding, which the
+ * peer's x86 activation quantiser uses). */
+static inline int round_even(float v) {
+    return (int)nearbyintf(v);
+}
+
+static inline float through_f16(float v) { return rt_fp16_to_fp32(rt_fp32_to_fp16(v)); }
+
+/* One block of 32 activations, rounded as llama.cpp's x86 CPU path rounds
+ * them for the same weights (its Q8_1 for Q4_1/Q5_1, Q8_0 for the others),
+ * so that a greedy decode breaks near-ties as it does: the levels are
+ * x * (127 / amax) to the nearest even, the scale d is stored in F16, and
+ * for Q8_1 so is s, the F32 d (not the F16 one) times the levels' sum.
+ * With d kept in F32 instead, SmolLM2-135M's logits moved by ~0.1 and its
+ * 5th greedy token flipped. For the Q8_0 types s is the F16 d times the
+ * sum, exact in F32 (11 bits by at most 12), the integer sum they fold in. */
+static void q8s_quantize(const float *x, rt_type_t wtype, rt_cpu_q8s_t *b) {
     float amax = 0.0f;
     for (int i = 0; i < 32; i++) amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
-    b->d = amax / 127.0f;
-    const float id = b->d != 0.0f ? 1.0f / b->d : 0.0f;
+    const float d = amax / 127.0f, id = amax != 0.0f ? 127.0f / amax : 0.0f;
     int sum = 0;
     for (int i = 0; i < 32; i++) {
-        b->qs[i] = (int8_t)rt_quant_clamp(rt_quant_round(x[i] * id), -127, 127);
+        b->qs[i] = (int8_t)rt_quant_clamp(round_even(x[i] * id), -127, 127);
         sum += b->qs[i];
     }
-    b->s = b->d * (float)sum;
+    b->d = through_f16(d);
+    const bool q8_1 = wtype == RT_TYPE_Q4_1 || wtype == RT_TYPE_Q5_1;
+    b->s = q8_1 ? through_f16(d * (float)sum) : b->d * (float)sum;
 }
 
 static void blocks_quantize_act(const float *x, int64_t K, rt_type_t atype, void *row) {
@@ -72,7 +90,7 @@ static void blocks_quantize_act(const float *x, int64_t K, rt_type_t atype, void
         for (int64_t i = 0; i < K / RT_QK_K; i++) rt_quantize_block_q8_k(x + i * RT_QK_K, b + i);
     } else {
         rt_cpu_q8s_t *b = row;
-        for (int64_t i = 0; i < K / 32; i++) q8s_quantize(x + i * 32, b + i);
+        for (int64_t i = 0; i < K / 32; i++) q8s_quantize(x + i * 32, atype, b + i);
     }
 }
 
@@ -86,7 +104,7 @@ static void blocks_roundtrip_act(const float *x, int64_t K, rt_type_t atype, flo
     } else {
         rt_cpu_q8s_t b;
         for (int64_t i = 0; i < K / 32; i++) {
-            q8s_quantize(x + i * 32, &b);
+            q8s_quantize(x + i * 32, atype, &b);
             for (int j = 0; j < 32; j++) out[i * 32 + j] = b.d * (float)b.qs[j];
         }
     }

@@ -136,6 +136,13 @@ static void row_gelu(float *d, const float *x, int64_t n) {
     }
 }
 
+/* libm's tanhf, element by element: the peer computes TANH so, and its
+ * one use (soft-capping) is a row of logits per token, where an
+ * approximation's error would show and speed would not. */
+static void row_tanh(float *d, const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) d[i] = tanhf(x[i]);
+}
+
 //===--- NORM, RMS_NORM ---===//
 
 /* The sums below keep four accumulators: a row of 4096 is only 256 AVX-512
@@ -179,9 +186,31 @@ static void row_scale_shift(float *d, const float *x, int64_t n, float shift, fl
         vf_store_n(d, i, n, vf_mul(vf_sub(vf_load_n(x, i, n), m), s));
 }
 
+/* Sum of the F32 squares x*x in double: near-exact, so that its rounding
+ * to F32 does not depend on the order of the sums. */
+static double row_sum_sq_f64(const float *x, int64_t n) {
+    double s[4] = {0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (int k = 0; k < 4; k++) {
+            const float q = x[i + k] * x[i + k];
+            s[k] += (double)q;
+        }
+    for (; i < n; i++) {
+        const float q = x[i] * x[i];
+        s[0] += (double)q;
+    }
+    return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+/* The scale rounded as llama.cpp's CPU RMS_NORM rounds it: the mean square
+ * (summed in double) to F32, then 1 / sqrtf(mean + eps) in F32. An ulp of
+ * the scale moves an activation by an ulp, which moves a level of the next
+ * product's Q8 rounding now and then: with the scale of a float sum and
+ * double sqrt, SmolLM2-135M's logits after "," were 0.2 from the peer's. */
 static void row_rms_norm(float *d, const float *x, int64_t n, float eps) {
-    const double ms = (double)row_sum_sq(x, n, 0.0f) / (double)n;
-    row_scale_shift(d, x, n, 0.0f, (float)(1.0 / sqrt(ms + (double)eps)));
+    const float mean = (float)(row_sum_sq_f64(x, n) / (double)n);
+    row_scale_shift(d, x, n, 0.0f, 1.0f / sqrtf(mean + eps));
 }
 
 /* Variance about the mean (two passes, no cancellation). */
@@ -318,6 +347,7 @@ static const rt_cpu_kern_vec_t kern_vec = {
     .vs = { vs_add, vs_sub, vs_mul, vs_div, vs_swiglu },
     .gelu = row_gelu,
     .silu = row_silu,
+    .tanh = row_tanh,
     .norm = row_norm,
     .rms_norm = row_rms_norm,
     .soft_max = row_soft_max,

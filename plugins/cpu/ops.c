@@ -296,6 +296,7 @@ static const rt_cpu_op_entry_t rt_cpu_ops[] = {
     [RT_OP_ROPE] = RT_CPU_OP(rope),
     [RT_OP_ARGMAX] = RT_CPU_OP(argmax),
     [RT_OP_SET_ROWS] = RT_CPU_OP(set_rows),
+    [RT_OP_TANH] = RT_CPU_OP(unary),
 };
 
 static const rt_cpu_op_entry_t *rt_cpu_op_entry(rt_op_t op) {

@@ -87,6 +87,7 @@ static void rt_cpu_unary_row(const rt_tensor_t *dst, const rt_cpu_rows_t *it, fl
     switch (dst->op) {
     case RT_OP_SCALE: rt_cpu_k->vec->vs[RT_CPU_BIN_MUL](d, x, rt_cpu_param_f32(dst, 0), n); return;
     case RT_OP_GELU: rt_cpu_k->vec->gelu(d, x, n); return;
+    case RT_OP_TANH: rt_cpu_k->vec->tanh(d, x, n); return;
     default: rt_cpu_k->vec->silu(d, x, n); return;
     }
 }

@@ -146,6 +146,7 @@ static const cu_op_t cu_ops[] = {
     [RT_OP_ROPE] = { "ROPE", cu_supports_rope, rt_cu_launch_rope },
     [RT_OP_ARGMAX] = { "ARGMAX", cu_supports_argmax, rt_cu_launch_argmax },
     [RT_OP_SET_ROWS] = { "SET_ROWS", cu_supports_set_rows, rt_cu_launch_set_rows },
+    [RT_OP_TANH] = { "TANH", cu_supports_unary, rt_cu_launch_unary },
 };
 
 static const cu_op_t *cu_op(rt_op_t op) {

@@ -139,7 +139,7 @@ static bool vk_supports_compute(const rt_vk_device_t *dev, const rt_tensor_t *n)
     case RT_OP_SET_ROWS: return vk_supports_set_rows(dev, n, a, b, n->src[2]);
     case RT_OP_ADD: case RT_OP_SUB: case RT_OP_MUL: case RT_OP_DIV: case RT_OP_SWIGLU:
         return vk_supports_binary(n, a, b);
-    case RT_OP_SCALE: case RT_OP_GELU: case RT_OP_SILU:
+    case RT_OP_SCALE: case RT_OP_GELU: case RT_OP_SILU: case RT_OP_TANH:
         return vk_is_f32_f16(n->type) && a->type == n->type && vk_same_shape(a, n);
     case RT_OP_NORM: case RT_OP_RMS_NORM: case RT_OP_DIAG_MASK_INF:
         return n->type == RT_TYPE_F32 && a->type == n->type && vk_same_shape(a, n);
@@ -212,7 +212,7 @@ static void vk_dispatch_init(rt_vk_dispatch_t *d, const char *shader, uint32_t w
 //===--- builders ---===//
 
 /* unary.comp's op ids */
-enum { VK_UNARY_COPY, VK_UNARY_SCALE, VK_UNARY_GELU, VK_UNARY_SILU, VK_UNARY_DIAG_MASK_INF };
+enum { VK_UNARY_COPY, VK_UNARY_SCALE, VK_UNARY_GELU, VK_UNARY_SILU, VK_UNARY_DIAG_MASK_INF, VK_UNARY_TANH };
 
 static void vk_build_unary(const rt_vk_device_t *dev, const rt_tensor_t *n, uint32_t op,
                            rt_vk_dispatch_t *d) {
@@ -404,6 +404,7 @@ rt_status_t rt_vk_dispatch_build(const rt_vk_device_t *dev, const rt_tensor_t *n
     case RT_OP_SCALE: vk_build_unary(dev, node, VK_UNARY_SCALE, d); break;
     case RT_OP_GELU: vk_build_unary(dev, node, VK_UNARY_GELU, d); break;
     case RT_OP_SILU: vk_build_unary(dev, node, VK_UNARY_SILU, d); break;
+    case RT_OP_TANH: vk_build_unary(dev, node, VK_UNARY_TANH, d); break;
     case RT_OP_DIAG_MASK_INF: vk_build_unary(dev, node, VK_UNARY_DIAG_MASK_INF, d); break;
     case RT_OP_ADD: case RT_OP_SUB: case RT_OP_MUL: case RT_OP_DIV:
         vk_build_binary(dev, node, (uint32_t)(node->op - RT_OP_ADD), d);

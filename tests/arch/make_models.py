@@ -127,17 +127,34 @@ def qwen3(w, r):
                                                  ("attn_k_norm.weight", r.norm(hd))])
 
 
-def gemma3(w, r):
+def gemma_like(w, r, arch, keys, qk_norm):
+    """Gemma's 4 layers, sliding-window ones of 4 between global ones, the
+    keys keys() adds, and per layer post norms (and q/k norms)."""
     hd = 16
-    common_keys(w, "gemma3", 4, hd)
+    common_keys(w, arch, 4, hd)
     w.add_layer_norm_rms_eps(1e-6)
     w.add_sliding_window(4)
-    w.add_uint32("gemma3.attention.sliding_window_pattern", 2)
-    w.add_float32("gemma3.rope.freq_base_swa", 1000.0)
-    llama_like(w, r, 4, hd, True, lambda il: [("attn_q_norm.weight", r.norm(hd)),
-                                                ("attn_k_norm.weight", r.norm(hd)),
-                                                ("post_attention_norm.weight", r.norm(EMBD)),
-                                                ("post_ffw_norm.weight", r.norm(EMBD))])
+    keys()
+
+    def extra(il):
+        qk = [("attn_q_norm.weight", r.norm(hd)), ("attn_k_norm.weight", r.norm(hd))] if qk_norm else []
+        return qk + [("post_attention_norm.weight", r.norm(EMBD)), ("post_ffw_norm.weight", r.norm(EMBD))]
+    llama_like(w, r, 4, hd, True, extra)
+
+
+def gemma3(w, r):
+    def keys():
+        w.add_uint32("gemma3.attention.sliding_window_pattern", 2)
+        w.add_float32("gemma3.rope.freq_base_swa", 1000.0)
+    gemma_like(w, r, "gemma3", keys, True)
+
+
+def gemma2(w, r):
+    """Soft-capping small enough to bend the random model's logits."""
+    def keys():
+        w.add_float32("gemma2.attn_logit_softcapping", 1.5)
+        w.add_float32("gemma2.final_logit_softcapping", 4.0)
+    gemma_like(w, r, "gemma2", keys, False)
 
 
 def gpt2(w, r):
@@ -214,8 +231,9 @@ def bert(w, r):
 
 
 SEEDS = {"gemma3": 1000, "gpt2": 1001, "llama": 1002, "qwen2": 1003, "qwen3": 1004, "bert": 1005,
-         "llama3": 1006}
-ARCHS = {"llama": llama, "llama3": llama3, "qwen2": qwen2, "qwen3": qwen3, "gemma3": gemma3, "gpt2": gpt2, "bert": bert}
+         "llama3": 1006, "gemma2": 1007}
+ARCHS = {"llama": llama, "llama3": llama3, "qwen2": qwen2, "qwen3": qwen3, "gemma2": gemma2, "gemma3": gemma3,
+         "gpt2": gpt2, "bert": bert}
 
 
 def main():

@@ -4,7 +4,9 @@
  * sequence (the first decode step) and 32 greedy tokens after it; or, with
  * a prompt, the prompt's tokens as llama.cpp tokenizes it (special tokens
  * added as the file says) and the 32 greedy tokens after it, without the
- * logits (a real model's vocabulary is too large for a fixture); or, with
+ * logits (a real model's vocabulary is too large for a fixture) but with
+ * the N_TOP largest first-step logits and their ids ("top N: id logit ..."
+ * after the greedy line); or, with
  * --embed, an embedding model's mean-pooled unit embedding of the fixed
  * sequence ("embedding N: ..."). Built
  * against a llama.cpp build outside this repository by tests/arch/peer.sh
@@ -18,6 +20,7 @@
 #include <string.h>
 
 #define N_GREEDY 32
+#define N_TOP 64
 
 static const llama_token prompt[] = {259, 40, 101, 72, 108, 257, 111, 44, 258, 3, 97, 200};
 enum { N_PROMPT = sizeof prompt / sizeof prompt[0] };
@@ -29,12 +32,29 @@ static int argmax(const float *x, int n) {
     return best;
 }
 
+/* The ids of the n largest of x (n_vocab of them), largest first. */
+static void top_n(const float *x, int n_vocab, int n, int *ids) {
+    for (int k = 0; k < n; k++) {
+        int best = -1;
+        for (int i = 0; i < n_vocab; i++) {
+            bool taken = false;
+            for (int j = 0; j < k && !taken; j++) taken = ids[j] == i;
+            if (!taken && (best < 0 || x[i] > x[best])) best = i;
+        }
+        ids[k] = best;
+    }
+}
+
 static int record(struct llama_context *ctx, const llama_token *in, int n_in, int n_vocab, bool logits_too,
                   FILE *f) {
     llama_token toks[256];
+    int top[N_TOP];
+    float top_logits[N_TOP];
     memcpy(toks, in, (size_t)n_in * sizeof toks[0]);
     if (llama_decode(ctx, llama_batch_get_one(toks, n_in)) != 0) return 1;
     const float *logits = llama_get_logits_ith(ctx, -1);
+    top_n(logits, n_vocab, N_TOP, top);
+    for (int k = 0; k < N_TOP; k++) top_logits[k] = logits[top[k]];
     fprintf(f, "tokens %d:", n_in);
     for (int i = 0; i < n_in; i++) fprintf(f, " %d", in[i]);
     fprintf(f, "\nlogits %d:", logits_too ? n_vocab : 0);
@@ -45,6 +65,10 @@ static int record(struct llama_context *ctx, const llama_token *in, int n_in, in
         fprintf(f, " %d", t);
         if (llama_decode(ctx, llama_batch_get_one(&t, 1)) != 0) return 1;
     }
+    fprintf(f, "\n");
+    if (logits_too) return 0;
+    fprintf(f, "top %d:", N_TOP);
+    for (int k = 0; k < N_TOP; k++) fprintf(f, " %d %.9g", top[k], top_logits[k]);
     fprintf(f, "\n");
     return 0;
 }

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* act_round.h: MUL_MAT's rounding of b for the block weight types of ABI
  * 1.2, as the contract lets a plugin's integer dot products see it (and
- * the CPU, CUDA and Vulkan plugins do): each run of blck elements (32, or
- * 256 for the super-block types) at the int8 levels of the f32 scale
- * max|x| / 127 (Q8_K's rounding). Header-only so that the conformance
- * reference and the device checks (tests/device) share it. */
+ * the plugins do): each run of blck elements (32, or 256 for the
+ * super-block types) at the int8 levels of the f32 scale max|x| / 127
+ * (Q8_K's rounding, the CUDA and Vulkan plugins' for both); or, as the CPU
+ * plugin rounds runs of 32 (ggml's Q8_0/Q8_1 on x86), levels x * (127 /
+ * max|x|) to the nearest even and the scale stored in F16. Header-only so
+ * that the conformance reference and the device checks (tests/device)
+ * share it. */
 #ifndef RT_CONFORM_ACT_ROUND_H
 #define RT_CONFORM_ACT_ROUND_H
 
@@ -19,6 +22,15 @@ static inline void cf_round_block_q8_f32(float *x, int64_t blck) {
     for (int64_t j = 0; j < blck; j++) amax = fmaxf(amax, fabsf(x[j]));
     const float d = amax / 127.0f;
     for (int64_t j = 0; j < blck; j++) x[j] = d * (float)rt_quant_level(x[j], d, -127, 127);
+}
+
+/* x[0..32) rounded in place as the CPU plugin rounds a run of 32. */
+static inline void cf_round_block_q8_f16(float *x) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
+    const float d = rt_fp16_to_fp32(rt_fp32_to_fp16(amax / 127.0f));
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    for (int j = 0; j < 32; j++) x[j] = d * (float)rt_quant_clamp((int)nearbyintf(x[j] * id), -127, 127);
 }
 
 #endif /* RT_CONFORM_ACT_ROUND_H */

@@ -62,6 +62,7 @@ rt_tensor_t *cf_build_op(rt_context_t *ctx, rt_op_t op, const cf_case_t *c, cons
     case RT_OP_DIAG_MASK_INF: return rt_diag_mask_inf(ctx, a, c->i[0]);
     case RT_OP_GELU: return rt_gelu(ctx, a);
     case RT_OP_SILU: return rt_silu(ctx, a);
+    case RT_OP_TANH: return rt_tanh(ctx, a);
     case RT_OP_SWIGLU: return rt_swiglu(ctx, a, b);
     case RT_OP_ROPE:
         return c->ext ? rt_rope_ext(ctx, a, b, c->i[0], c->i[1], c->f[0], c->f[1])

@@ -56,6 +56,7 @@ __device__ __forceinline__ float rt_cu_unary_op(int32_t op, float v, float f, in
         return 0.5f * v * (1.0f + tanhf(c * (v + 0.044715f * v * v * v)));
     }
     case RT_OP_SILU: return rt_cu_silu(v);
+    case RT_OP_TANH: return tanhf(v);
     default: return i0 > n_past + i1 ? -INFINITY : v; /* DIAG_MASK_INF */
     }
 }

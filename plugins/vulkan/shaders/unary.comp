@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // unary.comp: one output element per invocation from the element of the
 // same logical index in the source: CONT and CPY between float types (the
-// shapes may differ, the counts match), SCALE, GELU, SILU and
-// DIAG_MASK_INF. Source and destination may be the same bytes.
+// shapes may differ, the counts match), SCALE, GELU, SILU, DIAG_MASK_INF
+// and TANH. Source and destination may be the same bytes.
 // EXTRA = 1 when both are contiguous: element i is then at i * its size,
 // and the index arithmetic (divisions, slow on software devices) is skipped.
 #version 450
@@ -13,6 +13,7 @@
 #define OP_GELU 2u
 #define OP_SILU 3u
 #define OP_DIAG_MASK_INF 4u
+#define OP_TANH 5u
 
 layout(push_constant) uniform Push {
     uvec4 offs;             // byte offset of each binding's tensor
@@ -42,5 +43,7 @@ void main() {
     else if (OP == OP_GELU) y = gelu(x);
     else if (OP == OP_SILU) y = x / (1.0 + exp(-x));
     else if (OP == OP_DIAG_MASK_INF && int(id.x) > pc.i + int(id.y)) y = NEG_INF;
+    // clamped as in gelu: tanh(15) is 1 in F32, and e^x/e^x past ~88 is inf/inf
+    else if (OP == OP_TANH) y = tanh(clamp(x, -15.0, 15.0));
     store3(pc.offs.w + od, y);
 }
