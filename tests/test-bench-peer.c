@@ -10,7 +10,8 @@
  *   peer-2  model: llama-bench's markdown table is read as well
  *   peer-3  a DIR without llama-bench: rt's figures, and the reason
  *   peer-4  ops: the plain MUL_MAT row of the same type and shape is the one
- *           compared (not a broadcast one), with rt's GFLOPS over its */
+ *           compared (not a broadcast one), with rt's GFLOPS over its; the
+ *           peer is asked for the weight types and m that rt ran alone */
 #include "testutil.h"
 
 #include <math.h>
@@ -156,7 +157,7 @@ static void test_ops(void **state) {
                          "--no-openblas --json");
     expect_ratio(out, 1, 0, 13.11, "gflops", "ratio_to_peer", "peer_gflops", "peer-4.1");
     free(out);
-    expect_args("perf -o MUL_MAT -b CPU", "peer-4.2");
+    expect_args("perf -o MUL_MAT -b CPU -p type_a=(f32),type_b=f32,m=(256),", "peer-4.2");
 }
 
 int main(void) {

@@ -40,8 +40,8 @@ double bench_ceil_fma(bench_ceil_t *c);
  * threads) again and again, each thread in several independent streams,
  * with and without software prefetch; remembered per size. */
 double bench_ceil_read(bench_ceil_t *c, size_t bytes);
-/* A buffer size well past the last-level cache (8 times it, at least
- * 256 MiB), whose read bandwidth is the memory's. */
+/* A buffer size past the last-level cache (4 times it, 256 to 512 MiB),
+ * whose read bandwidth is the memory's. */
 size_t bench_ceil_memory_bytes(void);
 /* The same for copying: half the bytes read, the other half written, the
  * bound of an op that writes as much as it reads (bytes counted once). */

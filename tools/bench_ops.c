@@ -640,15 +640,46 @@ static void remeasure(bench_t *b) {
     }
 }
 
+/* Appends "|name" to the alternatives in re unless it is there already. */
+static void add_alternative(char *re, size_t size, const char *name) {
+    char item[40];
+    snprintf(item, sizeof item, "|%s|", name);
+    if (strstr(re, item) == NULL) snprintf(re + strlen(re), size - strlen(re), "%s|", name);
+}
+
+/* test-backend-ops' -p: only the weight types and m of rt's MUL_MAT rows,
+ * so that llama.cpp runs no case without an rt row beside it. */
+static void peer_filter(const bench_t *b, char *re, size_t size) {
+    char types[512] = "|", ms[256] = "|", name[32];
+    for (int i = 0; i < b->n_rows; i++) {
+        const ops_row_t *r = &b->rows[i];
+        if (strcmp(r->op, "mul_mat") != 0) continue;
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(r->types, "( "), r->types);
+        add_alternative(types, sizeof types, name);
+        snprintf(name, sizeof name, "%lld", (long long)r->m);
+        add_alternative(ms, sizeof ms, name);
+    }
+    types[strlen(types) - 1] = ms[strlen(ms) - 1] = '\0'; /* the last '|' */
+    snprintf(re, size, "type_a=(%s),type_b=f32,m=(%s),", types + 1, ms + 1);
+}
+
 /* llama.cpp's rows, after rt's so that neither run disturbs the other. */
 static void run_peer(bench_t *b) {
+    char re[1024];
     b->peer = calloc(OPS_MAX_PEER, sizeof *b->peer);
     if (b->peer == NULL) {
         snprintf(b->peer_why, sizeof b->peer_why, "no memory");
         return;
     }
-    fprintf(stderr, "rt-bench ops: running llama.cpp's test-backend-ops from %s\n", b->a->peer);
-    b->n_peer = bench_peer_ops(b->a->peer, b->peer, OPS_MAX_PEER, b->peer_why, sizeof b->peer_why);
+    peer_filter(b, re, sizeof re);
+    if (strncmp(re, "type_a=()", 9) == 0) {
+        snprintf(b->peer_why, sizeof b->peer_why, "no mul_mat row to compare");
+        return;
+    }
+    fprintf(stderr, "rt-bench ops: running llama.cpp's test-backend-ops from %s (-p '%s')\n",
+            b->a->peer, re);
+    b->n_peer = bench_peer_ops(b->a->peer, re, b->peer, OPS_MAX_PEER, b->peer_why,
+                               sizeof b->peer_why);
 }
 
 static int run(bench_t *b) {

@@ -247,14 +247,20 @@ int bench_peer_parse_backend_ops(const char *text, bench_peer_op_t *rows, int ma
     return n;
 }
 
-int bench_peer_ops(const char *dir, bench_peer_op_t *rows, int max, char *why, size_t why_size) {
+int bench_peer_ops(const char *dir, const char *params_regex, bench_peer_op_t *rows, int max,
+                   char *why, size_t why_size) {
     char exe[4096], cmd[PEER_CMD_MAX] = "";
     if (!bench_peer_find(dir, "test-backend-ops", exe, sizeof exe)) {
         snprintf(why, why_size, "no test-backend-ops in %s or %s/bin", dir, dir);
         return -1;
     }
     append_quoted(cmd, sizeof cmd, exe);
-    strncat(cmd, " perf -o MUL_MAT -b CPU 2>/dev/null", sizeof cmd - strlen(cmd) - 1);
+    strncat(cmd, " perf -o MUL_MAT -b CPU", sizeof cmd - strlen(cmd) - 1);
+    if (params_regex != NULL) {
+        strncat(cmd, " -p ", sizeof cmd - strlen(cmd) - 1);
+        append_quoted(cmd, sizeof cmd, params_regex);
+    }
+    strncat(cmd, " 2>/dev/null", sizeof cmd - strlen(cmd) - 1);
     char *out = run_capture(cmd);
     if (out == NULL) {
         snprintf(why, why_size, "%s failed", exe);

@@ -41,9 +41,11 @@ typedef struct bench_peer_op {
 
 /* The MUL_MAT rows of test-backend-ops' console output; how many. */
 int bench_peer_parse_backend_ops(const char *text, bench_peer_op_t *rows, int max);
-/* Runs DIR's test-backend-ops perf -o MUL_MAT on its CPU backend; the rows
- * found, or -1 with the reason in why. */
-int bench_peer_ops(const char *dir, bench_peer_op_t *rows, int max, char *why, size_t why_size);
+/* Runs DIR's test-backend-ops perf -o MUL_MAT on its CPU backend, only its
+ * cases whose parameters params_regex matches (its -p; NULL: all); the
+ * rows found, or -1 with the reason in why. */
+int bench_peer_ops(const char *dir, const char *params_regex, bench_peer_op_t *rows, int max,
+                   char *why, size_t why_size);
 /* The GFLOPS of the row with this type and shape; 0 when there is none. */
 double bench_peer_op_gflops(const bench_peer_op_t *rows, int n_rows, const char *type, int64_t m,
                             int64_t n, int64_t k);
