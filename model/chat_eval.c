@@ -389,6 +389,10 @@ static void set_attr(chat_eval_t *e, const chat_node_t *n) {
 
 static void exec(chat_eval_t *e, const chat_node_t *n) {
     if (e->st != RT_OK || n == NULL) return;
+    if (++e->steps > CHAT_MAX_STEPS) {
+        chat_fail(e, n->line, "the template runs more than %d statements", CHAT_MAX_STEPS);
+        return;
+    }
     switch (n->kind) {
     case N_BLOCK:
         for (int32_t i = 0; i < n->n_items; i++) exec(e, n->items[i]);

@@ -32,12 +32,18 @@ struct chat_scope {
     chat_value_t values[CHAT_SCOPE_MAX];
 };
 
+/* Statements one rendering may run: real templates run a few per
+ * message; a file's template that loops without end (nested loops, a
+ * range of billions) fails instead of hanging the program. */
+#define CHAT_MAX_STEPS (1 << 20)
+
 /* The output is buf[0..size) (the rest counted in len, not written). */
 typedef struct chat_eval {
     chat_arena_t *arena;
     chat_scope_t *scope;
     char *buf;
     size_t size, len;
+    int64_t steps;        /* statements run */
     rt_status_t st;       /* the first failure; evaluation stops there */
 } chat_eval_t;
 

@@ -17,11 +17,18 @@
 
 //===--- arena ---===//
 
+/* The most bytes one arena holds: a template's tree is a few times its
+ * text, a rendering of real conversations far less; a template that
+ * doubles a string forty times fails ("no memory") instead of taking the
+ * machine's memory. */
+#define CHAT_ARENA_MAX ((size_t)64 << 20)
+
 typedef struct chat_block chat_block_t;
 typedef struct chat_arena {
     chat_block_t *head;
+    size_t total;        /* bytes of the blocks */
 } chat_arena_t;
-/* n zeroed bytes, NULL when out of memory. */
+/* n zeroed bytes, NULL when out of memory or past CHAT_ARENA_MAX. */
 RTM_INTERNAL void *chat_alloc(chat_arena_t *a, size_t n);
 RTM_INTERNAL void chat_arena_free(chat_arena_t *a);
 

@@ -17,13 +17,15 @@ struct chat_block {
 };
 
 void *chat_alloc(chat_arena_t *a, size_t n) {
+    if (n > CHAT_ARENA_MAX) return NULL; /* before the rounding could wrap */
     n = (n + 15) & ~(size_t)15;
     chat_block_t *b = a->head;
     if (b == NULL || b->cap - b->used < n) {
         const size_t cap = n > BLOCK_MIN ? n : BLOCK_MIN;
-        if ((b = malloc(sizeof *b + cap)) == NULL) return NULL;
+        if (cap > CHAT_ARENA_MAX - a->total || (b = malloc(sizeof *b + cap)) == NULL) return NULL;
         *b = (chat_block_t){.next = a->head, .cap = cap};
         a->head = b;
+        a->total += cap;
     }
     void *p = b->data + b->used;
     b->used += n;
@@ -36,6 +38,7 @@ void chat_arena_free(chat_arena_t *a) {
         free(b);
     }
     a->head = NULL;
+    a->total = 0;
 }
 
 struct rtm_chat_template {

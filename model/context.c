@@ -320,8 +320,8 @@ static rt_status_t set_inputs(rtm_context_t *c, const rtm_graph_io_t *io) {
 }
 
 /* Cache rows the attention of n tokens after n_past reads. */
-static int32_t kv_rows(const rtm_context_t *c, int32_t n) {
-    const int32_t need = c->n_past + n, padded = (need + RTM_KV_PAD - 1) / RTM_KV_PAD * RTM_KV_PAD;
+static int32_t kv_rows(const rtm_context_t *c, int32_t n_past, int32_t n) {
+    const int32_t need = n_past + n, padded = (need + RTM_KV_PAD - 1) / RTM_KV_PAD * RTM_KV_PAD;
     return padded < c->n_ctx ? padded : c->n_ctx;
 }
 
@@ -366,7 +366,7 @@ static rt_status_t get_output(const rtm_graph_io_t *io, float *out) {
  * output into out when not NULL. */
 static rt_status_t run_part(rtm_context_t *c, const rtm_part_t *part, const rtm_token_t *tokens,
                             int32_t n, float *out) {
-    const rtm_ubatch_t ub = {n, kv_rows(c, n), c->n_past, c->logits_all, *part};
+    const rtm_ubatch_t ub = {n, kv_rows(c, c->n_past, n), c->n_past, c->logits_all, *part};
     rt_status_t st = prepare_graph(c, &ub);
     const rtm_graph_io_t *io = &c->cur.io;
     fill_inputs(c, tokens, n, ub.n_kv);
@@ -489,6 +489,32 @@ rt_status_t rtm_context_advance(rtm_context_t *c, int32_t n) {
         return rtm_error(RT_ERR_DOES_NOT_FIT, "rtm_context_advance: %d positions after %d do not "
                          "fit the context", n, c ? c->n_past : 0);
     c->n_past += n;
+    return RT_OK;
+}
+
+//===--- the graph, for tools that draw it ---===//
+
+rt_status_t rtm_context_graph(const rtm_context_t *c, int32_t n_tokens, int32_t n_past,
+                              rt_context_t **out_gctx, rt_graph_t **out_graph) {
+    if (out_gctx) *out_gctx = NULL;
+    if (out_graph) *out_graph = NULL;
+    if (c == NULL || out_gctx == NULL || out_graph == NULL || n_tokens < 1 || n_tokens > c->n_batch ||
+        n_past < 0)
+        return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_context_graph: %d tokens after %d (n_batch %d), "
+                         "or a NULL argument", n_tokens, n_past, c ? c->n_batch : 0);
+    if (n_tokens > c->n_ctx - n_past)
+        return rtm_error(RT_ERR_DOES_NOT_FIT, "rtm_context_graph: %d tokens after %d do not fit a "
+                         "context of %d", n_tokens, n_past, c->n_ctx);
+    /* its own memory, not graph_mem: the graph being run stays allocated */
+    const rt_context_params_t p = {.struct_size = sizeof p, .mem_size = c->graph_mem_size, .no_alloc = true};
+    const rt_status_t st = rt_context_create(&p, out_gctx);
+    if (st != RT_OK) return rtm_error_core(st, "rtm_context_graph: graph context");
+    const rtm_ubatch_t ub = {.n_tokens = n_tokens, .n_kv = kv_rows(c, n_past, n_tokens), .n_past = n_past,
+                             .all_logits = c->logits_all, .part = c->layers};
+    rtm_graph_io_t io;
+    rtm_graph_build(c->model, &c->kv, *out_gctx, &ub, &io);
+    if (c->check_numerics) rtm_numerics_keep_nodes(io.graph);
+    *out_graph = io.graph;
     return RT_OK;
 }
 

@@ -292,6 +292,20 @@ typedef struct rtm_context_stats {
 } rtm_context_stats_t;
 RTM_API rt_status_t rtm_context_get_stats(const rtm_context_t *ctx, rtm_context_stats_t *out);
 
+/* The graph a decode of n_tokens after n_past runs, for a tool to plan or
+ * draw (rt-plan): n_tokens = n_batch at n_past = n_ctx - n_batch is the
+ * worst case the compute buffers were reserved for, n_tokens = 1 at
+ * n_past = n_ctx - 1 the graph tg_nodes counts. It is built, with the
+ * model's weights and the context's KV cache as its leaves, into a new
+ * no_alloc context *out_gctx that the caller destroys (rt_context_destroy)
+ * before the context; nothing else is allocated, planned or computed, and
+ * the context is left as it was. Its nodes are named only where the model
+ * names them (the inputs, the output); weights carry their names in the
+ * file. RT_ERR_INVALID_ARGUMENT for a NULL argument, n_tokens outside
+ * 1..n_batch or n_past < 0; RT_ERR_DOES_NOT_FIT past n_ctx. */
+RTM_API rt_status_t rtm_context_graph(const rtm_context_t *ctx, int32_t n_tokens, int32_t n_past,
+                                      rt_context_t **out_gctx, rt_graph_t **out_graph);
+
 //===--- parts of the forward pass (for dist/) ---===//
 
 /* A process that holds only some layers (pipeline parallel), or a shard of

@@ -10,7 +10,8 @@
  *   chat-3  loop variables, elif, set scoping, namespace(), filters, tests,
  *           methods, slices, "in", the conditional expression
  *   chat-4  raise_exception's message, a syntax error's line, an unknown
- *           filter: RT_ERR_FORMAT naming them
+ *           filter, a template that runs a million statements or fills
+ *           64 MiB: RT_ERR_FORMAT naming them
  *   chat-5  a small buffer: RT_ERR_DOES_NOT_FIT with the length needed */
 #include "testutil.h"
 
@@ -171,6 +172,12 @@ static void test_errors(void **state) {
     expect_error("{{ 'a' | nosuchfilter }}", RT_ERR_FORMAT, "nosuchfilter");
     expect_error("{{ 'a }}", RT_ERR_FORMAT, "not closed");
     expect_error("{% macro m() %}{% endmacro %}", RT_ERR_FORMAT, "does not know");
+    /* a file's template that would run without end or take all memory (fuzz-chat) */
+    char loops[1024] = "{% for i in range(100000) %}";
+    for (int i = 0; i < 20; i++) strcat(loops, "{% if i < 0 %}{% endif %}");
+    expect_error(strcat(loops, "{% endfor %}"), RT_ERR_FORMAT, "more than 1048576 statements");
+    expect_error("{% set ns = namespace(s='a') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}"
+                 "{% endfor %}{{ ns.s }}", RT_ERR_FORMAT, "no memory");
 }
 
 static void test_small_buffer(void **state) {

@@ -8,6 +8,9 @@
  * of alloc_graph for a prompt and a one-token decode graph (medians). */
 #include "bench.h"
 #include "graphs.h"
+#include "tool_cli.h"
+
+#include <getopt.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,37 +18,44 @@
 
 typedef struct alloc_args {
     tool_graph_params_t graph;
-    int runs;
+    int32_t runs;
     const char *device;
 } alloc_args_t;
 
+#define TOOL "rt-bench alloc"
+
 static void usage(FILE *f) {
-    fprintf(f, "usage: rt-bench alloc [options]\n%s"
-            "  --runs N       timed runs per figure, the median is shown (default 7)\n"
-            "  --device NAME  device whose buffer type 0 is planned (default cpu0)\n"
-            "defaults: --graph llama --n-layer 32 --n-embd 4096 --n-vocab 32000 --n-batch 512 "
-            "--n-ctx 4096\n", tool_graph_usage);
+    fprintf(f, "usage: rt-bench alloc [options]\n"
+            "      --runs N         timed runs per figure, the median is shown (default 7)\n"
+            "  -dev, --device, --devices NAME  device whose buffer type 0 is planned (default cpu0)\n"
+            "  -h, --help           this text\n"
+            "the graph (default --graph llama --n-layer 32 --n-embd 4096 --n-vocab 32000\n"
+            "--n-batch 512 --n-ctx 4096):\n%s", tool_graph_usage);
 }
 
 /* 0: run; 1: help shown; 2: usage error. */
 static int parse(int argc, char **argv, alloc_args_t *a) {
-    for (int i = 1; i < argc;) {
-        const int took = tool_graph_parse_arg(&a->graph, argc, argv, i);
-        if (took < 0) return 2;
-        if (took > 0) {
-            i += took;
-        } else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc && atoi(argv[i + 1]) > 0) {
-            a->runs = atoi(argv[i + 1]);
-            i += 2;
-        } else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
-            a->device = argv[i + 1];
-            i += 2;
-        } else {
-            const bool help = strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0;
-            if (!help) fprintf(stderr, "rt-bench alloc: bad option %s\n", argv[i]);
-            usage(help ? stdout : stderr);
-            return help ? 1 : 2;
-        }
+    enum { OPT_RUNS = 0x2000, OPT_DEVICE };
+    static const struct option opts[] = {
+        TOOL_GRAPH_OPTIONS,
+        {"runs", required_argument, NULL, OPT_RUNS},
+        RT_CLI_DEVICE_OPTIONS(OPT_DEVICE),
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    optind = 1;
+    for (int c; (c = getopt_long_only(argc, argv, "b:c:h", opts, NULL)) != -1;) {
+        const char *name = optarg ? rt_cli_option_name(argv, optind) : NULL;
+        const int graph = tool_graph_option(&a->graph, TOOL, c, name, optarg);
+        if (graph < 0) return rt_cli_bad_usage(TOOL);
+        if (graph > 0) continue;
+        if (c == 'h') return usage(stdout), 1;
+        if (c == OPT_DEVICE) a->device = optarg;
+        else if (c != OPT_RUNS || !rt_cli_int(TOOL, name, optarg, 1, 1 << 20, &a->runs)) return rt_cli_bad_usage(TOOL);
+    }
+    if (optind < argc) {
+        fprintf(stderr, TOOL ": unexpected argument '%s'\n", argv[optind]);
+        return rt_cli_bad_usage(TOOL);
     }
     a->graph.n_past = a->graph.n_ctx - a->graph.n_tokens;
     return tool_graph_params_check(&a->graph) ? 0 : 2;

@@ -20,11 +20,13 @@
 #include "bench_ceilings.h"
 #include "bench_peer.h"
 #include "bundled_model.h"
+#include "tool_cli.h"
 #include "tools_os.h"
 
 #include "../abi/rt.h"
 #include "../model/rt_model.h"
 
+#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,56 +42,60 @@ typedef struct model_args {
     bool json, no_graph_reuse;
 } model_args_t;
 
+#define TOOL "rt-bench model"
+
 static void usage(FILE *f) {
     fprintf(f, "usage: rt-bench model [-m FILE] [options]\n"
-            "  -m FILE        GGUF model (default: the bundled stories260K.gguf)\n"
-            "  -p N           prompt tokens per prompt run (default 128)\n"
-            "  -n N           tokens generated per generation run (default 64)\n"
-            "  --device NAME  put every layer on this device (cpu0, vulkan0, ...; default:\n"
-            "                 the model library's placement over every device)\n"
-            "  --threads N    CPU threads (default: the plugin's)\n"
-            "  --n-batch N    most tokens per graph (default: the model library's)\n"
-            "  --reps N       timed runs of each, after one warm-up (default 5)\n"
-            "  --no-graph-reuse  build and plan a graph for every token (to measure what\n"
-            "                 reusing the decode graph saves)\n"
-            "  --peer DIR     run llama.cpp's llama-bench (DIR/bin or DIR) on the same model\n"
-            "                 and print its figures beside these, with the ratios\n"
-            "  --json         the two rows as a JSON array\n");
-}
-
-static int int_arg(const char *v, int32_t lo, int32_t *out) {
-    const long x = v ? strtol(v, NULL, 10) : lo - 1;
-    if (x < lo || x > INT32_MAX) return 2;
-    *out = (int32_t)x;
-    return 0;
+            "  -m, --model FILE     GGUF model (default: the bundled stories260K.gguf)\n"
+            "  -p N                 prompt tokens per prompt run (default 128)\n"
+            "  -n N                 tokens generated per generation run (default 64)\n"
+            "  -dev, --device, --devices NAME  put every layer on this device (cpu0, vulkan0,\n"
+            "                       ...; default: the model library's placement over every device)\n"
+            "  -t, --threads N      CPU threads (default: the plugin's)\n"
+            "  -b, --n-batch, --batch-size N  most tokens per graph (default: the model\n"
+            "                       library's, 32)\n"
+            "      --reps N         timed runs of each, after one warm-up (default 5, at most %d)\n"
+            "      --no-graph-reuse build and plan a graph for every token (to measure what\n"
+            "                       reusing the decode graph saves)\n"
+            "      --peer DIR       run llama.cpp's llama-bench (DIR/bin or DIR) on the same\n"
+            "                       model and print its figures beside these, with the ratios\n"
+            "      --json           the two rows as a JSON array\n"
+            "  -h, --help           this text\n", MODEL_MAX_REPS);
 }
 
 /* 0: parsed; 1: help shown; 2: usage error. */
 static int parse(int argc, char **argv, model_args_t *a) {
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int r = 0;
-        if (strcmp(o, "-h") == 0 || strcmp(o, "--help") == 0) return usage(stdout), 1;
-        if (strcmp(o, "--json") == 0) { a->json = true; continue; }
-        if (strcmp(o, "--no-graph-reuse") == 0) { a->no_graph_reuse = true; continue; }
-        if (strcmp(o, "-m") == 0 && v) a->model = v;
-        else if (strcmp(o, "--device") == 0 && v) a->device = v;
-        else if (strcmp(o, "--peer") == 0 && v) a->peer = v;
-        else if (strcmp(o, "-p") == 0) r = int_arg(v, 1, &a->n_prompt);
-        else if (strcmp(o, "-n") == 0) r = int_arg(v, 1, &a->n_gen);
-        else if (strcmp(o, "--threads") == 0) r = int_arg(v, 1, &a->n_threads);
-        else if (strcmp(o, "--n-batch") == 0) r = int_arg(v, 1, &a->n_batch);
-        else if (strcmp(o, "--reps") == 0) r = int_arg(v, 1, &a->reps);
-        else r = 2;
-        if (r != 0) {
-            fprintf(stderr, "rt-bench model: bad option or value near '%s'\n", o);
-            usage(stderr);
-            return 2;
+    enum { OPT_DEVICE = 0x2000, OPT_REPS, OPT_NO_REUSE, OPT_JSON, OPT_PEER };
+    static const struct option opts[] = {
+        {"model", required_argument, NULL, 'm'}, RT_CLI_DEVICE_OPTIONS(OPT_DEVICE),
+        {"threads", required_argument, NULL, 't'}, {"n-batch", required_argument, NULL, 'b'},
+        {"batch-size", required_argument, NULL, 'b'}, {"reps", required_argument, NULL, OPT_REPS},
+        {"no-graph-reuse", no_argument, NULL, OPT_NO_REUSE}, {"json", no_argument, NULL, OPT_JSON},
+        {"peer", required_argument, NULL, OPT_PEER}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    optind = 1;
+    for (int c; (c = getopt_long_only(argc, argv, "m:p:n:t:b:h", opts, NULL)) != -1;) {
+        const char *name = optarg ? rt_cli_option_name(argv, optind) : NULL;
+        bool ok = true;
+        switch (c) {
+        case 'h': return usage(stdout), 1;
+        case 'm': a->model = optarg; break;
+        case OPT_DEVICE: a->device = optarg; break;
+        case OPT_PEER: a->peer = optarg; break;
+        case 'p': ok = rt_cli_int(TOOL, name, optarg, 1, INT32_MAX, &a->n_prompt); break;
+        case 'n': ok = rt_cli_int(TOOL, name, optarg, 1, INT32_MAX, &a->n_gen); break;
+        case 't': ok = rt_cli_int(TOOL, name, optarg, 1, 4096, &a->n_threads); break;
+        case 'b': ok = rt_cli_int(TOOL, name, optarg, 1, INT32_MAX, &a->n_batch); break;
+        case OPT_REPS: ok = rt_cli_int(TOOL, name, optarg, 1, MODEL_MAX_REPS, &a->reps); break;
+        case OPT_NO_REUSE: a->no_graph_reuse = true; break;
+        case OPT_JSON: a->json = true; break;
+        default: ok = false; /* getopt said why */
         }
-        i++;
+        if (!ok) return rt_cli_bad_usage(TOOL);
     }
-    if (a->reps > MODEL_MAX_REPS) a->reps = MODEL_MAX_REPS;
-    return 0;
+    if (optind == argc) return 0;
+    fprintf(stderr, TOOL ": unexpected argument '%s'\n", argv[optind]);
+    return rt_cli_bad_usage(TOOL);
 }
 
 typedef struct model_run {

@@ -29,15 +29,18 @@
 #include "bench.h"
 #include "bench_ceilings.h"
 #include "bench_peer.h"
+#include "tool_cli.h"
 #include "tools_os.h"
 
 #include "../abi/rt.h"
 
+#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#define TOOL "rt-bench ops"
 #define OPS_MAX_LIST 16
 #define OPS_MAX_REPS 256
 #define OPS_N_EMBD 4096
@@ -109,16 +112,17 @@ static void usage(FILE *f) {
             "  --k LIST        mul_mat depths (default 4096,14336)\n"
             "  --m M           mul_mat weight rows (default 4096)\n"
             "  --tokens T      rows of the other ops (default 512)\n"
-            "  --threads N     queue threads (default: the device's)\n"
+            "  -t, --threads N queue threads (default: the device's)\n"
             "  --time S        seconds of timed runs per row, at least 3 runs (default 0.3)\n"
             "  --reps N        at most N (3..256) timed runs per row (default 50)\n"
             "  --no-openblas   skip the OpenBLAS comparison\n"
             "  --no-weights-buft  mul_mat weights in the plain buffer type, not the device's\n"
             "                  repacked weights type (rows marked (r))\n"
-            "  --device NAME   device to run on (default cpu0)\n"
+            "  -dev, --device, --devices NAME  device to run on (default cpu0)\n"
             "  --peer DIR      llama.cpp's test-backend-ops (DIR/bin or DIR) beside each\n"
             "                  mul_mat row: its GFLOPS and rt's over it\n"
-            "  --json          the rows as a JSON array\n");
+            "  --json          the rows as a JSON array\n"
+            "  -h, --help      this text\n");
 }
 
 static int parse_list(const char *s, int64_t *out, int max) {
@@ -131,40 +135,53 @@ static int parse_list(const char *s, int64_t *out, int max) {
     return n;
 }
 
-/* 0: parsed; 1: help shown; 2: usage error. */
-static int parse_one(int argc, char **argv, int *i, ops_args_t *a) {
-    const char *o = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
-    if (strcmp(o, "--json") == 0) return a->json = true, 0;
-    if (strcmp(o, "--no-openblas") == 0) return a->no_blas = true, 0;
-    if (strcmp(o, "--no-weights-buft") == 0) return a->no_weights_buft = true, 0;
-    if (strcmp(o, "-h") == 0 || strcmp(o, "--help") == 0) return usage(stdout), 1;
-    if (v == NULL) return 2;
-    ++*i;
-    if (strcmp(o, "--op") == 0) a->ops = v;
-    else if (strcmp(o, "--type") == 0) a->types = v;
-    else if (strcmp(o, "--device") == 0) a->device = v;
-    else if (strcmp(o, "--peer") == 0) a->peer = v;
-    else if (strcmp(o, "--n") == 0) return (a->n_ns = parse_list(v, a->ns, OPS_MAX_LIST)) > 0 ? 0 : 2;
-    else if (strcmp(o, "--k") == 0) return (a->n_ks = parse_list(v, a->ks, OPS_MAX_LIST)) > 0 ? 0 : 2;
-    else if (strcmp(o, "--m") == 0) return (a->m = atoll(v)) > 0 ? 0 : 2;
-    else if (strcmp(o, "--tokens") == 0) return (a->tokens = atoll(v)) > 0 ? 0 : 2;
-    else if (strcmp(o, "--threads") == 0) return (a->threads = atoi(v)) > 0 ? 0 : 2;
-    else if (strcmp(o, "--time") == 0) return (a->min_time = atof(v)) >= 0 ? 0 : 2;
-    else if (strcmp(o, "--reps") == 0) return (a->max_reps = atoi(v)) >= 3 && a->max_reps <= OPS_MAX_REPS ? 0 : 2;
-    else return 2;
-    return 0;
+/* One value option; false after a message. */
+static bool value_option(int c, const char *name, const char *v, ops_args_t *a) {
+    int32_t i = 0;
+    float f = 0;
+    switch (c) {
+    case 'o': a->ops = v; return true;
+    case 'T': a->types = v; return true;
+    case 'd': a->device = v; return true;
+    case 'P': a->peer = v; return true;
+    case 'n': a->n_ns = parse_list(v, a->ns, OPS_MAX_LIST); break;
+    case 'k': a->n_ks = parse_list(v, a->ks, OPS_MAX_LIST); break;
+    case 'M': return rt_cli_int(TOOL, name, v, 1, INT32_MAX, &i) && (a->m = i) > 0;
+    case 'N': return rt_cli_int(TOOL, name, v, 1, INT32_MAX, &i) && (a->tokens = i) > 0;
+    case 't': return rt_cli_int(TOOL, name, v, 1, 4096, &i) && (a->threads = i) > 0;
+    case 's': return rt_cli_float(TOOL, name, v, &f) && (a->min_time = f) >= 0;
+    case 'r': return rt_cli_int(TOOL, name, v, 3, OPS_MAX_REPS, &i) && (a->max_reps = i) > 0;
+    default: return false; /* getopt said why */
+    }
+    if ((c == 'n' ? a->n_ns : a->n_ks) > 0) return true;
+    fprintf(stderr, TOOL ": %s wants a comma-separated list of positive integers, not '%s'\n", name, v);
+    return false;
 }
 
+/* 0: parsed; 1: help shown; 2: usage error. */
 static int parse(int argc, char **argv, ops_args_t *a) {
-    for (int i = 1; i < argc; i++) {
-        const int r = parse_one(argc, argv, &i, a);
-        if (r == 2) {
-            fprintf(stderr, "rt-bench ops: bad option or value near '%s'\n", argv[i]);
-            usage(stderr);
-        }
-        if (r != 0) return r;
+    enum { OPT_JSON = 0x2000, OPT_NO_BLAS, OPT_NO_WEIGHTS_BUFT };
+    static const struct option opts[] = {
+        {"op", required_argument, NULL, 'o'}, {"type", required_argument, NULL, 'T'},
+        RT_CLI_DEVICE_OPTIONS('d'), {"n", required_argument, NULL, 'n'},
+        {"k", required_argument, NULL, 'k'}, {"m", required_argument, NULL, 'M'},
+        {"tokens", required_argument, NULL, 'N'}, {"threads", required_argument, NULL, 't'},
+        {"time", required_argument, NULL, 's'}, {"reps", required_argument, NULL, 'r'},
+        {"json", no_argument, NULL, OPT_JSON}, {"no-openblas", no_argument, NULL, OPT_NO_BLAS},
+        {"no-weights-buft", no_argument, NULL, OPT_NO_WEIGHTS_BUFT}, {"help", no_argument, NULL, 'h'},
+        {"peer", required_argument, NULL, 'P'}, {NULL, 0, NULL, 0}};
+    optind = 1;
+    for (int c; (c = getopt_long_only(argc, argv, "t:h", opts, NULL)) != -1;) {
+        if (c == 'h') return usage(stdout), 1;
+        if (c == OPT_JSON) a->json = true;
+        else if (c == OPT_NO_BLAS) a->no_blas = true;
+        else if (c == OPT_NO_WEIGHTS_BUFT) a->no_weights_buft = true;
+        else if (!value_option(c, optarg ? rt_cli_option_name(argv, optind) : "", optarg, a))
+            return rt_cli_bad_usage(TOOL);
     }
-    return 0;
+    if (optind == argc) return 0;
+    fprintf(stderr, TOOL ": unexpected argument '%s'\n", argv[optind]);
+    return rt_cli_bad_usage(TOOL);
 }
 
 /* Whether `name` is in the comma list (NULL: every name is). */

@@ -12,7 +12,10 @@
  * (beyond BENCH_NOISE: medians on a shared machine move that much from one
  * run to the next). */
 #include "bench.h"
+#include "tool_cli.h"
 #include "tools_os.h"
+
+#include <getopt.h>
 
 #include "../abi/rt.h"
 
@@ -28,34 +31,41 @@
 
 typedef struct threads_args {
     int32_t dim, layers, max_threads;
-    double min_time;
+    float min_time;
 } threads_args_t;
+
+#define TOOL "rt-bench threads"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: rt-bench threads [options]\n"
             "  --dim N          the matrices' size, N x N F32 (default 512)\n"
             "  --layers N       matrix products per graph (default 16)\n"
             "  --max-threads N  thread counts 1..N (default 2)\n"
-            "  --min-time S     seconds timed per row (default 0.3)\n");
+            "  --min-time S     seconds timed per row (default 0.3)\n"
+            "  -h, --help       this text\n");
 }
 
 static int parse(int argc, char **argv, threads_args_t *a) {
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(o, "-h") == 0 || strcmp(o, "--help") == 0) return usage(stdout), 1;
-        const double x = v ? strtod(v, NULL) : 0;
-        if (strcmp(o, "--dim") == 0 && x >= 16) a->dim = (int32_t)x;
-        else if (strcmp(o, "--layers") == 0 && x >= 1) a->layers = (int32_t)x;
-        else if (strcmp(o, "--max-threads") == 0 && x >= 1 && x <= 64) a->max_threads = (int32_t)x;
-        else if (strcmp(o, "--min-time") == 0 && x > 0) a->min_time = x;
-        else {
-            fprintf(stderr, "rt-bench threads: bad option or value near '%s'\n", o);
-            usage(stderr);
-            return 2;
-        }
-        i++;
+    enum { OPT_DIM = 0x2000, OPT_LAYERS, OPT_MAX_THREADS, OPT_MIN_TIME };
+    static const struct option opts[] = {
+        {"dim", required_argument, NULL, OPT_DIM}, {"layers", required_argument, NULL, OPT_LAYERS},
+        {"max-threads", required_argument, NULL, OPT_MAX_THREADS},
+        {"min-time", required_argument, NULL, OPT_MIN_TIME}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    optind = 1;
+    for (int c; (c = getopt_long_only(argc, argv, "h", opts, NULL)) != -1;) {
+        const char *name = optarg ? rt_cli_option_name(argv, optind) : NULL;
+        bool ok = false;
+        if (c == 'h') return usage(stdout), 1;
+        if (c == OPT_DIM) ok = rt_cli_int(TOOL, name, optarg, 16, 1 << 16, &a->dim);
+        else if (c == OPT_LAYERS) ok = rt_cli_int(TOOL, name, optarg, 1, 1 << 16, &a->layers);
+        else if (c == OPT_MAX_THREADS) ok = rt_cli_int(TOOL, name, optarg, 1, 64, &a->max_threads);
+        else if (c == OPT_MIN_TIME) ok = rt_cli_float(TOOL, name, optarg, &a->min_time) && a->min_time > 0;
+        if (!ok) return rt_cli_bad_usage(TOOL);
     }
-    return 0;
+    if (optind == argc) return 0;
+    fprintf(stderr, TOOL ": unexpected argument '%s'\n", argv[optind]);
+    return rt_cli_bad_usage(TOOL);
 }
 
 //===--- the competitor ---===//

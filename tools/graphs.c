@@ -4,6 +4,7 @@
  * are copied into views of the cache, K is read back as a permuted view,
  * V through cont, and the heads are merged with permute + cont. */
 #include "graphs.h"
+#include "tool_cli.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -16,49 +17,37 @@
 #define KVTYPE RT_TYPE_F16 /* KV cache */
 
 const char tool_graph_usage[] =
-    "  --graph NAME   mlp (a two-layer MLP, per layer) or llama\n"
-    "  --n-layer N    layers\n"
-    "  --n-embd N     embedding width\n"
-    "  --n-head N     attention heads (default n_embd/128)\n"
-    "  --n-ff N       feed-forward width (default 8/3 n_embd, rounded up to 256)\n"
-    "  --n-vocab N    vocabulary\n"
-    "  --n-batch N    tokens per step; the worst case has n_past = n_ctx - n_batch\n"
-    "  --n-ctx N      KV cache length\n";
+    "      --graph NAME     mlp (a two-layer MLP, per layer) or llama\n"
+    "      --n-layer N      layers\n"
+    "      --n-embd N       embedding width\n"
+    "      --n-head N       attention heads (default n_embd/128)\n"
+    "      --n-ff N         feed-forward width (default 8/3 n_embd, rounded up to 256)\n"
+    "      --n-vocab N      vocabulary\n"
+    "  -b, --n-batch, --batch-size N  tokens per step; the worst case has\n"
+    "                       n_past = n_ctx - n_batch\n"
+    "  -c, --n-ctx, --ctx-size N      KV cache length\n";
 
-static int32_t *int_option(tool_graph_params_t *p, const char *name) {
-    static const struct { const char *name; size_t offset; } opts[] = {
-        {"--n-layer", offsetof(tool_graph_params_t, n_layer)},
-        {"--n-embd", offsetof(tool_graph_params_t, n_embd)},
-        {"--n-head", offsetof(tool_graph_params_t, n_head)},
-        {"--n-ff", offsetof(tool_graph_params_t, n_ff)},
-        {"--n-vocab", offsetof(tool_graph_params_t, n_vocab)},
-        {"--n-batch", offsetof(tool_graph_params_t, n_tokens)},
-        {"--n-ctx", offsetof(tool_graph_params_t, n_ctx)},
-    };
-    for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++)
-        if (strcmp(name, opts[k].name) == 0) return (int32_t *)((char *)p + opts[k].offset);
-    return NULL;
+static int32_t *int_field(tool_graph_params_t *p, int c) {
+    switch (c) {
+    case TOOL_OPT_N_LAYER: return &p->n_layer;
+    case TOOL_OPT_N_EMBD: return &p->n_embd;
+    case TOOL_OPT_N_HEAD: return &p->n_head;
+    case TOOL_OPT_N_FF: return &p->n_ff;
+    case TOOL_OPT_N_VOCAB: return &p->n_vocab;
+    case TOOL_OPT_N_BATCH: return &p->n_tokens;
+    case TOOL_OPT_N_CTX: return &p->n_ctx;
+    default: return NULL;
+    }
 }
 
-int tool_graph_parse_arg(tool_graph_params_t *p, int argc, char **argv, int i) {
-    int32_t *field = int_option(p, argv[i]);
-    if (field == NULL && strcmp(argv[i], "--graph") != 0) return 0;
-    if (i + 1 >= argc) {
-        fprintf(stderr, "%s needs a value\n", argv[i]);
-        return -1;
+int tool_graph_option(tool_graph_params_t *p, const char *tool, int c, const char *name, const char *value) {
+    if (c == TOOL_OPT_GRAPH) {
+        p->name = value;
+        return 1;
     }
-    if (field == NULL) {
-        p->name = argv[i + 1];
-        return 2;
-    }
-    char *end;
-    const long v = strtol(argv[i + 1], &end, 10);
-    if (*end != 0 || end == argv[i + 1] || v < 0 || v > INT32_MAX) {
-        fprintf(stderr, "%s: '%s' is not a number\n", argv[i], argv[i + 1]);
-        return -1;
-    }
-    *field = (int32_t)v;
-    return 2;
+    int32_t *field = int_field(p, c);
+    if (field == NULL) return 0;
+    return rt_cli_int(tool, name, value, 1, INT32_MAX, field) ? 1 : -1;
 }
 
 /* The largest tensor the graphs may describe, in elements (2^40: far past

@@ -11,6 +11,8 @@
 
 #include "../abi/rt.h"
 
+#include <getopt.h>
+
 typedef struct tool_graph_params {
     const char *name;   /* "mlp" or "llama" */
     int32_t n_layer;
@@ -23,11 +25,31 @@ typedef struct tool_graph_params {
     int32_t n_ctx;      /* KV cache length */
 } tool_graph_params_t;
 
-/* Parses the graph option at argv[i] (--graph NAME, --n-layer N, --n-embd
- * N, --n-head N, --n-ff N, --n-vocab N, --n-batch N, --n-ctx N). Returns
- * the arguments it took: 0 when argv[i] is not one of them, -1 (message on
- * stderr) when its value is missing or not a number. */
-int tool_graph_parse_arg(tool_graph_params_t *p, int argc, char **argv, int i);
+/* The graph options for a tool's getopt_long table (TOOL_GRAPH_OPTIONS,
+ * before its own) and their codes: --graph NAME, --n-layer N, --n-embd N,
+ * --n-head N, --n-ff N, --n-vocab N, -b/--n-batch/--batch-size N,
+ * -c/--n-ctx/--ctx-size N (rt-run's spellings). */
+enum {
+    TOOL_OPT_N_BATCH = 'b',
+    TOOL_OPT_N_CTX = 'c',
+    TOOL_OPT_GRAPH = 0x1000,
+    TOOL_OPT_N_LAYER, TOOL_OPT_N_EMBD, TOOL_OPT_N_HEAD, TOOL_OPT_N_FF, TOOL_OPT_N_VOCAB,
+};
+#define TOOL_GRAPH_OPTIONS                                                                     \
+    {"graph", required_argument, NULL, TOOL_OPT_GRAPH},                                        \
+    {"n-layer", required_argument, NULL, TOOL_OPT_N_LAYER},                                    \
+    {"n-embd", required_argument, NULL, TOOL_OPT_N_EMBD},                                      \
+    {"n-head", required_argument, NULL, TOOL_OPT_N_HEAD},                                      \
+    {"n-ff", required_argument, NULL, TOOL_OPT_N_FF},                                          \
+    {"n-vocab", required_argument, NULL, TOOL_OPT_N_VOCAB},                                    \
+    {"n-batch", required_argument, NULL, TOOL_OPT_N_BATCH},                                    \
+    {"batch-size", required_argument, NULL, TOOL_OPT_N_BATCH},                                 \
+    {"n-ctx", required_argument, NULL, TOOL_OPT_N_CTX},                                        \
+    {"ctx-size", required_argument, NULL, TOOL_OPT_N_CTX}
+/* Takes the value of graph option c (name: the option as typed, for the
+ * message): 1 when taken, 0 when c is not a graph option, -1 after
+ * "TOOL: OPTION wants ..." on stderr for a value that is no count. */
+int tool_graph_option(tool_graph_params_t *p, const char *tool, int c, const char *name, const char *value);
 /* The usage lines of those options. */
 extern const char tool_graph_usage[];
 /* Fills the zero defaults in; false with a message on stderr when the

@@ -3,9 +3,11 @@
  * (l<i> for leaves, n<i> for nodes); a tensor a node reads that is neither
  * (a view's base outside the graph, or the copy of a split input the
  * scheduler made on the reader's device) is drawn as a note of its own
- * address. Layer clusters are written in layer
- * order, the tensors of no layer (embeddings, output) outside any. */
+ * address. Layer clusters are written in layer order (plan_names.h says
+ * which layer a name is of), the tensors of no layer (embeddings, output)
+ * outside any. */
 #include "plan_dot.h"
+#include "plan_names.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -13,14 +15,8 @@
 static const char *const palette[] = {"#9ecae1", "#fdae6b", "#a1d99b", "#bcbddc", "#fc9272", "#d9d9d9"};
 #define N_PALETTE ((int32_t)(sizeof palette / sizeof palette[0]))
 
-/* The layer of a built-in graph's tensor ("kq.3" -> 3), or -1. */
-static int32_t layer_of(const rt_tensor_t *t) {
-    const char *dot = strrchr(t->name, '.');
-    if (dot == NULL || dot[1] == 0) return -1;
-    char *end;
-    const long il = strtol(dot + 1, &end, 10);
-    return *end == 0 && il >= 0 ? (int32_t)il : -1;
-}
+/* The layer of a tensor ("kq.3", "blk.3.attn_q.weight" -> 3), or -1. */
+static int32_t layer_of(const rt_tensor_t *t) { return tool_tensor_layer(t->name); }
 
 static const char *colour_of(const rt_sched_t *s, const rt_tensor_t *t) {
     const rt_device_t *dev = rt_sched_get_tensor_device(s, t);

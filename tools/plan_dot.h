@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* plan_dot.h: a graph as Graphviz DOT, as the scheduler split it: one
- * cluster per layer (the ".N" suffix of the built-in graphs' tensor names),
+ * cluster per layer (as the tensors' names say, plan_names.h),
  * one fill colour per device, a legend naming the devices and the split
  * count. Nodes are the graph's nodes and leaves, edges run from each
  * source to its reader. */

@@ -8,6 +8,7 @@
 
 #include "tool_cli.h"
 
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,23 +48,30 @@ double bench_median(double *v, size_t n) {
 }
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: rt-bench SUBCOMMAND [options]   (SUBCOMMAND --help for its options)\n");
+    fprintf(f, "usage: rt-bench SUBCOMMAND [options]   (rt-bench SUBCOMMAND --help: its options\n"
+               "                                        and their defaults)\n");
     for (size_t i = 0; i < N_COMMANDS; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "  -h, --help   this text\n      --version  release, ABI and commit\n");
 }
 
 int main(int argc, char **argv) {
-    if (argc == 2 && strcmp(argv[1], "--version") == 0) {
-        rt_cli_print_version(stdout, "rt-bench");
-        return 0;
+    enum { OPT_VERSION = 0x2000 };
+    static const struct option opts[] = {
+        {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, OPT_VERSION}, {NULL, 0, NULL, 0}};
+    /* "+": the options before the subcommand only; it parses its own */
+    for (int c; (c = getopt_long(argc, argv, "+h", opts, NULL)) != -1;) {
+        if (c == 'h') return usage(stdout), 0;
+        if (c == OPT_VERSION) return rt_cli_print_version(stdout, "rt-bench"), 0;
+        return rt_cli_bad_usage("rt-bench");
     }
-    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
+    if (optind >= argc) {
+        usage(stderr);
+        return 2;
     }
     for (size_t i = 0; i < N_COMMANDS; i++)
-        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].main(argc - 1, argv + 1);
-    fprintf(stderr, "rt-bench: unknown subcommand '%s'\n", argv[1]);
-    usage(stderr);
-    return 2;
+        if (strcmp(argv[optind], commands[i].name) == 0)
+            return commands[i].main(argc - optind, argv + optind);
+    fprintf(stderr, "rt-bench: unknown subcommand '%s'\n", argv[optind]);
+    return rt_cli_bad_usage("rt-bench");
 }

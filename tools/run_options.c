@@ -96,12 +96,8 @@ static const struct option long_options[] = {
     {"repeat-last-n", required_argument, NULL, OPT_REPEAT_LAST_N},
     {"split", required_argument, NULL, OPT_SPLIT},
     {"list-devices", no_argument, NULL, OPT_LIST_DEVICES},
-    {"dev", required_argument, NULL, OPT_DEVICE},
-    {"device", required_argument, NULL, OPT_DEVICE},
-    {"devices", required_argument, NULL, OPT_DEVICE},
-    {"ngl", required_argument, NULL, OPT_NGL},
-    {"n-gpu-layers", required_argument, NULL, OPT_NGL},
-    {"gpu-layers", required_argument, NULL, OPT_NGL},
+    RT_CLI_DEVICE_OPTIONS(OPT_DEVICE),
+    RT_CLI_NGL_OPTIONS(OPT_NGL),
     {"cnv", no_argument, NULL, OPT_CNV},
     {"conversation", no_argument, NULL, OPT_CNV},
     {"interactive", no_argument, NULL, OPT_CNV},
@@ -158,16 +154,6 @@ static bool add_stop(const char *text, run_options_t *o) {
     return false;
 }
 
-static bool split_option(const char *value, run_options_t *o) {
-    o->split_given = true;
-    if (strcmp(value, "auto") == 0 || strcmp(value, "fastest") == 0) {
-        o->split = value[0] == 'a' ? RTM_SPLIT_AUTO : RTM_SPLIT_FASTEST;
-        return true;
-    }
-    fprintf(stderr, TOOL ": --split knows 'auto' and 'fastest', not '%s'\n", value);
-    return false;
-}
-
 /* The sampling options; false after a message. */
 static bool sampling_option(int c, const char *name, const char *v, rtm_sampler_params_t *s) {
     switch (c) {
@@ -195,7 +181,7 @@ static int one_option(int c, const char *name, const char *v, run_options_t *o) 
     case 'r': ok = add_stop(v, o); break;
     case 's': case OPT_TEMP: case OPT_TOP_K: case OPT_TOP_P: case OPT_MIN_P:
     case OPT_REPEAT_PENALTY: case OPT_REPEAT_LAST_N: ok = sampling_option(c, name, v, &o->sampling); break;
-    case OPT_SPLIT: ok = split_option(v, o); break;
+    case OPT_SPLIT: ok = rt_cli_split(TOOL, v, &o->split), o->split_given = true; break;
     case OPT_LIST_DEVICES: o->list_devices = true; break;
     case OPT_DEVICE: o->devices = v; break;
     case OPT_NGL:
@@ -219,12 +205,6 @@ static int one_option(int c, const char *name, const char *v, run_options_t *o) 
     return ok ? 0 : 2;
 }
 
-/* The option as typed, for messages ("-c", "--ctx-size", "--ctx=x"):
- * the word before optarg when optarg is a word of its own. */
-static const char *typed_name(char **argv, int index_after) {
-    return argv[index_after - 1] == optarg ? argv[index_after - 2] : argv[index_after - 1];
-}
-
 int run_options_parse(int argc, char **argv, run_options_t *o) {
     *o = (run_options_t){
         .prompt = DEFAULT_PROMPT, .n_predict = DEFAULT_N_PREDICT,
@@ -233,7 +213,7 @@ int run_options_parse(int argc, char **argv, run_options_t *o) {
                      .repeat_last_n = DEFAULT_REPEAT_LAST_N}};
     optind = 1;
     for (int c; (c = getopt_long_only(argc, argv, "m:p:f:n:c:b:t:s:r:hi", long_options, NULL)) != -1;) {
-        const int rc = one_option(c == 'i' ? OPT_CNV : c, optarg ? typed_name(argv, optind) : NULL,
+        const int rc = one_option(c == 'i' ? OPT_CNV : c, optarg ? rt_cli_option_name(argv, optind) : NULL,
                                   optarg, o);
         if (rc == 2) return rt_cli_bad_usage(TOOL);
         if (rc == 1) return 1;

@@ -5,10 +5,13 @@
  * else). */
 #include "tool_cli.h"
 #include "../abi/rt.h"
+#include "../model/rt_model.h"
 #include "rt_commit.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <stdlib.h>
+#include <string.h>
 
 const char *rt_cli_commit(void) { return RT_GIT_COMMIT; }
 
@@ -53,6 +56,19 @@ bool rt_cli_u64(const char *tool, const char *option, const char *value, uint64_
     }
     fprintf(stderr, "%s: %s wants a non-negative integer, not '%s'\n", tool, option, value);
     return false;
+}
+
+bool rt_cli_split(const char *tool, const char *value, int32_t *out) {
+    if (strcmp(value, "auto") == 0 || strcmp(value, "fastest") == 0) {
+        *out = value[0] == 'a' ? RTM_SPLIT_AUTO : RTM_SPLIT_FASTEST;
+        return true;
+    }
+    fprintf(stderr, "%s: --split knows 'auto' and 'fastest', not '%s'\n", tool, value);
+    return false;
+}
+
+const char *rt_cli_option_name(char **argv, int optind_after) {
+    return argv[optind_after - 1] == optarg ? argv[optind_after - 2] : argv[optind_after - 1];
 }
 
 int rt_cli_bad_usage(const char *tool) {

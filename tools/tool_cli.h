@@ -7,6 +7,7 @@
 #ifndef RT_TOOLS_TOOL_CLI_H
 #define RT_TOOLS_TOOL_CLI_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,6 +26,25 @@ bool rt_cli_int(const char *tool, const char *option, const char *value, long lo
                 int32_t *out);
 bool rt_cli_float(const char *tool, const char *option, const char *value, float *out);
 bool rt_cli_u64(const char *tool, const char *option, const char *value, uint64_t *out);
+
+/* The spellings of the device list and of the layers on the first GPU
+ * that every tool takes (llama.cpp's and rt's), for a getopt_long table:
+ * one place, so that the tools agree. */
+#define RT_CLI_DEVICE_OPTIONS(code)                                                      \
+    {"dev", required_argument, NULL, (code)}, {"device", required_argument, NULL, (code)}, \
+    {"devices", required_argument, NULL, (code)}
+#define RT_CLI_NGL_OPTIONS(code)                                                          \
+    {"ngl", required_argument, NULL, (code)}, {"n-gpu-layers", required_argument, NULL, (code)}, \
+    {"gpu-layers", required_argument, NULL, (code)}
+
+/* --split's value: "auto" or "fastest" into *out (an rtm_split_t of
+ * model/rt_model.h); false after "TOOL: --split knows ...". */
+bool rt_cli_split(const char *tool, const char *value, int32_t *out);
+
+/* The option as typed ("-c", "--ctx-size", "--ctx=x"), for messages,
+ * right after getopt_long returned one with a value: the word before
+ * optarg when optarg is a word of its own. optind_after is optind. */
+const char *rt_cli_option_name(char **argv, int optind_after);
 
 /* The message getopt_long gives no tool name for a bad option, then the
  * hint to --help; returns the usage exit status 2. */
