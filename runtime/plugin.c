@@ -307,9 +307,11 @@ rt_status_t rt_plugin_skip(rt_registry_t *reg, rt_plugin_rec_t *rec, rt_status_t
 void rt_plugin_close(rt_registry_t *reg, rt_plugin_rec_t *rec) {
     if (rec == NULL) return;
     if (rec->live) rec->vtable.destroy(rec->handle);
-    /* A refused plugin's handle is closed already or kept on purpose; one
-     * never started has run nothing but query, which has no side effects. */
-    if ((rec->live && (rec->desc.flags & RT_PLUGIN_FLAG_UNLOAD_SAFE) != 0) || rec->pending)
+    /* A refused plugin's handle is closed already or kept on purpose. One
+     * never started ran only query, but its constructors ran at dlopen
+     * (a static C++ runtime's pools, say): unloading it is as safe as the
+     * plugin says, no more. */
+    if ((rec->live || rec->pending) && (rec->desc.flags & RT_PLUGIN_FLAG_UNLOAD_SAFE) != 0)
         rt_dl_close(rec->dl);
     rec->pending = rec->standby = false;
     rec->live = false;
