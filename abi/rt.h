@@ -345,7 +345,13 @@ RT_API const char *rt_cpu_placement_name(rt_cpu_placement_t placement);
  * named rt-plugin-NAME.so. RT_PLUGINS (comma-separated names or globs)
  * keeps only the plugins it matches and RT_PLUGINS_DISABLE drops those it
  * matches, before any file is opened. A plugin that cannot be loaded is
- * recorded with the reason and skipped; the others still load. */
+ * recorded with the reason and skipped; the others still load.
+ * Creating the registry opens and queries each plugin; a plugin is started
+ * (its create, which opens its driver) only when it is first needed: a
+ * lookup by name starts the plugin that name points at ("cpu0": plugin
+ * cpu) and no other, and anything that lists or counts plugins or devices
+ * starts them all. The answers are the same as if every plugin had
+ * started at creation; what a process never asks about costs it nothing. */
 /* (optional) Asked before each plugin file is opened, with its absolute
  * path: return RT_OK to let the registry open it, anything else to have it
  * recorded as not loaded with that status and `reason` (written by the
@@ -411,7 +417,11 @@ RT_API const char *rt_registry_search_path(const rt_registry_t *reg);
  * 1 wherever it sits. Index 0 is the default device. */
 RT_API int32_t rt_registry_device_count(const rt_registry_t *reg);
 RT_API rt_device_t *rt_registry_device(const rt_registry_t *reg, int32_t i);
-/* By name ("cpu0", "vulkan1"); NULL if none. */
+/* By name ("cpu0", "vulkan1"); NULL if none. Starts only the plugin the
+ * name points at (and, for a name it does not have, all of them), so a
+ * device's place in rt_registry_device's order may change when another
+ * plugin starts later; handles stay valid. Thread-safe, as are the
+ * lookups above. */
 RT_API rt_device_t *rt_registry_device_by_name(const rt_registry_t *reg, const char *name);
 
 //===--- rt_device_t ---===//

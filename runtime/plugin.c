@@ -3,8 +3,9 @@
  * file that other users can write, opens the shared object, finds its entry
  * point, negotiates the ABI version, validates the tables the plugin
  * returns and copies them into the zero-filled structs of registry_impl.h
- * (the one place where struct_size rules are applied), then starts the
- * plugin. Every refusal is recorded in the record with a message naming
+ * (the one place where struct_size rules are applied); starting the plugin
+ * (create) is a separate step, which the registry takes only when one of
+ * the plugin's devices is needed. Every refusal is recorded in the record with a message naming
  * the file; nothing here aborts. Also owns the host table handed to plugins
  * and the helpers device.c shares for normalising plugin structs and
  * walking extension chains. */
@@ -171,8 +172,6 @@ rt_status_t rt_plugin_adopt(rt_registry_t *reg, rt_plugin_rec_t *rec, const rt_p
     rec->desc.vtable = &rec->vtable;
     if (rec->desc.description == NULL) rec->desc.description = "";
     if (rec->desc.version == NULL) rec->desc.version = "";
-    st = check_unique(reg, rec);
-    if (st != RT_OK) return st;
     char *name = rt_mem_strdup(&reg->allocator, rec->desc.name);
     if (name == NULL) return rt_error(RT_ERR_OUT_OF_MEMORY, "%s: no memory for its name", rec->path);
     rt_mem_free_str(&reg->allocator, rec->name);
@@ -198,8 +197,7 @@ bool rt_plugin_file_name(const char *path, char *buf, size_t size) {
     return true;
 }
 
-/* The record's name is the file's NAME until the plugin tells its own. */
-static rt_status_t init_record(rt_registry_t *reg, rt_plugin_rec_t *rec, const char *path) {
+rt_status_t rt_plugin_init(rt_registry_t *reg, rt_plugin_rec_t *rec, const char *path) {
     char name[256];
     const char *base = strrchr(path, '/');
     if (!rt_plugin_file_name(path, name, sizeof name))
@@ -265,12 +263,27 @@ static rt_status_t create(rt_registry_t *reg, rt_plugin_rec_t *rec) {
     return rt_plugin_failed(st, &snap, what);
 }
 
-rt_status_t rt_plugin_open(rt_registry_t *reg, rt_plugin_rec_t *rec, const char *path) {
+rt_status_t rt_plugin_open(rt_registry_t *reg, rt_plugin_rec_t *rec) {
     const rt_plugin_t *plugin = NULL;
-    rt_status_t st = init_record(reg, rec, path);
-    if (st == RT_OK) st = check_writers(rec);
+    rt_status_t st = check_writers(rec);
     if (st == RT_OK) st = query(reg, rec, &plugin);
     if (st == RT_OK) st = rt_plugin_adopt(reg, rec, plugin);
+    if (st != RT_OK) {
+        refuse(reg, rec, st, false);
+        rt_log(RT_LOG_WARN, "plugin not loaded: %s", rec->info.message);
+        return st;
+    }
+    rec->pending = true;
+    rt_log(RT_LOG_INFO, "plugin %s (ABI %u.%u) found at %s; started when one of its devices is "
+           "needed", rec->desc.name, RT_ABI_VERSION_GET_MAJOR(rec->info.abi_version),
+           RT_ABI_VERSION_GET_MINOR(rec->info.abi_version), rec->path);
+    return RT_OK;
+}
+
+rt_status_t rt_plugin_start(rt_registry_t *reg, rt_plugin_rec_t *rec) {
+    RT_ASSERT(rec->pending);
+    rec->pending = false;
+    rt_status_t st = check_unique(reg, rec);
     const bool started = st == RT_OK; /* create runs: the plugin may have side effects */
     if (st == RT_OK) st = create(reg, rec);
     if (st != RT_OK) {
@@ -285,21 +298,22 @@ rt_status_t rt_plugin_open(rt_registry_t *reg, rt_plugin_rec_t *rec, const char 
     return RT_OK;
 }
 
-rt_status_t rt_plugin_skip(rt_registry_t *reg, rt_plugin_rec_t *rec, const char *path,
-                          rt_status_t status) {
-    /* init_record records a message only when it fails: the caller's
-     * message is still rt_last_error() for refuse to keep. */
-    rt_status_t st = init_record(reg, rec, path);
-    refuse(reg, rec, st != RT_OK ? st : status, false);
+rt_status_t rt_plugin_skip(rt_registry_t *reg, rt_plugin_rec_t *rec, rt_status_t status) {
+    refuse(reg, rec, status, false);
     rt_log(RT_LOG_INFO, "plugin not loaded: %s", rec->info.message);
-    return st != RT_OK ? st : status;
+    return status;
 }
 
 void rt_plugin_close(rt_registry_t *reg, rt_plugin_rec_t *rec) {
     if (rec == NULL) return;
     if (rec->live) rec->vtable.destroy(rec->handle);
-    /* A refused plugin's handle is closed already or kept on purpose. */
-    if (rec->live && (rec->desc.flags & RT_PLUGIN_FLAG_UNLOAD_SAFE) != 0) rt_dl_close(rec->dl);
+    /* A refused plugin's handle is closed already or kept on purpose. One
+     * never started ran only query, but its constructors ran at dlopen
+     * (a static C++ runtime's pools, say): unloading it is as safe as the
+     * plugin says, no more. */
+    if ((rec->live || rec->pending) && (rec->desc.flags & RT_PLUGIN_FLAG_UNLOAD_SAFE) != 0)
+        rt_dl_close(rec->dl);
+    rec->pending = rec->standby = false;
     rec->live = false;
     rec->handle = NULL;
     rec->dl = NULL;

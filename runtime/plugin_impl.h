@@ -2,7 +2,8 @@
 /* plugin_impl.h: a plugin file as the core keeps it (rt_plugin_rec_t), and
  * what plugin.c does with one: open, validate and normalise its tables
  * (the one place the struct_size rules are applied to a plugin's answer),
- * start it, refuse it with a message, close it; plus the helpers device.c
+ * start it (later, when the registry first needs one of its devices),
+ * refuse it with a message, close it; plus the helpers device.c
  * shares for extension chains and failed plugin calls. Plugin tables are
  * copied into zero-filled structs of the size this core knows, so the rest
  * of the core reads every field without size checks. */
@@ -21,13 +22,26 @@ typedef struct rt_plugin_rec {
     rt_plugin_vtable_t vtable;      /* normalised */
     void *handle;                   /* from vtable.create, or NULL */
     bool live;                      /* create succeeded: destroy is owed */
+    /* A plugin is started only when one of its devices is first needed
+     * (registry.c), so that a process pays for no driver it does not use. */
+    bool pending;                   /* queried and validated; create not run yet */
+    bool standby;                   /* not opened: an earlier file of its NAME is
+                                       pending and takes this one's place unless
+                                       it fails to start */
 } rt_plugin_rec_t;
 
-/* plugin.c: opens one file and fills rec (status and message included). */
-RT_INTERNAL rt_status_t rt_plugin_open(rt_registry_t *reg, rt_plugin_rec_t *rec, const char *path);
-/* plugin.c: records a file that was considered but not opened (shadowed),
- * with status and the current rt_last_error() as its message. */
-RT_INTERNAL rt_status_t rt_plugin_skip(rt_registry_t *reg, rt_plugin_rec_t *rec, const char *path,
+/* plugin.c: the record of the file at path, not opened yet (its name is
+ * the file's NAME until the plugin tells its own). */
+RT_INTERNAL rt_status_t rt_plugin_init(rt_registry_t *reg, rt_plugin_rec_t *rec, const char *path);
+/* plugin.c: opens rec's file, queries and validates it: pending on
+ * success, else refused with a message (status included). */
+RT_INTERNAL rt_status_t rt_plugin_open(rt_registry_t *reg, rt_plugin_rec_t *rec);
+/* plugin.c: runs a pending plugin's create: live on success, else refused. */
+RT_INTERNAL rt_status_t rt_plugin_start(rt_registry_t *reg, rt_plugin_rec_t *rec);
+/* plugin.c: records a file that was considered but not opened (shadowed,
+ * refused by the application), with status and the current
+ * rt_last_error() as its message. */
+RT_INTERNAL rt_status_t rt_plugin_skip(rt_registry_t *reg, rt_plugin_rec_t *rec,
                                        rt_status_t status);
 /* plugin.c: validates a query result and normalises it into rec (used by
  * rt_plugin_open and by the plugin-table fuzzer). */

@@ -4,8 +4,11 @@
  * next to librtcore, then the install directory; never a relative path),
  * scans each directory for rt-plugin-NAME.so (.dylib on macOS) in name order, applies the
  * RT_PLUGINS / RT_PLUGINS_DISABLE filters before anything is opened,
- * records shadowed files, has plugin.c load the rest and wraps their
- * devices in a stable order. Also keeps the lists of live buffers and
+ * has plugin.c open and query the rest, and starts a plugin (its driver's
+ * start-up) only when one of its devices is first needed: a lookup by name
+ * starts the plugin of that name alone, anything that counts or lists
+ * starts them all. Records shadowed files and wraps the devices in a
+ * stable order. Also keeps the lists of live buffers and
  * queues so that destroying the registry releases them. */
 #include "buffer_impl.h"
 #include "device_impl.h"
@@ -207,16 +210,21 @@ static rt_plugin_rec_t *new_record(rt_registry_t *reg) {
     return rec;
 }
 
-/* The loaded plugin of an earlier file with the same NAME, or NULL. A file
- * that declined, failed or was refused shadows nothing (rt_plugin.h): the
- * next file of that name gets its chance. */
-static const rt_plugin_rec_t *find_by_file_name(const rt_registry_t *reg, const char *name) {
+/* The plugin an earlier file with the same NAME loaded, or is about to
+ * try (pending or standby; only one standing by with standby_only), or
+ * NULL. A file that declined, failed or was
+ * refused shadows nothing (rt_plugin.h): the next file of that name gets
+ * its chance. */
+static rt_plugin_rec_t *find_by_file_name(const rt_registry_t *reg, const char *name,
+                                          bool standby_only) {
     char other[256];
-    for (int32_t i = 0; i < reg->n_plugins; i++)
-        if (reg->plugins[i]->live &&
-            rt_plugin_file_name(reg->plugins[i]->path, other, sizeof other) &&
+    for (int32_t i = 0; i < reg->n_plugins; i++) {
+        rt_plugin_rec_t *r = reg->plugins[i];
+        const bool candidate = r->standby || (!standby_only && (r->live || r->pending));
+        if (candidate && rt_plugin_file_name(r->path, other, sizeof other) &&
             strcmp(other, name) == 0)
-            return reg->plugins[i];
+            return r;
+    }
     return NULL;
 }
 
@@ -317,10 +325,108 @@ static rt_status_t wrap_devices(rt_registry_t *reg, rt_plugin_rec_t *rec) {
     return st;
 }
 
-static rt_status_t load_path(rt_registry_t *reg, const char *path) {
+/* Opens and queries a file the application admits; the record says how
+ * that went (pending, or refused with a message). Running out of memory
+ * is not the plugin's fault: it is returned, and fails what called. */
+static rt_status_t open_admitted(rt_registry_t *reg, rt_plugin_rec_t *rec) {
+    const rt_status_t why = admitted(reg, rec->path);
+    if (why != RT_OK) return rt_plugin_skip(reg, rec, why), RT_OK;
+    const rt_status_t st = rt_plugin_open(reg, rec);
+    return st == RT_ERR_OUT_OF_MEMORY ? st : RT_OK;
+}
+
+static rt_plugin_rec_t *new_path_record(rt_registry_t *reg, const char *path) {
     rt_plugin_rec_t *rec = new_record(reg);
-    if (rec == NULL) return rt_error(RT_ERR_OUT_OF_MEMORY, "%s: no memory for its record", path);
-    rt_status_t st = rt_plugin_open(reg, rec, path);
+    if (rec == NULL) {
+        rt_error(RT_ERR_OUT_OF_MEMORY, "%s: no memory for its record", path);
+        return NULL;
+    }
+    if (rt_plugin_init(reg, rec, path) != RT_OK) {
+        rt_plugin_skip(reg, rec, RT_ERR_OUT_OF_MEMORY);
+        return NULL;
+    }
+    return rec;
+}
+
+static void shadow(rt_registry_t *reg, rt_plugin_rec_t *rec, const rt_plugin_rec_t *first,
+                   const char *name) {
+    rec->standby = false;
+    rt_plugin_skip(reg, rec, rt_error(RT_ERR_UNSUPPORTED, "%s: shadowed by %s (the first loaded "
+                                      "rt-plugin-%s%s on the search path wins)", rec->path,
+                                      first->path, name, rt_dl_suffix()));
+}
+
+/* Starts a pending plugin; when it fails, the next file of its NAME on
+ * the search path (standing by) gets its turn, as if the failed one had
+ * never been there. Once one starts, the files still standing by are
+ * shadowed by it. */
+static rt_status_t start_plugin(rt_registry_t *reg, rt_plugin_rec_t *rec) {
+    char name[256] = "";
+    rt_plugin_file_name(rec->path, name, sizeof name);
+    for (rt_plugin_rec_t *r = rec; r != NULL; r = find_by_file_name(reg, name, true)) {
+        if (r->standby) {
+            r->standby = false;
+            if (open_admitted(reg, r) != RT_OK) return RT_ERR_OUT_OF_MEMORY;
+            if (!r->pending) continue;
+        }
+        rt_status_t st = rt_plugin_start(reg, r);
+        if (st == RT_ERR_OUT_OF_MEMORY) return st;
+        if (st != RT_OK) continue;
+        st = wrap_devices(reg, r);
+        for (rt_plugin_rec_t *o; (o = find_by_file_name(reg, name, true)) != NULL;)
+            shadow(reg, o, r, name);
+        return st;
+    }
+    return RT_OK;
+}
+
+/* Whether a device named name could be one of plugin `plugin`'s: "cpu0"
+ * is the "cpu" plugin's device 0 (device.c names them so). */
+static bool may_own(const char *plugin, const char *name) {
+    const size_t n = strlen(plugin);
+    if (strncmp(plugin, name, n) != 0 || name[n] == '\0') return false;
+    for (const char *p = name + n; *p != '\0'; p++)
+        if (*p < '0' || *p > '9') return false;
+    return true;
+}
+
+/* Starts the pending plugins that may own a device named name (all of them
+ * when name is NULL), in search-path order. A failure to start is the
+ * plugin's record's (and rt_last_error's, for a lookup that finds nothing);
+ * running out of memory is logged too, as a lookup cannot report it.
+ * Counts the plugins tried in *tried, and says whether any is left. */
+static bool start_pending(rt_registry_t *reg, const char *name, int *tried) {
+    bool left = false;
+    for (int32_t i = 0; i < reg->n_plugins; i++) {
+        rt_plugin_rec_t *rec = reg->plugins[i];
+        if (rec->pending && (name == NULL || may_own(rec->desc.name, name))) {
+            ++*tried;
+            if (start_plugin(reg, rec) == RT_ERR_OUT_OF_MEMORY)
+                rt_log(RT_LOG_ERROR, "starting plugins: %s", rt_last_error());
+        }
+        left = left || rec->pending || rec->standby;
+    }
+    return left;
+}
+
+/* Every plugin started (what counting or listing needs): reg, whose
+ * lists no longer change (but through rt_registry_load_plugin). */
+static rt_registry_t *started(const rt_registry_t *creg) {
+    rt_registry_t *reg = (rt_registry_t *)creg; /* starting is not a visible change */
+    if (reg == NULL || __atomic_load_n(&reg->all_started, __ATOMIC_ACQUIRE)) return reg;
+    int tried = 0;
+    rt_os_mutex_lock(reg->load_lock);
+    if (!start_pending(reg, NULL, &tried))
+        __atomic_store_n(&reg->all_started, true, __ATOMIC_RELEASE);
+    rt_os_mutex_unlock(reg->load_lock);
+    return reg;
+}
+
+static rt_status_t load_path(rt_registry_t *reg, const char *path) {
+    rt_plugin_rec_t *rec = new_path_record(reg, path);
+    if (rec == NULL) return RT_ERR_OUT_OF_MEMORY;
+    rt_status_t st = rt_plugin_open(reg, rec);
+    if (st == RT_OK) st = rt_plugin_start(reg, rec);
     if (st == RT_OK) st = wrap_devices(reg, rec);
     return st;
 }
@@ -354,27 +460,21 @@ static int compare_files(const void *pa, const void *pb) {
     return strcmp(a, b);
 }
 
+/* A file found on the search path is opened and queried now, unless an
+ * earlier file of its NAME has loaded (then it is shadowed) or is still to
+ * be started (then it stands by in case that one fails). */
 static rt_status_t consider(rt_registry_t *reg, const char *dir, const char *file) {
     char path[4096], name[256];
     const int n = snprintf(path, sizeof path, "%s/%s", dir, file);
     if (n < 0 || (size_t)n >= sizeof path) return RT_OK; /* longer than any real path */
     rt_plugin_file_name(file, name, sizeof name);
     if (filtered_out(name)) return RT_OK;
-    const rt_plugin_rec_t *first = find_by_file_name(reg, name);
-    rt_status_t why = RT_OK;
-    if (first != NULL)
-        why = rt_error(RT_ERR_UNSUPPORTED, "%s: shadowed by %s (the first loaded "
-                       "rt-plugin-%s%s on the search path wins)", path, first->path, name,
-                       rt_dl_suffix());
-    else
-        why = admitted(reg, path);
-    if (why == RT_OK) {
-        const rt_status_t st = load_path(reg, path);
-        return st == RT_ERR_OUT_OF_MEMORY ? st : RT_OK; /* a refused plugin is recorded */
-    }
-    rt_plugin_rec_t *rec = new_record(reg);
-    if (rec == NULL) return rt_error(RT_ERR_OUT_OF_MEMORY, "%s: no memory for its record", path);
-    rt_plugin_skip(reg, rec, path, why);
+    rt_plugin_rec_t *first = find_by_file_name(reg, name, false);
+    rt_plugin_rec_t *rec = new_path_record(reg, path);
+    if (rec == NULL) return RT_ERR_OUT_OF_MEMORY;
+    if (first != NULL && first->live) shadow(reg, rec, first, name);
+    else if (first != NULL) rec->standby = true;
+    else return open_admitted(reg, rec); /* a refused plugin is recorded */
     return RT_OK;
 }
 
@@ -446,8 +546,10 @@ rt_status_t rt_registry_create_v2(const rt_registry_options_t *options, uint32_t
     reg->queues.prev = reg->queues.next = &reg->queues;
     rt_plugin_host_init(&reg->host, &reg->allocator);
     reg->lock = rt_os_mutex_create(&reg->allocator);
-    st = reg->lock != NULL ? RT_OK
-                     : rt_error(RT_ERR_OUT_OF_MEMORY, "rt_registry_create: no memory for a mutex");
+    reg->load_lock = rt_os_mutex_create(&reg->allocator);
+    st = reg->lock != NULL && reg->load_lock != NULL
+             ? RT_OK
+             : rt_error(RT_ERR_OUT_OF_MEMORY, "rt_registry_create: no memory for a mutex");
     if (st == RT_OK) st = build_search_path(reg, opt.plugin_path);
     if (st == RT_OK && !opt.no_scan) st = scan_all(reg);
     if (st != RT_OK) {
@@ -473,6 +575,7 @@ void rt_registry_destroy(rt_registry_t *reg) {
     rt_mem_free(&reg->allocator, reg->plugins, (size_t)reg->cap_plugins * sizeof reg->plugins[0]);
     rt_mem_free(&reg->allocator, reg->search_path, reg->search_path_cap);
     rt_os_mutex_destroy(&reg->allocator, reg->lock);
+    rt_os_mutex_destroy(&reg->allocator, reg->load_lock);
     const rt_allocator_t a = reg->allocator;
     rt_mem_free(&a, reg, sizeof *reg);
 }
@@ -490,10 +593,12 @@ uint32_t rt_registry_app_abi_version(const rt_registry_t *reg) {
 }
 
 int32_t rt_registry_plugin_count(const rt_registry_t *reg) {
+    reg = started(reg); /* a record's status says whether it started */
     return reg != NULL ? reg->n_plugins : 0;
 }
 
 const rt_plugin_info_t *rt_registry_plugin(const rt_registry_t *reg, int32_t i) {
+    reg = started(reg);
     if (reg == NULL || i < 0 || i >= reg->n_plugins) return NULL;
     return &reg->plugins[i]->info;
 }
@@ -503,16 +608,37 @@ const char *rt_registry_search_path(const rt_registry_t *reg) {
 }
 
 int32_t rt_registry_device_count(const rt_registry_t *reg) {
+    reg = started(reg);
     return reg != NULL ? reg->n_devices : 0;
 }
 
 rt_device_t *rt_registry_device(const rt_registry_t *reg, int32_t i) {
+    reg = started(reg);
     if (reg == NULL || i < 0 || i >= reg->n_devices) return NULL;
     return reg->devices[i];
 }
 
-rt_device_t *rt_registry_device_by_name(const rt_registry_t *reg, const char *name) {
-    for (int32_t i = 0; reg != NULL && name != NULL && i < reg->n_devices; i++)
+static rt_device_t *find_device(const rt_registry_t *reg, const char *name) {
+    for (int32_t i = 0; i < reg->n_devices; i++)
         if (strcmp(reg->devices[i]->name, name) == 0) return reg->devices[i];
     return NULL;
+}
+
+/* Starts only the plugin the name points at, so that asking for cpu0
+ * costs no GPU driver's start-up; a name that no pending plugin's name
+ * begins (a file standing by may name itself otherwise) is looked for
+ * again among all of them. */
+rt_device_t *rt_registry_device_by_name(const rt_registry_t *creg, const char *name) {
+    rt_registry_t *reg = (rt_registry_t *)creg;
+    if (reg == NULL || name == NULL) return NULL;
+    if (__atomic_load_n(&reg->all_started, __ATOMIC_ACQUIRE)) return find_device(reg, name);
+    int tried = 0;
+    rt_os_mutex_lock(reg->load_lock);
+    rt_device_t *dev = find_device(reg, name);
+    if (dev == NULL) {
+        start_pending(reg, name, &tried);
+        dev = find_device(reg, name);
+    }
+    rt_os_mutex_unlock(reg->load_lock);
+    return dev != NULL || tried > 0 ? dev : find_device(started(reg), name);
 }

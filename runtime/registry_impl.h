@@ -23,6 +23,9 @@ struct rt_registry {
     int32_t n_plugins, cap_plugins;
     rt_device_t **devices;
     int32_t n_devices, cap_devices;
+    void *load_lock;                /* rt_os_mutex: held while plugins start */
+    bool all_started;               /* no plugin pending (atomic): the plugin and
+                                       device lists no longer change */
     void *lock;                     /* rt_os_mutex: guards the two lists below */
     rt_link_t buffers;              /* live rt_buffer_t, through their link */
     rt_link_t queues;               /* live rt_queue_t, through their link */

@@ -247,9 +247,9 @@ static void test_env_off(void **state) {
     setenv("RT_CPU_WEIGHTS", "0", 1);
     rt_registry_t *reg = NULL;
     const rt_status_t st = rt_registry_create(NULL, &reg);
-    unsetenv("RT_CPU_WEIGHTS");
     assert_int_equal(st, RT_OK);
-    rt_device_t *cpu = rt_registry_device_by_name(reg, "cpu0");
+    rt_device_t *cpu = rt_registry_device_by_name(reg, "cpu0"); /* starts the plugin */
+    unsetenv("RT_CPU_WEIGHTS");
     assert_non_null(cpu);
     for (int32_t i = 0; i < rt_device_buffer_type_count(cpu); i++)
         if (rt_buffer_type_is_weights(rt_device_buffer_type(cpu, i)))

@@ -13,8 +13,9 @@
 #             is static and cuBLAS is opened at run time
 #   cuda-1.3  it exports rt_plugin_query alone (nm -D)
 #   cuda-1.4  rt-devices lists plugin cuda as loaded
-#   cuda-1.5  with 0 devices, the log says why, in the runtime's words
-#             ("cuda: no devices: cudaGetDeviceCount: ..."); with some,
+#   cuda-1.5  with 0 devices, the log says why ("cuda: no devices: no
+#             driver ..." without libcuda.so.1, else the runtime's words,
+#             "cuda: no devices: cudaGetDeviceCount: ..."); with some,
 #             rt-devices lists them under plugin cuda
 set -u
 b=${RT_TEST_BUILD_DIR:-build}

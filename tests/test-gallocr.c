@@ -791,10 +791,12 @@ static rt_registry_t *fake_registry(const char *env, const char *value) {
     setenv("RT_PLUGINS", "fake", 1);
     setenv(env, value, 1);
     const rt_status_t st = rt_registry_create(&opt, &reg);
+    CHECK_OK(st);
+    /* The plugin reads its environment when it starts: at the lookup. */
+    const bool found = rt_registry_device_by_name(reg, "fake0") != NULL;
     unsetenv("RT_PLUGINS");
     unsetenv(env);
-    CHECK_OK(st);
-    if (rt_registry_device_by_name(reg, "fake0") == NULL) fail_msg("no fake plugin in %s", path);
+    if (!found) fail_msg("no fake plugin in %s", path);
     return reg;
 }
 

@@ -16,7 +16,7 @@
 
 static const char *const env_knobs[] = {"RT_PLUGIN_PATH", "RT_PLUGINS", "RT_PLUGINS_DISABLE",
                                         "FAKE_PCI_ID", "FAKE_MAX_SIZE", "FAKE_ALLOC_FAILS",
-                                        "HWLOC_XMLFILE"};
+                                        "FAKE_CREATE_LOG", "HWLOC_XMLFILE"};
 
 //===--- helpers ---===//
 
@@ -659,11 +659,67 @@ static void test_out_of_memory(void **state) {
         rt_registry_t *reg = NULL;
         const rt_status_t st = rt_registry_create(&opt, &reg);
         assert_true(st == RT_OK || st == RT_ERR_OUT_OF_MEMORY);                /* loader-14.1 */
+        rt_registry_device_count(reg); /* starts the plugin: its allocations fail in turn too */
         complete = st == RT_OK && c.calls <= n; /* nothing failed */
         rt_registry_destroy(reg);
         if (c.live != 0) fail_msg("loader-14.2: %lld bytes leaked when call %ld failed", c.live, n);
     }
     assert_true(complete);
+}
+
+//===--- loader-15: a plugin starts only when one of its devices is needed ---===//
+
+/* Lines in the fake plugin's FAKE_CREATE_LOG: how often it was created. */
+static int creations(const char *log) {
+    int n = 0, c;
+    FILE *f = fopen(log, "r");
+    if (f == NULL) return 0; /* never created: never written */
+    while ((c = fgetc(f)) != EOF) n += c == '\n';
+    fclose(f);
+    return n;
+}
+
+static void test_lazy_start(void **state) {
+    (void)state;
+    char tmp[PATH_SIZE], log[PATH_SIZE], exe[PATH_SIZE], model[PATH_SIZE], cmd[4 * PATH_SIZE];
+    join_path(log, make_temp_dir(tmp), "creations");
+    set_plugin_path((const char *const[]){"tests/plugins"}, 1);
+    setenv("RT_PLUGINS", "cpu,fake", 1);
+    setenv("FAKE_CREATE_LOG", log, 1);
+    rt_registry_t *reg = registry();
+    assert_non_null(rt_registry_device_by_name(reg, "cpu0"));
+    assert_true(is_mapped("rt-plugin-fake.so")); /* queried at creation ... */
+    assert_int_equal(creations(log), 0);         /* ... but not started: loader-15.1 */
+    assert_non_null(rt_registry_device_by_name(reg, "fake0"));
+    assert_int_equal(creations(log), 1);         /* started by its name: loader-15.2 */
+    rt_registry_destroy(reg);
+
+    reg = registry();
+    assert_int_equal(rt_registry_device_count(reg), 2); /* counting starts all: loader-15.3 */
+    assert_int_equal(creations(log), 2);
+    assert_non_null(rt_registry_device_by_name(reg, "fake0"));
+    assert_null(rt_registry_device_by_name(reg, "fake7"));
+    assert_int_equal(creations(log), 2);         /* once: loader-15.4 */
+    assert_int_equal(find_plugin(reg, "fake")->status, RT_OK);
+    rt_registry_destroy(reg);
+
+    /* Whole processes: a run on cpu0 never starts the fake plugin, listing
+     * devices does (loader-15.5, loader-15.6). */
+    if (stat(tu_model_path("stories260K.gguf", model, sizeof model), &(struct stat){0}) == 0) {
+        snprintf(cmd, sizeof cmd, "'%s' -m '%s' --devices cpu0 -n 2 -p Once --temp 0 "
+                 ">/dev/null 2>&1", build_path(exe, "bin/rt-run"), model);
+        assert_int_equal(system(cmd), 0);
+        assert_int_equal(creations(log), 2);
+    } else {
+        print_message("loader-15.5 not checked: no bundled model at %s\n", model);
+    }
+    int status = 0;
+    char *out = rt_devices("", "", &status);
+    assert_int_equal(status, 0);
+    tu_expect_contains(out, "fake0", "loader-15.6");
+    assert_int_equal(creations(log), 3);
+    free(out);
+    remove_temp_dir(tmp);
 }
 
 int main(void) {
@@ -685,6 +741,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_tensor_copy, reset_env, reset_env),
         cmocka_unit_test_setup_teardown(test_queue_checks, reset_env, reset_env),
         cmocka_unit_test_setup_teardown(test_out_of_memory, reset_env, reset_env),
+        cmocka_unit_test_setup_teardown(test_lazy_start, reset_env, reset_env),
     };
     return cmocka_run_group_tests_name("loader", tests, NULL, NULL);
 }

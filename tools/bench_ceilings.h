@@ -9,6 +9,7 @@
  *     bench_ceil_init(&c, 2);                     // 2 threads
  *     double peak = bench_ceil_fma(&c);           // GFLOPS, measured once
  *     double bw = bench_ceil_read(&c, 64 << 20);  // GB/s over 64 MiB
+ *     double mem = bench_ceil_read(&c, bench_ceil_memory_bytes());
  *     if (bench_blas_available()) bench_blas_sgemm(...);
  */
 #ifndef RT_TOOLS_BENCH_CEILINGS_H
@@ -36,8 +37,12 @@ void bench_ceil_init(bench_ceil_t *c, int threads);
 /* Best of several runs of independent FMA chains on every thread. */
 double bench_ceil_fma(bench_ceil_t *c);
 /* Best of several runs reading a buffer of `bytes` (split over the
- * threads) again and again; remembered per size. */
+ * threads) again and again, each thread in several independent streams,
+ * with and without software prefetch; remembered per size. */
 double bench_ceil_read(bench_ceil_t *c, size_t bytes);
+/* A buffer size past the last-level cache (4 times it, 256 to 512 MiB),
+ * whose read bandwidth is the memory's. */
+size_t bench_ceil_memory_bytes(void);
 /* The same for copying: half the bytes read, the other half written, the
  * bound of an op that writes as much as it reads (bytes counted once). */
 double bench_ceil_copy(bench_ceil_t *c, size_t bytes);

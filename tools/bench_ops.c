@@ -20,10 +20,15 @@
  * Quantised weights go into the device's weights buffer type (its own
  * repacked layout, RT_BUFT_FLAG_WEIGHTS) when it has one that takes them;
  * their type reads "q8_0(r)" then. --no-weights-buft keeps them in the
- * plain buffer type, in the GGUF layout. */
+ * plain buffer type, in the GGUF layout.
+ *
+ * --peer DIR runs llama.cpp's test-backend-ops perf -o MUL_MAT on its CPU
+ * backend after rt's rows and adds its GFLOPS beside each MUL_MAT row of
+ * the same weight type and shape, with the ratio (bench_peer.h). */
 #include "../tests/conform/rng.h"
 #include "bench.h"
 #include "bench_ceilings.h"
+#include "bench_peer.h"
 #include "tool_cli.h"
 #include "tools_os.h"
 
@@ -43,11 +48,13 @@
 #define OPS_N_HEAD 32
 #define OPS_HEAD_DIM 128
 #define OPS_N_VOCAB 32000
+#define OPS_MAX_PEER 1024
 
 typedef struct ops_args {
     const char *device;
     const char *ops;      /* comma list, NULL: all */
     const char *types;    /* comma list of weight types, NULL: all */
+    const char *peer;     /* a llama.cpp build directory, or NULL */
     int64_t ns[OPS_MAX_LIST], ks[OPS_MAX_LIST];
     int n_ns, n_ks;
     int64_t m, tokens;
@@ -79,6 +86,9 @@ typedef struct bench {
     int n_rows, cap_rows;
     int n_printed;        /* JSON rows so far */
     int failures;
+    bench_peer_op_t *peer; /* llama.cpp's MUL_MAT rows (--peer) */
+    int n_peer;
+    char peer_why[512];   /* why there are none */
 } bench_t;
 
 //===--- arguments ---===//
@@ -109,6 +119,8 @@ static void usage(FILE *f) {
             "  --no-weights-buft  mul_mat weights in the plain buffer type, not the device's\n"
             "                  repacked weights type (rows marked (r))\n"
             "  -dev, --device, --devices NAME  device to run on (default cpu0)\n"
+            "  --peer DIR      llama.cpp's test-backend-ops (DIR/bin or DIR) beside each\n"
+            "                  mul_mat row: its GFLOPS and rt's over it\n"
             "  --json          the rows as a JSON array\n"
             "  -h, --help      this text\n");
 }
@@ -131,6 +143,7 @@ static bool value_option(int c, const char *name, const char *v, ops_args_t *a) 
     case 'o': a->ops = v; return true;
     case 'T': a->types = v; return true;
     case 'd': a->device = v; return true;
+    case 'P': a->peer = v; return true;
     case 'n': a->n_ns = parse_list(v, a->ns, OPS_MAX_LIST); break;
     case 'k': a->n_ks = parse_list(v, a->ks, OPS_MAX_LIST); break;
     case 'M': return rt_cli_int(TOOL, name, v, 1, INT32_MAX, &i) && (a->m = i) > 0;
@@ -156,7 +169,7 @@ static int parse(int argc, char **argv, ops_args_t *a) {
         {"time", required_argument, NULL, 's'}, {"reps", required_argument, NULL, 'r'},
         {"json", no_argument, NULL, OPT_JSON}, {"no-openblas", no_argument, NULL, OPT_NO_BLAS},
         {"no-weights-buft", no_argument, NULL, OPT_NO_WEIGHTS_BUFT}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+        {"peer", required_argument, NULL, 'P'}, {NULL, 0, NULL, 0}};
     optind = 1;
     for (int c; (c = getopt_long_only(argc, argv, "t:h", opts, NULL)) != -1;) {
         if (c == 'h') return usage(stdout), 1;
@@ -198,6 +211,16 @@ static void json_num(const char *key, double v, bool last) {
         printf("\"%s\": %.6g%s", key, v, last ? "" : ", ");
 }
 
+/* llama.cpp's GFLOPS for a MUL_MAT row ("q8_0(r) x f32": its weight type
+ * is the name before any mark), or -1. */
+static double peer_gflops(const bench_t *b, const ops_row_t *r) {
+    char type[16];
+    if (b->n_peer <= 0 || strcmp(r->op, "mul_mat") != 0) return -1;
+    snprintf(type, sizeof type, "%.*s", (int)strcspn(r->types, "( "), r->types);
+    const double g = bench_peer_op_gflops(b->peer, b->n_peer, type, r->m, r->n, r->k);
+    return g > 0 ? g : -1;
+}
+
 static void row_json(bench_t *b, const ops_row_t *r, double gf, double gbs, double rf, double rr,
                      double rb) {
     const double bw = bench_ceil_read(&b->ceil, r->level_bytes);
@@ -214,7 +237,11 @@ static void row_json(bench_t *b, const ops_row_t *r, double gf, double gbs, doub
     json_num("ratio_to_fma_peak", rf, false);
     json_num("ratio_to_read_bw", rr, false);
     json_num("ratio_to_copy_bw", per(gbs, cb), false);
-    json_num("ratio_to_openblas", rb, true);
+    json_num("ratio_to_openblas", rb, b->a->peer == NULL);
+    if (b->a->peer != NULL) {
+        json_num("peer_gflops", peer_gflops(b, r), false);
+        json_num("ratio_to_peer", per(gf, peer_gflops(b, r)), true);
+    }
     printf("}");
 }
 
@@ -255,6 +282,12 @@ static void row_print(bench_t *b, const ops_row_t *r) {
     print_ratio(rr);
     print_ratio(r->flops > 0 ? -1 : per(gbs, bench_ceil_copy(&b->ceil, r->level_bytes)));
     print_ratio(rb);
+    if (b->a->peer != NULL) {
+        const double pg = peer_gflops(b, r);
+        if (pg < 0) printf(" %9s", "-");
+        else printf(" %9.1f", pg);
+        print_ratio(per(gf, pg));
+    }
     printf("\n");
     fflush(stdout);
 }
@@ -263,9 +296,11 @@ static void print_header(bench_t *b) {
     rt_device_props_t p = {.struct_size = sizeof p};
     rt_device_get_props(b->dev, &p);
     const double peak = b->ceil.fma_gflops;
+    const size_t mem = bench_ceil_memory_bytes();
     if (b->a->json) {
         printf("[\n  {\"op\": \"fma_peak\", \"types\": \"%s\", \"m\": 0, \"n\": 0, \"k\": 0, "
-               "\"threads\": %d, \"gflops\": %.6g}", b->ceil.isa, b->ceil.threads, peak);
+               "\"threads\": %d, \"gflops\": %.6g, \"memory_read_gbs\": %.6g}", b->ceil.isa,
+               b->ceil.threads, peak, bench_ceil_read(&b->ceil, mem));
         b->n_printed = 1;
         return;
     }
@@ -274,11 +309,19 @@ static void print_header(bench_t *b) {
            "read GB/s of a buffer the size of the row's weights (all operands for other ops);\n"
            "x copy: against copying a buffer of all the operands' size (half read, half written),\n"
            "the traffic bound of an op that writes what it reads\n"
-           "time: median of runs (best beside it); rates and ratios from the median\n",
-           b->ceil.threads, peak, b->ceil.isa);
-    printf("%-9s %-12s %6s %6s %6s %10s %10s %9s %9s %9s  %7s  %7s  %7s  %7s\n", "op", "types",
+           "time: median of runs (best beside it); rates and ratios from the median\n"
+           "memory read ceiling %.1f GB/s (a %zu MiB buffer, past the caches)\n",
+           b->ceil.threads, peak, b->ceil.isa, bench_ceil_read(&b->ceil, mem), mem >> 20);
+    if (b->a->peer != NULL && b->n_peer > 0)
+        printf("llama.cpp: %s's test-backend-ops perf -o MUL_MAT, %d rows; x llama: rt's GFLOPS "
+               "over its\n", b->a->peer, b->n_peer);
+    else if (b->a->peer != NULL)
+        printf("llama.cpp: skipped (%s)\n", b->peer_why);
+    printf("%-9s %-12s %6s %6s %6s %10s %10s %9s %9s %9s  %7s  %7s  %7s  %7s", "op", "types",
            "m", "n", "k", "median ms", "best ms", "GFLOPS", "GB/s", "read GB/s", "x fma", "x read",
            "x copy", "x blas");
+    if (b->a->peer != NULL) printf(" %9s  %7s", "llama GF", "x llama");
+    printf("\n");
 }
 
 //===--- data ---===//
@@ -614,17 +657,62 @@ static void remeasure(bench_t *b) {
     }
 }
 
+/* Appends "|name" to the alternatives in re unless it is there already. */
+static void add_alternative(char *re, size_t size, const char *name) {
+    char item[40];
+    snprintf(item, sizeof item, "|%s|", name);
+    if (strstr(re, item) == NULL) snprintf(re + strlen(re), size - strlen(re), "%s|", name);
+}
+
+/* test-backend-ops' -p: only the weight types and m of rt's MUL_MAT rows,
+ * so that llama.cpp runs no case without an rt row beside it. */
+static void peer_filter(const bench_t *b, char *re, size_t size) {
+    char types[512] = "|", ms[256] = "|", name[32];
+    for (int i = 0; i < b->n_rows; i++) {
+        const ops_row_t *r = &b->rows[i];
+        if (strcmp(r->op, "mul_mat") != 0) continue;
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(r->types, "( "), r->types);
+        add_alternative(types, sizeof types, name);
+        snprintf(name, sizeof name, "%lld", (long long)r->m);
+        add_alternative(ms, sizeof ms, name);
+    }
+    types[strlen(types) - 1] = ms[strlen(ms) - 1] = '\0'; /* the last '|' */
+    snprintf(re, size, "type_a=(%s),type_b=f32,m=(%s),", types + 1, ms + 1);
+}
+
+/* llama.cpp's rows, after rt's so that neither run disturbs the other. */
+static void run_peer(bench_t *b) {
+    char re[1024];
+    b->peer = calloc(OPS_MAX_PEER, sizeof *b->peer);
+    if (b->peer == NULL) {
+        snprintf(b->peer_why, sizeof b->peer_why, "no memory");
+        return;
+    }
+    peer_filter(b, re, sizeof re);
+    if (strncmp(re, "type_a=()", 9) == 0) {
+        snprintf(b->peer_why, sizeof b->peer_why, "no mul_mat row to compare");
+        return;
+    }
+    fprintf(stderr, "rt-bench ops: running llama.cpp's test-backend-ops from %s (-p '%s')\n",
+            b->a->peer, re);
+    b->n_peer = bench_peer_ops(b->a->peer, re, b->peer, OPS_MAX_PEER, b->peer_why,
+                               sizeof b->peer_why);
+}
+
 static int run(bench_t *b) {
     fprintf(stderr, "rt-bench ops: measuring");
     bench_ceil_fma(&b->ceil);
+    bench_ceil_read(&b->ceil, bench_ceil_memory_bytes());
     if (listed(b->a->ops, "mul_mat")) bench_mul_mat(b);
     bench_others(b);
     remeasure(b);
     fprintf(stderr, "\n");
+    if (b->a->peer != NULL) run_peer(b);
     print_header(b);
     for (int i = 0; i < b->n_rows; i++) row_print(b, &b->rows[i]);
     if (b->a->json) printf("\n]\n");
     free(b->rows);
+    free(b->peer);
     return b->failures ? 1 : 0;
 }
 

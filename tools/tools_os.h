@@ -19,5 +19,8 @@ int rt_tools_cpu_nth(int i);
  * processor of the process's mask again. Does nothing where the OS has no
  * pinning. */
 void rt_tools_pin_self(int cpu);
+/* Asks for size bytes at p to be backed by huge pages where the OS offers
+ * them (a hint: nothing happens elsewhere). */
+void rt_tools_advise_huge(void *p, size_t size);
 
 #endif /* RT_TOOLS_OS_H */

@@ -33,3 +33,5 @@ int rt_tools_cpu_nth(int i) {
 }
 
 void rt_tools_pin_self(int cpu) { (void)cpu; }
+
+void rt_tools_advise_huge(void *p, size_t size) { (void)p, (void)size; }

@@ -4,6 +4,7 @@
 #include "tools_os.h"
 
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -47,4 +48,8 @@ void rt_tools_pin_self(int cpu) {
         CPU_SET(cpu, &set);
     }
     pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+void rt_tools_advise_huge(void *p, size_t size) {
+    if (p != NULL) madvise(p, size, MADV_HUGEPAGE);
 }

@@ -191,8 +191,6 @@ static void cu_device_deinit(rt_cu_device_t *dev) {
     rt_cu_pool_deinit(dev->host, &dev->pool);
 }
 
-/* The devices the runtime reports; none (and why, in the log) is not an
- * error: a machine without a driver or a GPU still loads the plugin. */
 /* Why the runtime found nothing, at INFO when there is no driver at all
  * (the common case of a machine without an NVIDIA GPU), else at WARN. */
 static void cu_log_no_devices(const rt_cu_plugin_t *p, cudaError_t e) {
@@ -204,18 +202,21 @@ static void cu_log_no_devices(const rt_cu_plugin_t *p, cudaError_t e) {
                  drv ? "the driver, libcuda.so.1, is installed" : "no driver: libcuda.so.1 not found");
 }
 
-static rt_status_t cu_devices_create(rt_cu_plugin_t *p) {
+/* How many devices the runtime reports; 0 (and why, in the log) is not an
+ * error. */
+static int cu_device_count(const rt_cu_plugin_t *p) {
     int n = 0;
     const cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         cu_log_no_devices(p, e);
-        return RT_OK;
+        return 0;
     }
-    if (n <= 0) {
-        p->host->log(RT_LOG_INFO, "cuda: no devices: the driver reports no CUDA device");
-        return RT_OK;
-    }
+    if (n <= 0) p->host->log(RT_LOG_INFO, "cuda: no devices: the driver reports no CUDA device");
+    return n > 0 ? n : 0;
+}
+
+static rt_status_t cu_devices_create(rt_cu_plugin_t *p, int n) {
     p->devices = rt_cu_alloc(p->host, (size_t)n * sizeof p->devices[0]);
     if (!p->devices)
         return p->host->set_error(RT_ERR_OUT_OF_MEMORY, "%s: no memory for %d devices", __func__, n);
@@ -229,12 +230,32 @@ static rt_status_t cu_devices_create(rt_cu_plugin_t *p) {
     return RT_OK;
 }
 
+/* Whether the driver library is there at all. Without it the plugin has
+ * no devices and touches nothing else: the CUDA runtime's own start-up and
+ * cuBLAS (hundreds of MiB mapped) are what a machine without an NVIDIA GPU
+ * would otherwise pay for listing its devices. */
+static bool cu_driver_present(const rt_cu_plugin_t *p) {
+    char err[160];
+    void *drv = rt_plugin_dl_open("libcuda.so.1", err, sizeof err);
+    if (drv == NULL) {
+        p->host->log(RT_LOG_INFO, "cuda: no devices: no driver (libcuda.so.1: %s)", err);
+        return false;
+    }
+    rt_plugin_dl_close(drv); /* the runtime opens it again itself */
+    return true;
+}
+
+/* cuBLAS is opened only when there is a device to use it on (devices
+ * describe themselves with its version). */
 rt_status_t rt_cu_plugin_start(rt_cu_plugin_t *p) {
+    if (!cu_driver_present(p)) return RT_OK;
     if (cudaDriverGetVersion(&p->driver_version) != cudaSuccess) p->driver_version = 0;
     if (cudaRuntimeGetVersion(&p->runtime_version) != cudaSuccess) p->runtime_version = 0;
     (void)cudaGetLastError();
+    const int n = cu_device_count(p);
+    if (n == 0) return RT_OK;
     p->cublas = rt_cu_cublas_load(p->host, p->cublas_reason, sizeof p->cublas_reason);
-    const rt_status_t st = cu_devices_create(p);
+    const rt_status_t st = cu_devices_create(p, n);
     if (st == RT_OK && p->n_devices > 0 && !p->cublas)
         p->host->log(RT_LOG_INFO, "cuda: no cuBLAS (%s): MUL_MAT runs on the plugin's kernels",
                      p->cublas_reason);

@@ -9,7 +9,9 @@
  * (declares ABI 2.0), FAKE_INIT_FAILS (create fails with a message).
  * Environment knobs, read by create: FAKE_PCI_ID (the device's PCI bus
  * id), FAKE_MAX_SIZE (the buffer type's max_size in bytes), FAKE_ALLOC_FAILS
- * (every buffer allocation fails with RT_ERR_OUT_OF_MEMORY).
+ * (every buffer allocation fails with RT_ERR_OUT_OF_MEMORY), FAKE_CREATE_LOG
+ * (a file to which every create appends a line: the lazy-start tests count
+ * them).
  *
  *     cc -shared -fPIC -std=c11 -Iabi tests/plugins/fake.c -DFAKE_NAME=mine \
  *        -Wl,--version-script=abi/plugin.map -o rt-plugin-mine.so
@@ -235,8 +237,19 @@ static void read_env(fake_t *f) {
     f->alloc_fails = getenv("FAKE_ALLOC_FAILS") != NULL;
 }
 
+/* One line per create, so that a test can tell whether the core started
+ * this plugin at all. */
+static void log_create(void) {
+    const char *path = getenv("FAKE_CREATE_LOG");
+    FILE *f = path != NULL && *path != '\0' ? fopen(path, "a") : NULL;
+    if (f == NULL) return;
+    fprintf(f, "%s created\n", FAKE_NAME_STR);
+    fclose(f);
+}
+
 static rt_status_t plugin_create(const rt_host_t *host, void **out_plugin) {
     *out_plugin = NULL;
+    log_create();
     if (init_fails)
         return host->set_error(RT_ERR_DEVICE, "the fake device is unplugged (FAKE_INIT_FAILS)");
     fake_t *f = host->allocator.realloc(host->allocator.user_data, NULL, 0, sizeof *f);

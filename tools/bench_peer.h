@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/* bench_peer.h: `rt-bench model|ops --peer DIR`, llama.cpp's own benchmark
+ * of the same thing run in the same rt-bench run, so that every figure can
+ * be printed beside llama.cpp's with the ratio: llama-bench for a model
+ * (its JSON output, or its markdown table), test-backend-ops perf for
+ * MUL_MAT (its console lines). llama.cpp is never a dependency: DIR is a
+ * llama.cpp build directory (the program in DIR/bin or DIR itself), and
+ * without the program the comparison is skipped with a message.
+ *
+ *     double pp, tg;
+ *     char why[256];
+ *     if (bench_peer_model(dir, model, 128, 64, 2, &pp, &tg, why, sizeof why))
+ *         printf("%.2fx\n", rt_tg / tg);
+ */
+#ifndef RT_TOOLS_BENCH_PEER_H
+#define RT_TOOLS_BENCH_PEER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* DIR/bin/name or DIR/name, the first that is executable, into buf. */
+bool bench_peer_find(const char *dir, const char *name, char *buf, size_t size);
+
+/* llama-bench's tokens per second for its pp<n_prompt> and tg<n_gen> tests,
+ * from its JSON (-o json) or markdown (-o md) output; 0 where absent. */
+void bench_peer_parse_llama_bench(const char *text, int n_prompt, int n_gen, double *pp,
+                                  double *tg);
+/* Runs DIR's llama-bench on model with threads CPU threads; false, with
+ * the reason in why, when there is no llama-bench or it gave no figure. */
+bool bench_peer_model(const char *dir, const char *model, int n_prompt, int n_gen, int threads,
+                      double *pp, double *tg, char *why, size_t why_size);
+
+/* One MUL_MAT row of test-backend-ops perf (weights type_a, F32
+ * activations, no broadcast). */
+typedef struct bench_peer_op {
+    char type[16];          /* "f16", "q4_0", ... (ggml's names, which are rt's) */
+    int64_t m, n, k;
+    double gflops;
+} bench_peer_op_t;
+
+/* The MUL_MAT rows of test-backend-ops' console output; how many. */
+int bench_peer_parse_backend_ops(const char *text, bench_peer_op_t *rows, int max);
+/* Runs DIR's test-backend-ops perf -o MUL_MAT on its CPU backend, only its
+ * cases whose parameters params_regex matches (its -p; NULL: all); the
+ * rows found, or -1 with the reason in why. */
+int bench_peer_ops(const char *dir, const char *params_regex, bench_peer_op_t *rows, int max,
+                   char *why, size_t why_size);
+/* The GFLOPS of the row with this type and shape; 0 when there is none. */
+double bench_peer_op_gflops(const bench_peer_op_t *rows, int n_rows, const char *type, int64_t m,
+                            int64_t n, int64_t k);
+
+#endif /* RT_TOOLS_BENCH_PEER_H */
