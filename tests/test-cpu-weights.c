@@ -19,8 +19,7 @@
  * 130 scaled block sums a result). TOL_DOT = 2e-6 leaves 4x that; one
  * activation rounded to a neighbouring quant (one step of d in one
  * element of one of 9 rows) costs 5e-5 or more at K = 4160, so a change
- * in the rounding rule
- * fails. */
+ * in the rounding rule fails. */
 #include "testutil.h"
 
 #include "../abi/rt_quant.h"
