@@ -14,6 +14,20 @@
  *   qm-3  Gemma 3 270M Q4_K_M: every tensor's type is one rt implements,
  *         the counts per type are the file's (Q4_K 27, Q6_K 9, Q5_0 81,
  *         Q8_0 10, F32 109), and every tensor decodes to finite values.
+ *   qm-4  stories260K (the bundled model) made Q4_0 and Q8_0 by rt-quantize
+ *         gives the same logits, byte for byte, with its weights in the
+ *         file's layout (RT_CPU_WEIGHTS=0) and repacked into CPU_Weights
+ *         (the default) on the scalar path: both take every block's exact
+ *         integer dot product, scale it by the two F16 scales' product and
+ *         add it in block order, so nothing may differ. The SIMD paths add
+ *         the same terms in other orders (per-lane partial sums in the
+ *         file's layout), which differ in the last bits, and the next
+ *         layer's rounding of its activations to Q8_0 turns such a bit into
+ *         a whole quant step now and then (SmolLM2 Q4_0: one value of 1536
+ *         in layer 2 at position 1, then 1.67 logits by the end): their
+ *         difference is printed, not checked. The prompt keeps to 8
+ *         positions, the mat-vec's limit in the file's layout (above it the
+ *         F32 gemm takes them, another order of the sums).
  *
  * Tolerances, normalised error (tu_nmse_error) of the logits: what the
  * activations' int8 rounding adds up to through 30 layers, rounded as
@@ -153,6 +167,63 @@ static void test_gemma3_decodes(void **state) {
     assert_int_equal(counts[RT_TYPE_F32], 109);
 }
 
+/* The logits rt-run dumps for stories260K as type, with the weights in the
+ * file's layout or repacked, on kernel path isa (NULL: the default). */
+static char *layout_logits(const char *gguf, const char *isa, bool repacked) {
+    char out[PATH_MAX + 32];
+    snprintf(out, sizeof out, "%s/logits-%s-%d.txt", dir, isa ? isa : "default", (int)repacked);
+    if (isa) setenv("RT_CPU_ISA", isa, 1);
+    setenv("RT_CPU_WEIGHTS", repacked ? "1" : "0", 1);
+    int code = -1;
+    char *log = tu_tool(&code, "rt-run", "-m %s -p \"Once upon a time there\" -n 1 --temp 0 "
+                        "--devices cpu0 --dump-logits %s", gguf, out);
+    unsetenv("RT_CPU_ISA");
+    unsetenv("RT_CPU_WEIGHTS");
+    if (code != 0) fail_msg("qm-4 rt-run on %s exited with %d:\n%s", gguf, code, log);
+    free(log);
+    FILE *f = fopen(out, "rb");
+    assert_non_null(f);
+    char *text = calloc(1, 1 << 20);
+    assert_non_null(text);
+    const size_t n = fread(text, 1, (1 << 20) - 1, f);
+    fclose(f);
+    unlink(out);
+    if (n == 0 || n == (1 << 20) - 1) fail_msg("qm-4 %s: %zu bytes of logits", out, n);
+    return text;
+}
+
+/* The largest difference between two dumps' numbers. */
+static double max_difference(const char *a, const char *b) {
+    double m = 0;
+    for (char *ea = NULL, *eb = NULL;; a = ea, b = eb) {
+        const double x = strtod(a, &ea), y = strtod(b, &eb);
+        if (ea == a || eb == b) return ea == a && eb == b ? m : INFINITY;
+        if (!(fabs(x - y) <= m)) m = fabs(x - y);
+    }
+}
+
+static void test_layouts_agree(void **state) {
+    (void)state;
+    char model[PATH_MAX];
+    tu_need_file(tu_model_path("stories260K.gguf", model, sizeof model));
+    static const char *const types[] = {"q4_0", "q8_0"};
+    for (int i = 0; i < 2; i++) {
+        char q[PATH_MAX + 32];
+        snprintf(q, sizeof q, "%s/stories260K-%s.gguf", dir, types[i]);
+        quantize(model, q, types[i]);
+        char *plain = layout_logits(q, "scalar", false), *packed = layout_logits(q, "scalar", true);
+        if (strcmp(plain, packed) != 0)
+            fail_msg("qm-4 %s on the scalar path: logits differ between the layouts (by up to %g)",
+                     types[i], max_difference(plain, packed));
+        free(plain), free(packed);
+        plain = layout_logits(q, NULL, false), packed = layout_logits(q, NULL, true);
+        printf("qm-4 %s: the default path's layouts differ by up to %g (not checked)\n", types[i],
+               max_difference(plain, packed));
+        free(plain), free(packed);
+        unlink(q);
+    }
+}
+
 /* tests/pip_models.py's two lines: SmolLM2, then Gemma 3 (empty: absent). */
 static int setup(void **state) {
     (void)state;
@@ -176,6 +247,7 @@ int main(void) {
         cmocka_unit_test(test_smollm2_q4_1),
         cmocka_unit_test(test_smollm2_k_mixes),
         cmocka_unit_test(test_gemma3_decodes),
+        cmocka_unit_test(test_layouts_agree),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
