@@ -70,6 +70,7 @@ static rt_status_t vk_hazards(rt_vk_queue_t *q, const rt_vk_dispatch_t *d, const
         if (d->bind[i]) conflict = conflict || vk_overlaps(&q->writes, &bound[i].range);
     if (conflict) {
         rt_vk_cmd_barrier(q->dev, q->cmd);
+        q->n_barriers++;
         q->reads.n = q->writes.n = 0;
     }
     rt_status_t st = vk_range_add(q->dev->host, &q->writes, &bound[3].range);
@@ -154,6 +155,7 @@ static rt_status_t vk_dispatch_record(rt_vk_queue_t *q, const rt_tensor_t *node)
     dev->fn.vkCmdPushConstants(q->cmd, dev->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
                                d.n_push * 4, d.push);
     dev->fn.vkCmdDispatch(q->cmd, groups[0], groups[1], groups[2]);
+    q->n_dispatches++;
     return RT_OK;
 }
 
@@ -188,5 +190,6 @@ rt_status_t rt_vk_graph_compute(void *queue, rt_tensor_t *const *nodes, int32_t 
     if (st == RT_OK) st = end;
     if (st == RT_OK) st = rt_vk_submit(dev, q->cmd, q->fence);
     q->pending = st == RT_OK;
+    q->n_graphs += st == RT_OK;
     return st;
 }

@@ -368,17 +368,22 @@ static void vk_build_rope(const rt_tensor_t *n, rt_vk_dispatch_t *d) {
     d->n_groups = vk_ceil_div(units, VK_WG);
 }
 
-/* Up to VK_MM_TILE_MAX columns: mul_mat.comp, one workgroup per row of a
- * and tile of columns. More: mul_mm.comp, one per 64 x 64 tile of c. Both
+/* Up to VK_MM_TILE_MAX columns: mul_mat.comp (or mul_mat_sg.comp, with
+ * subgroup arithmetic), one workgroup per dev->tune.mv_rows rows of a and
+ * tile of columns. More: mul_mm.comp, one per 64 x 64 tile of c. Both
  * take the same push constants, mul_mm one more. */
-static void vk_build_mul_mat(const rt_tensor_t *n, rt_vk_dispatch_t *d) {
+static void vk_build_mul_mat(const rt_vk_device_t *dev, const rt_tensor_t *n, rt_vk_dispatch_t *d) {
     const rt_tensor_t *a = n->src[0], *b = n->src[1];
     const bool mm = b->ne[1] > VK_MM_TILE_MAX;
     const uint32_t tile = mm ? VK_MM_BN : b->ne[1] == 1 ? 1 : b->ne[1] <= 4 ? 4 : VK_MM_TILE_MAX;
     const uint64_t n_tiles = vk_ceil_div((uint64_t)b->ne[1], tile);
-    const uint64_t m_tiles = mm ? vk_ceil_div((uint64_t)n->ne[0], VK_MM_BM) : (uint64_t)n->ne[0];
-    vk_dispatch_init(d, mm ? "mul_mm" : "mul_mat", mm ? 256 : 32, 0, n);
+    const rt_vk_tuning_t *tu = &dev->tune;
+    const uint32_t rows = mm || tu->mv_rows == 0 ? 1 : tu->mv_rows;
+    const uint64_t m_tiles = vk_ceil_div((uint64_t)n->ne[0], mm ? VK_MM_BM : rows);
+    const char *mv = tu->subgroup_arith ? "mul_mat_sg" : "mul_mat";
+    vk_dispatch_init(d, mm ? "mul_mm" : mv, mm ? 256 : tu->mv_wg ? tu->mv_wg : 32, 0, n);
     d->spec[RT_VK_SPEC_EXTRA] = mm ? 0 : tile;
+    d->spec[RT_VK_SPEC_ROWS] = rows;
     d->bind[0] = a;
     d->bind[1] = b;
     vk_push_nb(d, a);
@@ -415,7 +420,7 @@ rt_status_t rt_vk_dispatch_build(const rt_vk_device_t *dev, const rt_tensor_t *n
     case RT_OP_SOFT_MAX: vk_build_soft_max(node, d); break;
     case RT_OP_ROPE: vk_build_rope(node, d); break;
     case RT_OP_ARGMAX: vk_build_argmax(node, d); break;
-    case RT_OP_MUL_MAT: vk_build_mul_mat(node, d); break;
+    case RT_OP_MUL_MAT: vk_build_mul_mat(dev, node, d); break;
     default:
         return dev->host->set_error(RT_ERR_UNSUPPORTED, "%s: %s: op %d has no Vulkan kernel",
                                     __func__, node->name, (int)node->op);
