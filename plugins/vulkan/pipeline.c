@@ -186,6 +186,25 @@ static void vk_tuning_mat_vec(rt_vk_device_t *dev) {
     }
 }
 
+/* mul_mm: an 8 x 8 register block (64 invocations) reads shared memory
+ * half as often per multiply-add as 4 x 4 (256), which is what a CPU
+ * running the shader (lavapipe) and a GPU short of registers per
+ * invocation both want less of; 4 x 4 keeps a GPU with wide workgroups
+ * busier. RT_VULKAN_MM=TM,TN overrides (4 or 8 each). */
+static void vk_tuning_mat_mat(rt_vk_device_t *dev) {
+    rt_vk_tuning_t *t = &dev->tune;
+    const bool cpu = dev->props.kind == RT_DEVICE_KIND_SOFTWARE;
+    const uint32_t max_wg = dev->limits.maxComputeWorkGroupInvocations;
+    t->mm_tm = t->mm_tn = cpu || max_wg < 256 ? 8 : 4;
+    unsigned tm = 0, tn = 0;
+    const char *env = getenv("RT_VULKAN_MM");
+    if (env && sscanf(env, "%u,%u", &tm, &tn) == 2 && (tm == 4 || tm == 8) && (tn == 4 || tn == 8)) {
+        t->mm_tm = tm;
+        t->mm_tn = tn;
+    }
+}
+
 void rt_vk_tuning_choose(rt_vk_device_t *dev) {
     vk_tuning_mat_vec(dev);
+    vk_tuning_mat_mat(dev);
 }

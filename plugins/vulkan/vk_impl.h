@@ -137,6 +137,7 @@ typedef struct rt_vk_tuning {
     bool coop_matrix;             /* VK_KHR_cooperative_matrix (no kernel uses it yet) */
     uint32_t mv_wg;               /* mat-vec workgroup size, 0: the default */
     uint32_t mv_rows;             /* mat-vec rows per workgroup, 0: 1 */
+    uint32_t mm_tm, mm_tn;        /* mul_mm's register block (4 or 8), 0: 4 */
 } rt_vk_tuning_t;
 
 struct rt_vk_device {
@@ -308,6 +309,7 @@ typedef struct rt_vk_dispatch {
     uint32_t push[RT_VK_PUSH_WORDS];
     uint32_t n_push;              /* words used, >= 4 */
     uint64_t n_groups;            /* workgroups in all */
+    bool write2;                  /* binding 2 is written too (a fused pair's first result) */
 } rt_vk_dispatch_t;
 
 enum { RT_VK_SPEC_WG = 0, RT_VK_SPEC_OP = 1, RT_VK_SPEC_TYPE0 = 2, RT_VK_SPEC_EXTRA = 6,
@@ -328,5 +330,12 @@ RT_VK_INTERNAL const rt_tensor_t *rt_vk_node_chunk(const rt_vk_device_t *dev, co
 /* Fills d for node; RT_ERR_UNSUPPORTED when the op has no kernel. */
 RT_VK_INTERNAL rt_status_t rt_vk_dispatch_build(const rt_vk_device_t *dev, const rt_tensor_t *node,
                                                 rt_vk_dispatch_t *d);
+/* first and then (the next node that dispatches) can be one dispatch:
+ * RMS_NORM, then the MUL of its result by a weight row. */
+RT_VK_INTERNAL bool rt_vk_fusable(const rt_vk_device_t *dev, const rt_tensor_t *first,
+                                  const rt_tensor_t *then);
+/* The one dispatch of a pair rt_vk_fusable accepts; it writes both results. */
+RT_VK_INTERNAL void rt_vk_dispatch_build_fused(const rt_vk_device_t *dev, const rt_tensor_t *first,
+                                               const rt_tensor_t *then, rt_vk_dispatch_t *d);
 
 #endif /* RT_VK_IMPL_H */

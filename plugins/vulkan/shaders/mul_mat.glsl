@@ -155,61 +155,86 @@ float b_scale(uint i) {
     return max(max(m.x, m.y), max(m.z, m.w)) / 127.0;
 }
 
-// Q4_0 and Q8_0, whose b is not rounded: a lane takes a whole block,
-// reads its bytes once (9 or 17 16-bit loads) and keeps them as integer
-// levels, so the scale multiplies each column's block sum once.
-void add_block_q4_0(uint off, uint b0, uint k0, uint n0) {
-    uint w[4];
-    dq_load16(off + 2u, w);
-    vec4 lo[4], hi[4];
-    for (uint q = 0u; q < 4u; q++) {
-        const uvec4 by = uvec4(w[q], w[q] >> 8, w[q] >> 16, w[q] >> 24) & 0xffu;
-        lo[q] = vec4(by & 15u) - 8.0;
-        hi[q] = vec4(by >> 4) - 8.0;
+// b's 32 elements from word index bi as int8 levels, as the CPU quantises
+// activations for Q4_0 and Q8_0 weights (Q8_0: x / d rounded half away
+// from zero, d = max|x| / 127, kept as binary16) or for the other blocks of
+// 32 (d kept as F32); returns d, 0 for a block of zeros.
+float b_levels(uint bi, bool d16, out ivec4 qb[8]) {
+    vec4 x[8];
+    vec4 mx = vec4(0.0);
+    for (uint q = 0u; q < 8u; q++) {
+        x[q] = load_b4(bi + 4u * q);
+        mx = max(mx, abs(x[q]));
     }
-    const float d = dq_half(off);
+    const float d = max(max(mx.x, mx.y), max(mx.z, mx.w)) / 127.0;
+    const float id = d != 0.0 ? 1.0 / d : 0.0;
+    for (uint q = 0u; q < 8u; q++)
+        qb[q] = clamp(ivec4(dq_round_away(x[q].x * id), dq_round_away(x[q].y * id),
+                            dq_round_away(x[q].z * id), dq_round_away(x[q].w * id)), -127, 127);
+    return d16 ? unpackHalf2x16(f32_to_f16(d)).x : d;
+}
+
+int idot4(ivec4 a, ivec4 b) { return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w; }
+
+// A block of 32 of a as integer levels u (element j is d * u[j] + m), by
+// b rounded per block as the CPU rounds it for a's type: the integer dot
+// product, scaled once (d * d_b * sum(u * q_b) + m * d_b * sum(q_b)), so
+// that the device agrees with the CPU up to the order of the block sums.
+void add_block_levels(ivec4 u[8], vec2 dm, uint b0, uint k0, uint n0) {
+    const bool d16 = TYPE0 == T_Q4_0 || TYPE0 == T_Q8_0;
     for (uint j = 0u; j < EXTRA; j++) {
         if (n0 + j >= pc.ne_d.y) break;
-        const uint bi = b_word(b0, j, k0);
-        float s = 0.0;
-        for (uint q = 0u; q < 4u; q++)
-            s += dot(lo[q], load_b4(bi + 4u * q)) + dot(hi[q], load_b4(bi + 16u + 4u * q));
-        acc[j] += d * s;
+        ivec4 qb[8];
+        const float db = b_levels(b_word(b0, j, k0), d16, qb);
+        int isum = 0, qsum = 0;
+        for (uint q = 0u; q < 8u; q++) {
+            isum += idot4(u[q], qb[q]);
+            qsum += idot4(ivec4(1), qb[q]);
+        }
+        acc[j] += dm.x * db * float(isum) + (dm.y != 0.0 ? dm.y * (db * float(qsum)) : 0.0);
     }
 }
 
-vec4 q8_levels(uint w) {
-    const int x = int(w);
-    return vec4(bitfieldExtract(x, 0, 8), bitfieldExtract(x, 8, 8), bitfieldExtract(x, 16, 8),
-                bitfieldExtract(x, 24, 8));
-}
-
-void add_block_q8_0(uint off, uint b0, uint k0, uint n0) {
+// The levels of a block of 32: Q4_0 (nibble - 8) and Q8_0 (int8) read
+// whole (9 or 17 16-bit loads), the others through dequant.glsl.
+vec2 block_levels(uint off, out ivec4 u[8]) {
     uint w[4], v[4];
-    dq_load16(off + 2u, w);
-    dq_load16(off + 18u, v);
-    const float d = dq_half(off);
-    for (uint j = 0u; j < EXTRA; j++) {
-        if (n0 + j >= pc.ne_d.y) break;
-        const uint bi = b_word(b0, j, k0);
-        float s = 0.0;
-        for (uint q = 0u; q < 4u; q++)
-            s += dot(q8_levels(w[q]), load_b4(bi + 4u * q)) +
-                 dot(q8_levels(v[q]), load_b4(bi + 16u + 4u * q));
-        acc[j] += d * s;
+    if (TYPE0 == T_Q4_0) {
+        dq_load16(off + 2u, w);
+        for (uint q = 0u; q < 4u; q++) {
+            const ivec4 by = ivec4(uvec4(w[q], w[q] >> 8, w[q] >> 16, w[q] >> 24) & 0xffu);
+            u[q] = (by & 15) - 8;
+            u[q + 4u] = (by >> 4) - 8;
+        }
+        return vec2(dq_half(off), 0.0);
     }
+    if (TYPE0 == T_Q8_0) {
+        dq_load16(off + 2u, w);
+        dq_load16(off + 18u, v);
+        for (uint q = 0u; q < 4u; q++) {
+            u[q] = ivec4(bitfieldExtract(int(w[q]), 0, 8), bitfieldExtract(int(w[q]), 8, 8),
+                         bitfieldExtract(int(w[q]), 16, 8), bitfieldExtract(int(w[q]), 24, 8));
+            u[q + 4u] = ivec4(bitfieldExtract(int(v[q]), 0, 8), bitfieldExtract(int(v[q]), 8, 8),
+                              bitfieldExtract(int(v[q]), 16, 8), bitfieldExtract(int(v[q]), 24, 8));
+        }
+        return vec2(dq_half(off), 0.0);
+    }
+    int l[32];
+    const vec2 dm = dq_levels_32(off, l);
+    for (uint q = 0u; q < 8u; q++) u[q] = ivec4(l[4u * q], l[4u * q + 1u], l[4u * q + 2u], l[4u * q + 3u]);
+    return dm;
 }
 
-// The units of a row a lane takes in turn: a block of 32 (both its groups
-// share the block's bytes), or DQ_RB elements when b is rounded per 256
-// (its scale is then one per unit and b row).
+// The units of a row a lane takes in turn: a block of 32, or a super-block
+// of 256 (b rounded per 256: its scale is then one per unit and b row).
 void add_quant_row(uint a0, uint b0, uint n0) {
     const uint lane = team_lane(), lanes = team_size();
     const uint U = DQ_RB == 256u ? 256u : 32u;
-    if (TYPE0 == T_Q4_0 || TYPE0 == T_Q8_0) {
+    if (DQ_QK == 32u) {
         for (uint u = lane; u < pc.k / 32u; u += lanes) {
-            if (TYPE0 == T_Q4_0) add_block_q4_0(a0 + u * type_bytes(TYPE0), b0, 32u * u, n0);
-            else add_block_q8_0(a0 + u * type_bytes(TYPE0), b0, 32u * u, n0);
+            ivec4 lv[8];
+            const vec2 dm = block_levels(a0 + u * type_bytes(TYPE0), lv);
+            add_block_levels(lv, dm, b0, 32u * u, n0);
         }
         return;
     }
