@@ -92,6 +92,8 @@ static void vk_device_extensions(rt_vk_device_t *dev, bool *out_pci) {
     if (fn->vkEnumerateDeviceExtensionProperties(dev->phys, NULL, &n, ext) == VK_SUCCESS) {
         dev->has_budget = vk_has_extension(ext, n, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
         *out_pci = vk_has_extension(ext, n, VK_EXT_PCI_BUS_INFO_EXTENSION_NAME);
+        /* Spelled out: older headers do not name it. */
+        dev->tune.coop_matrix = vk_has_extension(ext, n, "VK_KHR_cooperative_matrix");
     }
     rt_vk_free(dev->host, ext, n * sizeof ext[0]);
 }
@@ -143,9 +145,13 @@ static void vk_props_fill(rt_vk_device_t *dev, bool has_pci) {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES,
         .pNext = &m3,
     };
+    VkPhysicalDeviceSubgroupProperties sub = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
+        .pNext = &id,
+    };
     VkPhysicalDeviceProperties2 p2 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
-        .pNext = &id,
+        .pNext = &sub,
     };
     fn->vkGetPhysicalDeviceProperties2(dev->phys, &p2);
     const VkPhysicalDeviceProperties *pp = &p2.properties;
@@ -176,6 +182,10 @@ static void vk_props_fill(rt_vk_device_t *dev, bool has_pci) {
     const char *env = getenv("RT_VULKAN_MAX_BINDING");
     const unsigned long long lim = env ? strtoull(env, NULL, 10) : 0;
     if (lim >= 4096 && lim < dev->max_binding) dev->max_binding = (size_t)lim;
+    dev->tune.subgroup_size = sub.subgroupSize;
+    dev->tune.subgroup_arith = (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                               (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
+    rt_vk_tuning_choose(dev);
 }
 
 /* Total and free bytes of the device-local heaps, now. */

@@ -4,7 +4,10 @@
  * computes, ops_build.c describes a dispatch; this file binds its tensors
  * (at offsets aligned for descriptors, the rest of each offset going to the
  * shader as a push constant), records it, and submits once at the end
- * without waiting (synchronize waits on the fence).
+ * without waiting (synchronize waits on the fence). A pair of nodes that
+ * ops_build.c can fuse (RMS_NORM and the MUL by its weight) is recorded as
+ * one dispatch: on lavapipe a dispatch costs more than the work of a small
+ * model's element-wise op, and on a GPU each is a launch and a barrier.
  *
  * Barriers: a dispatch gets a memory barrier before it only when it reads
  * bytes an earlier dispatch since the last barrier wrote (read after
@@ -64,17 +67,27 @@ static rt_status_t vk_range_add(const rt_host_t *host, rt_vk_range_set_t *s, con
 
 /* Inserts a barrier when the dispatch's bindings conflict with what ran
  * since the last one, then records its reads and its write. */
+/* Binding i of d is written: the destination, and binding 2 of a fused
+ * dispatch that has two. */
+static bool vk_binding_written(const rt_vk_dispatch_t *d, int i) { return i == 3 || (i == 2 && d->write2); }
+
 static rt_status_t vk_hazards(rt_vk_queue_t *q, const rt_vk_dispatch_t *d, const vk_bound_t *bound) {
-    bool conflict = vk_overlaps(&q->writes, &bound[3].range) || vk_overlaps(&q->reads, &bound[3].range);
-    for (int i = 0; i < 3; i++)
-        if (d->bind[i]) conflict = conflict || vk_overlaps(&q->writes, &bound[i].range);
+    bool conflict = false;
+    for (int i = 0; i < RT_VK_N_BIND; i++) {
+        if (!d->bind[i]) continue;
+        conflict = conflict || vk_overlaps(&q->writes, &bound[i].range) ||
+                   (vk_binding_written(d, i) && vk_overlaps(&q->reads, &bound[i].range));
+    }
     if (conflict) {
         rt_vk_cmd_barrier(q->dev, q->cmd);
+        q->n_barriers++;
         q->reads.n = q->writes.n = 0;
     }
-    rt_status_t st = vk_range_add(q->dev->host, &q->writes, &bound[3].range);
-    for (int i = 0; st == RT_OK && i < 3; i++)
-        if (d->bind[i]) st = vk_range_add(q->dev->host, &q->reads, &bound[i].range);
+    rt_status_t st = RT_OK;
+    for (int i = 0; st == RT_OK && i < RT_VK_N_BIND; i++)
+        if (d->bind[i])
+            st = vk_range_add(q->dev->host, vk_binding_written(d, i) ? &q->writes : &q->reads,
+                              &bound[i].range);
     return st;
 }
 
@@ -133,16 +146,14 @@ static rt_status_t vk_bind_all(rt_vk_queue_t *q, rt_vk_dispatch_t *d, vk_bound_t
     return st;
 }
 
-static rt_status_t vk_dispatch_record(rt_vk_queue_t *q, const rt_tensor_t *node) {
+static rt_status_t vk_dispatch_emit(rt_vk_queue_t *q, rt_vk_dispatch_t d) {
     rt_vk_device_t *dev = q->dev;
-    rt_vk_dispatch_t d;
     vk_bound_t bound[RT_VK_N_BIND];
     VkPipeline pipeline;
     VkDescriptorSet set;
     uint32_t groups[3] = { 0, 0, 0 };
-    rt_status_t st = rt_vk_dispatch_build(dev, node, &d);
-    if (st == RT_OK && d.n_groups == 0) return RT_OK; /* nothing to do */
-    if (st == RT_OK) st = vk_bind_all(q, &d, bound);
+    if (d.n_groups == 0) return RT_OK; /* nothing to do */
+    rt_status_t st = vk_bind_all(q, &d, bound);
     if (st == RT_OK) st = vk_groups(dev, d.n_groups, groups);
     if (st == RT_OK) st = rt_vk_pipeline_get(dev, d.shader, d.spec, &pipeline);
     if (st == RT_OK) st = vk_descriptor_set(q, bound, &set);
@@ -154,7 +165,14 @@ static rt_status_t vk_dispatch_record(rt_vk_queue_t *q, const rt_tensor_t *node)
     dev->fn.vkCmdPushConstants(q->cmd, dev->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
                                d.n_push * 4, d.push);
     dev->fn.vkCmdDispatch(q->cmd, groups[0], groups[1], groups[2]);
+    q->n_dispatches++;
     return RT_OK;
+}
+
+static rt_status_t vk_dispatch_record(rt_vk_queue_t *q, const rt_tensor_t *node) {
+    rt_vk_dispatch_t d;
+    const rt_status_t st = rt_vk_dispatch_build(q->dev, node, &d);
+    return st == RT_OK ? vk_dispatch_emit(q, d) : st;
 }
 
 /* One dispatch, or one per chunk of a weight too large to bind whole. */
@@ -170,6 +188,14 @@ static rt_status_t vk_node_record(rt_vk_queue_t *q, const rt_tensor_t *node) {
 
 //===--- the graph ---===//
 
+/* The first node from i that records a dispatch (views in between record
+ * none), or n_nodes. */
+static int32_t vk_next_dispatching(const rt_vk_device_t *dev, rt_tensor_t *const *nodes, int32_t i,
+                                   int32_t n_nodes) {
+    while (i < n_nodes && rt_vk_node_dispatches(dev, nodes[i]) == 0) i++;
+    return i;
+}
+
 rt_status_t rt_vk_graph_compute(void *queue, rt_tensor_t *const *nodes, int32_t n_nodes) {
     rt_vk_queue_t *q = queue;
     rt_vk_device_t *dev = q->dev;
@@ -180,13 +206,23 @@ rt_status_t rt_vk_graph_compute(void *queue, rt_tensor_t *const *nodes, int32_t 
     if (st != RT_OK) return st;
     /* Orders this graph after transfers and graphs submitted before it. */
     rt_vk_cmd_barrier(dev, q->cmd);
-    for (int32_t i = 0; st == RT_OK && i < n_nodes; i++)
-        st = vk_node_record(q, nodes[i]);
+    for (int32_t i = 0; st == RT_OK && i < n_nodes; i++) {
+        const int32_t j = vk_next_dispatching(dev, nodes, i + 1, n_nodes);
+        if (j < n_nodes && rt_vk_fusable(dev, nodes[i], nodes[j])) {
+            rt_vk_dispatch_t d;
+            rt_vk_dispatch_build_fused(dev, nodes[i], nodes[j], &d);
+            st = vk_dispatch_emit(q, d);
+            i = j;
+        } else {
+            st = vk_node_record(q, nodes[i]);
+        }
+    }
     /* Makes the results visible to transfers and to host reads of mapped buffers. */
     rt_vk_cmd_barrier(dev, q->cmd);
     const rt_status_t end = RT_VK_TRY(dev->host, dev->fn.vkEndCommandBuffer(q->cmd));
     if (st == RT_OK) st = end;
     if (st == RT_OK) st = rt_vk_submit(dev, q->cmd, q->fence);
     q->pending = st == RT_OK;
+    q->n_graphs += st == RT_OK;
     return st;
 }

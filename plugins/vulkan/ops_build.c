@@ -330,6 +330,34 @@ static void vk_build_norm(const rt_tensor_t *n, rt_vk_dispatch_t *d) {
     vk_push(d, (uint32_t)d->n_groups);
 }
 
+bool rt_vk_fusable(const rt_vk_device_t *dev, const rt_tensor_t *first, const rt_tensor_t *then) {
+    if (first->op != RT_OP_RMS_NORM || then->op != RT_OP_MUL || then->src[0] != first) return false;
+    const rt_tensor_t *w = then->src[1];
+    return w != first && then->type == RT_TYPE_F32 && w->ne[0] == first->ne[0] &&
+           rt_vk_node_dispatches(dev, first) == 1 && rt_vk_node_dispatches(dev, then) == 1 &&
+           rt_vk_supports_op((void *)dev, then);
+}
+
+/* norm.comp's OP_RMS_NORM_MUL: the norm's result at binding 2, w at 1,
+ * the product at 3. */
+void rt_vk_dispatch_build_fused(const rt_vk_device_t *dev, const rt_tensor_t *first,
+                                const rt_tensor_t *then, rt_vk_dispatch_t *d) {
+    (void)dev;
+    vk_build_rows(first, "norm", 2, d);
+    d->bind[1] = then->src[1];
+    d->bind[2] = first;
+    d->bind[3] = then;
+    d->write2 = true;
+    vk_push_nb(d, first);
+    vk_push_f(d, vk_param_f(first, 0));
+    vk_push(d, (uint32_t)d->n_groups);
+    vk_push(d, 0);
+    vk_push(d, 0);
+    vk_push_ne(d, then->src[1]);
+    vk_push_nb(d, then->src[1]);
+    vk_push_nb(d, then);
+}
+
 static void vk_build_soft_max(const rt_tensor_t *n, rt_vk_dispatch_t *d) {
     const rt_tensor_t *m = n->src[1];
     vk_build_rows(n, "soft_max", 0, d);
@@ -368,17 +396,26 @@ static void vk_build_rope(const rt_tensor_t *n, rt_vk_dispatch_t *d) {
     d->n_groups = vk_ceil_div(units, VK_WG);
 }
 
-/* Up to VK_MM_TILE_MAX columns: mul_mat.comp, one workgroup per row of a
- * and tile of columns. More: mul_mm.comp, one per 64 x 64 tile of c. Both
- * take the same push constants, mul_mm one more. */
-static void vk_build_mul_mat(const rt_tensor_t *n, rt_vk_dispatch_t *d) {
+/* Up to VK_MM_TILE_MAX columns: mul_mat.comp (or mul_mat_sg.comp, with
+ * subgroup arithmetic), one workgroup per dev->tune.mv_rows rows of a and
+ * tile of columns. More: mul_mm.comp, one per 64 x 64 tile of c, with
+ * dev->tune's register block (ROWS x EXTRA). Both take the same push
+ * constants, mul_mm one more. Zeroed tuning (the Metal plugin's view of a
+ * device) gives the portable shapes. */
+static void vk_build_mul_mat(const rt_vk_device_t *dev, const rt_tensor_t *n, rt_vk_dispatch_t *d) {
     const rt_tensor_t *a = n->src[0], *b = n->src[1];
     const bool mm = b->ne[1] > VK_MM_TILE_MAX;
     const uint32_t tile = mm ? VK_MM_BN : b->ne[1] == 1 ? 1 : b->ne[1] <= 4 ? 4 : VK_MM_TILE_MAX;
     const uint64_t n_tiles = vk_ceil_div((uint64_t)b->ne[1], tile);
-    const uint64_t m_tiles = mm ? vk_ceil_div((uint64_t)n->ne[0], VK_MM_BM) : (uint64_t)n->ne[0];
-    vk_dispatch_init(d, mm ? "mul_mm" : "mul_mat", mm ? 256 : 32, 0, n);
-    d->spec[RT_VK_SPEC_EXTRA] = mm ? 0 : tile;
+    const rt_vk_tuning_t *tu = &dev->tune;
+    const uint32_t rows = mm || tu->mv_rows == 0 ? 1 : tu->mv_rows;
+    const uint64_t m_tiles = vk_ceil_div((uint64_t)n->ne[0], mm ? VK_MM_BM : rows);
+    const char *mv = tu->subgroup_arith ? "mul_mat_sg" : "mul_mat";
+    const uint32_t tm = tu->mm_tm ? tu->mm_tm : 4, tn = tu->mm_tn ? tu->mm_tn : 4;
+    const uint32_t wg = mm ? (VK_MM_BM / tm) * (VK_MM_BN / tn) : tu->mv_wg ? tu->mv_wg : 32;
+    vk_dispatch_init(d, mm ? "mul_mm" : mv, wg, 0, n);
+    d->spec[RT_VK_SPEC_EXTRA] = mm ? tn : tile;
+    d->spec[RT_VK_SPEC_ROWS] = mm ? tm : rows;
     d->bind[0] = a;
     d->bind[1] = b;
     vk_push_nb(d, a);
@@ -416,7 +453,7 @@ rt_status_t rt_vk_dispatch_build(const rt_vk_device_t *dev, const rt_tensor_t *n
     case RT_OP_SOFT_MAX: vk_build_soft_max(node, d); break;
     case RT_OP_ROPE: vk_build_rope(node, d); break;
     case RT_OP_ARGMAX: vk_build_argmax(node, d); break;
-    case RT_OP_MUL_MAT: vk_build_mul_mat(node, d); break;
+    case RT_OP_MUL_MAT: vk_build_mul_mat(dev, node, d); break;
     default:
         return dev->host->set_error(RT_ERR_UNSUPPORTED, "%s: %s: op %d has no Vulkan kernel",
                                     __func__, node->name, (int)node->op);

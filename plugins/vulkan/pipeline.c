@@ -9,6 +9,8 @@
  * first time a pipeline needs them. */
 #include "vk_impl.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static rt_status_t vk_layouts_create(rt_vk_device_t *dev) {
@@ -155,4 +157,54 @@ void rt_vk_pipelines_destroy(rt_vk_device_t *dev) {
     dev->pipeline_cache = VK_NULL_HANDLE;
     dev->pipeline_layout = VK_NULL_HANDLE;
     dev->set_layout = VK_NULL_HANDLE;
+}
+
+//===--- kernel shapes per device ---===//
+
+/* Mat-vec: with subgroup arithmetic, a workgroup of a few subgroups, each
+ * reducing its own rows with no barrier; ROWS rows per workgroup keep the
+ * dispatch at a few hundred workgroups for a 4096-row weight. Without it,
+ * one row per workgroup of 32 reduced in shared memory. RT_VULKAN_MV=WG,ROWS
+ * overrides both (measurements), RT_VULKAN_NO_SUBGROUP=1 takes the
+ * fallback on any device (tests). */
+static void vk_tuning_mat_vec(rt_vk_device_t *dev) {
+    rt_vk_tuning_t *t = &dev->tune;
+    const char *off = getenv("RT_VULKAN_NO_SUBGROUP");
+    if (off && *off && strcmp(off, "0") != 0) t->subgroup_arith = false;
+    const uint32_t sg = t->subgroup_size, max_wg = dev->limits.maxComputeWorkGroupInvocations;
+    const bool sub = t->subgroup_arith && sg >= 4 && sg <= 128 && (sg & (sg - 1)) == 0;
+    t->subgroup_arith = sub;
+    t->mv_wg = sub ? (sg < 64 ? 64 : sg) : 32;
+    if (t->mv_wg > max_wg) t->mv_wg = sub ? sg : 32;
+    t->mv_rows = sub ? 2 * (t->mv_wg / sg) : 1;
+    unsigned wg = 0, rows = 0;
+    const char *env = getenv("RT_VULKAN_MV");
+    if (env && sscanf(env, "%u,%u", &wg, &rows) == 2 && wg >= 1 && wg <= 256 &&
+        (wg & (wg - 1)) == 0 && rows >= 1 && rows <= 64) {
+        t->mv_wg = wg;
+        t->mv_rows = rows;
+    }
+}
+
+/* mul_mm: an 8 x 8 register block (64 invocations) reads shared memory
+ * half as often per multiply-add as 4 x 4 (256), which is what a CPU
+ * running the shader (lavapipe) and a GPU short of registers per
+ * invocation both want less of; 4 x 4 keeps a GPU with wide workgroups
+ * busier. RT_VULKAN_MM=TM,TN overrides (4 or 8 each). */
+static void vk_tuning_mat_mat(rt_vk_device_t *dev) {
+    rt_vk_tuning_t *t = &dev->tune;
+    const bool cpu = dev->props.kind == RT_DEVICE_KIND_SOFTWARE;
+    const uint32_t max_wg = dev->limits.maxComputeWorkGroupInvocations;
+    t->mm_tm = t->mm_tn = cpu || max_wg < 256 ? 8 : 4;
+    unsigned tm = 0, tn = 0;
+    const char *env = getenv("RT_VULKAN_MM");
+    if (env && sscanf(env, "%u,%u", &tm, &tn) == 2 && (tm == 4 || tm == 8) && (tn == 4 || tn == 8)) {
+        t->mm_tm = tm;
+        t->mm_tn = tn;
+    }
+}
+
+void rt_vk_tuning_choose(rt_vk_device_t *dev) {
+    vk_tuning_mat_vec(dev);
+    vk_tuning_mat_mat(dev);
 }

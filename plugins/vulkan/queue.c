@@ -7,6 +7,9 @@
  * their own, submitted with no work. */
 #include "vk_impl.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 rt_status_t rt_vk_queue_create(void *device, const rt_queue_options_t *options, void **out_queue) {
     (void)options; /* nothing to tune: threads are the driver's business */
     rt_vk_device_t *dev = device;
@@ -37,10 +40,25 @@ rt_status_t rt_vk_queue_create(void *device, const rt_queue_options_t *options, 
     return RT_OK;
 }
 
+/* What a profile of a decode step needs first: how many dispatches and
+ * barriers each graph costs (a dispatch is tens of microseconds on
+ * lavapipe, a barrier drains the GPU). */
+static void vk_queue_stats_log(const rt_vk_queue_t *q) {
+    const char *env = getenv("RT_VULKAN_STATS");
+    if (!env || !*env || strcmp(env, "0") == 0 || q->n_graphs == 0) return;
+    q->dev->host->log(RT_LOG_INFO, "vulkan%u: %llu graphs, %llu dispatches (%.1f a graph), "
+                      "%llu barriers (%.1f a graph)", q->dev->index,
+                      (unsigned long long)q->n_graphs, (unsigned long long)q->n_dispatches,
+                      (double)q->n_dispatches / (double)q->n_graphs,
+                      (unsigned long long)q->n_barriers,
+                      (double)q->n_barriers / (double)q->n_graphs);
+}
+
 void rt_vk_queue_destroy(void *queue) {
     rt_vk_queue_t *q = queue;
     if (!q) return;
     rt_vk_device_t *dev = q->dev;
+    vk_queue_stats_log(q);
     if (q->pending) dev->fn.vkWaitForFences(dev->device, 1, &q->fence, VK_TRUE, UINT64_MAX);
     if (q->desc_pool) dev->fn.vkDestroyDescriptorPool(dev->device, q->desc_pool, NULL);
     if (q->fence) dev->fn.vkDestroyFence(dev->device, q->fence, NULL);

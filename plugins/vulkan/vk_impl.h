@@ -119,7 +119,7 @@ typedef struct rt_vk_staging {
 } rt_vk_staging_t;
 
 /* A pipeline for one shader with one set of specialisation constants. */
-#define RT_VK_N_SPEC 7            /* wg size, op, 4 binding types, extra */
+#define RT_VK_N_SPEC 8            /* wg size, op, 4 binding types, extra, rows */
 typedef struct rt_vk_pipeline {
     uint32_t shader;              /* index in rt_vk_spirv_table */
     uint32_t spec[RT_VK_N_SPEC];
@@ -127,6 +127,18 @@ typedef struct rt_vk_pipeline {
 } rt_vk_pipeline_t;
 
 enum { RT_VK_BUFT_DEVICE = 0, RT_VK_BUFT_HOST = 1, RT_VK_N_BUFT = 2 };
+
+/* What the device's properties say about the kernels' shapes (pipeline.c
+ * chooses them once per device). All zero, as the Metal plugin's view of
+ * a device has them, means the portable defaults. */
+typedef struct rt_vk_tuning {
+    uint32_t subgroup_size;       /* lanes, 0 when unknown */
+    bool subgroup_arith;          /* subgroupAdd in compute shaders */
+    bool coop_matrix;             /* VK_KHR_cooperative_matrix (no kernel uses it yet) */
+    uint32_t mv_wg;               /* mat-vec workgroup size, 0: the default */
+    uint32_t mv_rows;             /* mat-vec rows per workgroup, 0: 1 */
+    uint32_t mm_tm, mm_tn;        /* mul_mm's register block (4 or 8), 0: 4 */
+} rt_vk_tuning_t;
 
 struct rt_vk_device {
     rt_vk_plugin_t *plugin;
@@ -151,6 +163,7 @@ struct rt_vk_device {
     size_t bind_align;            /* descriptor offsets: minStorageBufferOffsetAlignment, >= 4 */
     size_t max_binding;           /* bytes a tensor may span: one descriptor's range less
                                      the misalignment it may need */
+    rt_vk_tuning_t tune;          /* kernel shapes for this device */
 
     rt_plugin_mutex_t submit_lock;    /* the VkQueue (external synchronisation) */
     rt_plugin_mutex_t xfer_lock;      /* the fields below, up to pipe_lock */
@@ -204,6 +217,8 @@ typedef struct rt_vk_queue {
     VkDescriptorPool desc_pool;
     uint32_t desc_cap;            /* sets desc_pool holds */
     rt_vk_range_set_t reads, writes; /* since the last barrier */
+    /* Counted for RT_VULKAN_STATS=1, which logs them when the queue goes. */
+    uint64_t n_graphs, n_dispatches, n_barriers;
 } rt_vk_queue_t;
 
 //===--- errors (device.c) and memory (memory.c) ---===//
@@ -256,6 +271,9 @@ RT_VK_INTERNAL rt_status_t rt_vk_pipeline_get(rt_vk_device_t *dev, const char *n
                                               const uint32_t spec[RT_VK_N_SPEC],
                                               VkPipeline *out_pipeline);
 RT_VK_INTERNAL void rt_vk_pipelines_destroy(rt_vk_device_t *dev);
+/* Fills dev->tune's kernel shapes from its subgroup size and limits (the
+ * device fields set by device.c). */
+RT_VK_INTERNAL void rt_vk_tuning_choose(rt_vk_device_t *dev);
 
 //===--- queues and graphs (queue.c, ops.c, ops_build.c) ---===//
 
@@ -291,9 +309,11 @@ typedef struct rt_vk_dispatch {
     uint32_t push[RT_VK_PUSH_WORDS];
     uint32_t n_push;              /* words used, >= 4 */
     uint64_t n_groups;            /* workgroups in all */
+    bool write2;                  /* binding 2 is written too (a fused pair's first result) */
 } rt_vk_dispatch_t;
 
-enum { RT_VK_SPEC_WG = 0, RT_VK_SPEC_OP = 1, RT_VK_SPEC_TYPE0 = 2, RT_VK_SPEC_EXTRA = 6 };
+enum { RT_VK_SPEC_WG = 0, RT_VK_SPEC_OP = 1, RT_VK_SPEC_TYPE0 = 2, RT_VK_SPEC_EXTRA = 6,
+       RT_VK_SPEC_ROWS = 7 };
 
 /* Bytes the shaders address a type in; 0 when they cannot read it. */
 RT_VK_INTERNAL uint32_t rt_vk_type_unit(rt_type_t type);
@@ -310,5 +330,12 @@ RT_VK_INTERNAL const rt_tensor_t *rt_vk_node_chunk(const rt_vk_device_t *dev, co
 /* Fills d for node; RT_ERR_UNSUPPORTED when the op has no kernel. */
 RT_VK_INTERNAL rt_status_t rt_vk_dispatch_build(const rt_vk_device_t *dev, const rt_tensor_t *node,
                                                 rt_vk_dispatch_t *d);
+/* first and then (the next node that dispatches) can be one dispatch:
+ * RMS_NORM, then the MUL of its result by a weight row. */
+RT_VK_INTERNAL bool rt_vk_fusable(const rt_vk_device_t *dev, const rt_tensor_t *first,
+                                  const rt_tensor_t *then);
+/* The one dispatch of a pair rt_vk_fusable accepts; it writes both results. */
+RT_VK_INTERNAL void rt_vk_dispatch_build_fused(const rt_vk_device_t *dev, const rt_tensor_t *first,
+                                               const rt_tensor_t *then, rt_vk_dispatch_t *d);
 
 #endif /* RT_VK_IMPL_H */

@@ -3,7 +3,8 @@
 // constants every pipeline gets (workgroup size, op, the rt_type_t of each
 // binding, one extra), the four storage buffers (bindings 0-2 sources, 3 the
 // destination), each seen through 32-bit float, 16-bit and 32-bit int views
-// so one module serves every element type, typed loads and stores at byte
+// (and 16-byte vec4/uvec4 ones for wide loads) so one module serves every
+// element type, typed loads and stores at byte
 // offsets, the block sizes of every type (dequant.glsl decodes the
 // quantised ones), and the flat index of a thread across a 3-D dispatch.
 //
@@ -19,6 +20,8 @@ layout(constant_id = 3) const uint TYPE1 = 0;
 layout(constant_id = 4) const uint TYPE2 = 0;
 layout(constant_id = 5) const uint TYPE3 = 0;
 layout(constant_id = 6) const uint EXTRA = 0;
+// Rows of the output one workgroup computes (mul_mat), chosen per device.
+layout(constant_id = 7) const uint ROWS = 1;
 
 // rt_type_t values (abi/rt_tensor.h, GGUF's ids).
 #define T_F32 0u
@@ -100,6 +103,8 @@ layout(binding = n) buffer Buf##n##F32 { float v[]; } b##n##_f32;               
 layout(binding = n) buffer Buf##n##F16 { float16_t v[]; } b##n##_f16;                \
 layout(binding = n) buffer Buf##n##U16 { uint16_t v[]; } b##n##_u16;                 \
 layout(binding = n) buffer Buf##n##I32 { int v[]; } b##n##_i32;                      \
+layout(binding = n) buffer Buf##n##V4 { vec4 v[]; } b##n##_v4;                       \
+layout(binding = n) buffer Buf##n##U4 { uvec4 v[]; } b##n##_u4;                      \
 float load##n(uint off) {                                                            \
     if (TYPE == T_F16) return float(b##n##_f16.v[off >> 1]);                         \
     if (TYPE == T_BF16) return uintBitsToFloat(uint(b##n##_u16.v[off >> 1]) << 16);  \

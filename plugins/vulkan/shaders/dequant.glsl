@@ -86,6 +86,27 @@ void dq_group_32(uint off, uint g, out float y[16]) {
     }
 }
 
+// The integer levels of a block of 32 of Q4_1, Q5_0, Q5_1 or IQ4_NL, as
+// the CPU's integer dot products take them: element j is d * u[j] + m,
+// with (d, m) returned.
+vec2 dq_levels_32(uint off, out int u[32]) {
+    uint w[4];
+    const float d = dq_half(off);
+    const bool has_m = TYPE0 == T_Q4_1 || TYPE0 == T_Q5_1;
+    const bool has_h = TYPE0 == T_Q5_0 || TYPE0 == T_Q5_1;
+    const uint qh_at = off + (has_m ? 4u : 2u);
+    const uint qh = has_h ? dq_u32(qh_at) : 0u;
+    dq_load16(qh_at + (has_h ? 4u : 0u), w);
+    for (uint l = 0u; l < 16u; l++) {
+        const uint b = dq_b(w, l);
+        const uint lo = (b & 15u) | (((qh >> l) & 1u) << 4), hi = (b >> 4) | (((qh >> (l + 16u)) & 1u) << 4);
+        u[l] = TYPE0 == T_IQ4_NL ? int(DQ_KV[lo]) : int(lo);
+        u[l + 16u] = TYPE0 == T_IQ4_NL ? int(DQ_KV[hi]) : int(hi);
+    }
+    const float m = has_m ? dq_half(off + 2u) : TYPE0 == T_Q5_0 ? -16.0 * d : 0.0;
+    return vec2(d, m);
+}
+
 void dq_group_q2_k(uint off, uint g, out float y[16]) {
     uint w[4];
     const uint sc = dq_byte(off + g), shift = 2u * ((g & 7u) >> 1);

@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: MIT
 // mul_mm.comp: MUL_MAT for many columns (n > 8, prompts), with the same
 // operands and push constants as mul_mat.comp plus the number of row
-// tiles. A workgroup of 256 computes a 64 x 64 tile of c (64 rows of a
-// against 64 rows of b) in steps of 32 along K: each step decodes the 64 x
-// 32 piece of a once into shared memory (two groups of 16 per row, through
+// tiles. A workgroup computes a 64 x 64 tile of c (64 rows of a against 64
+// rows of b) in steps of 32 along K: each step decodes the 64 x 32 piece
+// of a once into shared memory (two groups of 16 per row, through
 // dequant.glsl, for quantised a) and loads the 32 x 64 piece of b, then
-// every invocation accumulates a 4 x 4 block of outputs from them (b
-// rounded as dequant.glsl's DQ_RB says, as in mul_mat.comp). Each
-// element of a is thus decoded once per 64 columns instead of once per 8.
+// every invocation accumulates a ROWS x EXTRA block of outputs from them
+// (b rounded as dequant.glsl's DQ_RB says, as in mul_mat.comp). The
+// register block is a specialisation constant (4 or 8 each way; the
+// workgroup is then (64 / ROWS) x (64 / EXTRA) invocations) that
+// pipeline.c chooses per device: larger blocks read shared memory less
+// per multiply-add, smaller ones keep more invocations busy. Each element
+// of a is decoded once per 64 columns instead of once per 8.
 #version 450
 #include "common.glsl"
 #include "dequant.glsl"
@@ -15,6 +19,10 @@
 #define BM 64u
 #define BN 64u
 #define BK 32u
+#define TM ROWS          // rows of c per invocation
+#define TN EXTRA         // columns of c per invocation
+#define T_MAX 8u
+#define SM (BM / TM)     // invocations along a tile's rows
 
 layout(push_constant) uniform Push {
     uvec4 offs;
@@ -35,12 +43,13 @@ shared float bs[BK][BN + 1u];
 void load_a(uint a0, uint m0, uint k0) {
     const uint t = gl_LocalInvocationID.x;
     if (QUANT) {
-        if (t >= 2u * BM) return;
-        const uint r = t >> 1, h = t & 1u;
-        float y[16];
-        if (m0 + r < pc.ne_d.x) dq_row_group(a0 + (m0 + r) * pc.nb_a.y, k0 / 16u + h, y);
-        else for (uint e = 0u; e < 16u; e++) y[e] = 0.0;
-        for (uint e = 0u; e < 16u; e++) as[16u * h + e][r] = y[e];
+        for (uint i = t; i < 2u * BM; i += gl_WorkGroupSize.x) {
+            const uint r = i >> 1, h = i & 1u;
+            float y[16];
+            if (m0 + r < pc.ne_d.x) dq_row_group(a0 + (m0 + r) * pc.nb_a.y, k0 / 16u + h, y);
+            else for (uint e = 0u; e < 16u; e++) y[e] = 0.0;
+            for (uint e = 0u; e < 16u; e++) as[16u * h + e][r] = y[e];
+        }
         return;
     }
     for (uint i = t; i < BM * BK; i += gl_WorkGroupSize.x) {
@@ -57,8 +66,9 @@ shared float bscale[BN]; // b's rounding scale per column, for the DQ_RB element
 // (BK divides 32 and 256), from b itself.
 void load_b(uint b0, uint n0, uint k0) {
     const uint t = gl_LocalInvocationID.x;
-    if (DQ_RB != 0u && k0 % DQ_RB == 0u && t < BN)
-        bscale[t] = n0 + t < pc.ne_d.y ? dq_b_scale((b0 + (n0 + t) * pc.nb_b.y) / 4u + k0) : 0.0;
+    if (DQ_RB != 0u && k0 % DQ_RB == 0u)
+        for (uint c = t; c < BN; c += gl_WorkGroupSize.x)
+            bscale[c] = n0 + c < pc.ne_d.y ? dq_b_scale((b0 + (n0 + c) * pc.nb_b.y) / 4u + k0) : 0.0;
     if (DQ_RB != 0u) barrier();
     for (uint i = t; i < BN * BK; i += gl_WorkGroupSize.x) {
         const uint kk = i % BK, c = i / BK;
@@ -77,27 +87,30 @@ void main() {
     const uint m0 = mt * BM, n0 = nt * BN;
     const uint a0 = pc.offs.x + (i2 / pc.r2) * pc.nb_a.z + (i3 / pc.r3) * pc.nb_a.w;
     const uint b0 = pc.offs.y + i2 * pc.nb_b.z + i3 * pc.nb_b.w;
-    const uint tx = gl_LocalInvocationID.x % 16u, ty = gl_LocalInvocationID.x / 16u;
-    float acc[4][4];
-    for (uint i = 0u; i < 4u; i++)
-        for (uint j = 0u; j < 4u; j++) acc[i][j] = 0.0;
+    // Invocation (tx, ty) owns rows tx + SM * i and columns ty + SN * j of
+    // the tile: neighbours read neighbouring shared words.
+    const uint SN = BN / TN;
+    const uint tx = gl_LocalInvocationID.x % SM, ty = gl_LocalInvocationID.x / SM;
+    float acc[T_MAX][T_MAX];
+    for (uint i = 0u; i < TM; i++)
+        for (uint j = 0u; j < TN; j++) acc[i][j] = 0.0;
     for (uint k0 = 0u; k0 < pc.k; k0 += BK) {
         load_a(a0, m0, k0);
         load_b(b0, n0, k0);
         barrier();
         for (uint kk = 0u; kk < BK; kk++) {
-            float av[4], bv[4];
-            for (uint i = 0u; i < 4u; i++) av[i] = as[kk][tx + 16u * i];
-            for (uint j = 0u; j < 4u; j++) bv[j] = bs[kk][ty + 16u * j];
-            for (uint i = 0u; i < 4u; i++)
-                for (uint j = 0u; j < 4u; j++) acc[i][j] += av[i] * bv[j];
+            float av[T_MAX], bv[T_MAX];
+            for (uint i = 0u; i < TM; i++) av[i] = as[kk][tx + SM * i];
+            for (uint j = 0u; j < TN; j++) bv[j] = bs[kk][ty + SN * j];
+            for (uint i = 0u; i < TM; i++)
+                for (uint j = 0u; j < TN; j++) acc[i][j] += av[i] * bv[j];
         }
         barrier();
     }
     const uint d0 = pc.offs.w + i2 * pc.nb_d.z + i3 * pc.nb_d.w;
-    for (uint i = 0u; i < 4u; i++)
-        for (uint j = 0u; j < 4u; j++) {
-            const uint m = m0 + tx + 16u * i, n = n0 + ty + 16u * j;
+    for (uint i = 0u; i < TM; i++)
+        for (uint j = 0u; j < TN; j++) {
+            const uint m = m0 + tx + SM * i, n = n0 + ty + SN * j;
             if (m < pc.ne_d.x && n < pc.ne_d.y) store3(d0 + m * pc.nb_d.x + n * pc.nb_d.y, acc[i][j]);
         }
 }

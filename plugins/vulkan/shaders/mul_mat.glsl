@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: MIT
+// mul_mat.glsl: MUL_MAT for a few columns (n <= 8, decode), the body of
+// mul_mat.comp and mul_mat_sg.comp. c[m, n] = dot(row m of a, row n of b)
+// for every matrix (i2, i3) of b, a broadcast over b's dims 2 and 3. a is
+// F32, F16, BF16 or any quantised type (dequant.glsl; rows contiguous), b
+// is F32 with nb[0] = 4, and dims 1-3 of a, b and c take any strides.
+//
+// A workgroup computes ROWS rows of c against EXTRA (<= 8) rows of b. The
+// rows are shared among "teams": with RT_MV_SUBGROUP a team is a subgroup
+// (several rows in flight per workgroup, each reduced with subgroupAdd and
+// no barrier at all), else the whole workgroup (one row at a time, reduced
+// through shared memory: devices without subgroup arithmetic). A team's
+// lanes split K so that neighbouring lanes read neighbouring memory: 16
+// bytes of a float row per lane and load (vec4 / uvec4 views, when the
+// offsets allow), or one unit of blocks of a quantised row, decoded once
+// and used for every b row (rounded as dequant.glsl's DQ_RB says).
+#include "common.glsl"
+#include "dequant.glsl"
+
+#define NT_MAX 8u
+#define WG_MAX 256u
+
+layout(push_constant) uniform Push {
+    uvec4 offs;
+    uvec4 nb_a, nb_b, nb_d; // byte strides (nb_a.x and nb_b.x: element or block)
+    uvec4 ne_d;             // {M, N, b2, b3}
+    uint k;                 // K, elements per row
+    uint r2, r3;            // b2 / a2, b3 / a3
+    uint n_tiles;           // ceil(N / EXTRA)
+} pc;
+
+const bool QUANT = TYPE_IS_QUANT(TYPE0);
+
+float acc[NT_MAX];
+float dsc[NT_MAX]; // b's rounding scales (dequant.glsl's DQ_RB) for the unit at hand
+bool b_vec;        // b's rows start 16-byte aligned: read through the vec4 view
+
+//===--- teams ---===//
+
+#ifdef RT_MV_SUBGROUP
+uint team_lane() { return gl_SubgroupInvocationID; }
+uint team_size() { return gl_SubgroupSize; }
+uint team_id() { return gl_SubgroupID; }
+uint team_count() { return gl_NumSubgroups; }
+void team_sum() {
+    for (uint j = 0u; j < EXTRA; j++) acc[j] = subgroupAdd(acc[j]);
+}
+#else
+shared float red[NT_MAX * WG_MAX];
+uint team_lane() { return gl_LocalInvocationID.x; }
+uint team_size() { return gl_WorkGroupSize.x; }
+uint team_id() { return 0u; }
+uint team_count() { return 1u; }
+// A tree over shared memory (the workgroup size is a power of two <= WG_MAX);
+// lane 0 ends with the sums.
+void team_sum() {
+    const uint t = gl_LocalInvocationID.x, wg = gl_WorkGroupSize.x;
+    for (uint j = 0u; j < EXTRA; j++) red[j * wg + t] = acc[j];
+    barrier();
+    for (uint s = wg / 2u; s > 0u; s >>= 1) {
+        if (t < s)
+            for (uint j = 0u; j < EXTRA; j++) red[j * wg + t] += red[j * wg + t + s];
+        barrier();
+    }
+    for (uint j = 0u; j < EXTRA; j++) acc[j] = red[j * wg];
+    barrier();
+}
+#endif
+
+//===--- b ---===//
+
+// Four elements of b from word index i (a multiple of 4).
+vec4 load_b4(uint i) {
+    if (b_vec) return b1_v4.v[i >> 2];
+    return vec4(b1_f32.v[i], b1_f32.v[i + 1u], b1_f32.v[i + 2u], b1_f32.v[i + 3u]);
+}
+
+// Word index of element k0 of b row n0 + j.
+uint b_word(uint b0, uint j, uint k0) { return (b0 + j * pc.nb_b.y) / 4u + k0; }
+
+//===--- float a ---===//
+
+// acc[j] += the W elements of a in x times those of b rows n0 + j from k0.
+void add_vec4(vec4 x, uint b0, uint n0, uint k0) {
+    for (uint j = 0u; j < EXTRA; j++)
+        if (n0 + j < pc.ne_d.y) acc[j] += dot(x, load_b4(b_word(b0, j, k0)));
+}
+
+// Eight elements of an F16 or BF16 row, packed two to a word.
+void unpack8(uvec4 w, out vec4 lo, out vec4 hi) {
+    if (TYPE0 == T_BF16) {
+        lo = vec4(uintBitsToFloat(w.x << 16), uintBitsToFloat(w.x & 0xffff0000u),
+                  uintBitsToFloat(w.y << 16), uintBitsToFloat(w.y & 0xffff0000u));
+        hi = vec4(uintBitsToFloat(w.z << 16), uintBitsToFloat(w.z & 0xffff0000u),
+                  uintBitsToFloat(w.w << 16), uintBitsToFloat(w.w & 0xffff0000u));
+    } else {
+        lo = vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
+        hi = vec4(unpackHalf2x16(w.z), unpackHalf2x16(w.w));
+    }
+}
+
+// A float row whose start is 16-byte aligned and K a multiple of 16 bytes'
+// worth of elements: one 16-byte load per lane per step, lanes adjacent.
+void add_float_row_wide(uint a0, uint b0, uint n0) {
+    const uint lane = team_lane(), lanes = team_size();
+    const uint W = TYPE0 == T_F32 ? 4u : 8u;
+    for (uint i = lane; i < pc.k / W; i += lanes) {
+        if (TYPE0 == T_F32) {
+            add_vec4(b0_v4.v[a0 / 16u + i], b0, n0, W * i);
+        } else {
+            vec4 lo, hi;
+            unpack8(b0_u4.v[a0 / 16u + i], lo, hi);
+            add_vec4(lo, b0, n0, W * i);
+            add_vec4(hi, b0, n0, W * i + 4u);
+        }
+    }
+}
+
+void add_float_row(uint a0, uint b0, uint n0) {
+    const uint W = TYPE0 == T_F32 ? 4u : 8u;
+    if (b_vec && a0 % 16u == 0u && pc.k % W == 0u) {
+        add_float_row_wide(a0, b0, n0);
+        return;
+    }
+    for (uint e = team_lane(); e < pc.k; e += team_size()) {
+        const float av = load0(a0 + e * type_bytes(TYPE0));
+        for (uint j = 0u; j < EXTRA; j++)
+            if (n0 + j < pc.ne_d.y) acc[j] += av * b1_f32.v[b_word(b0, j, e)];
+    }
+}
+
+//===--- quantised a ---===//
+
+// acc[j] += the 16 elements of a at k0.. times those of b row n0 + j.
+void add_group(float y[16], uint b0, uint k0, uint n0) {
+    for (uint j = 0u; j < EXTRA; j++) {
+        if (n0 + j >= pc.ne_d.y) break;
+        const uint bi = b_word(b0, j, k0);
+        float s = 0.0;
+        for (uint q = 0u; q < 4u; q++) {
+            vec4 x = load_b4(bi + 4u * q);
+            if (DQ_RB != 0u)
+                x = vec4(dq_round_b(x.x, dsc[j]), dq_round_b(x.y, dsc[j]), dq_round_b(x.z, dsc[j]),
+                         dq_round_b(x.w, dsc[j]));
+            s += dot(vec4(y[4u * q], y[4u * q + 1u], y[4u * q + 2u], y[4u * q + 3u]), x);
+        }
+        acc[j] += s;
+    }
+}
+
+// b's scale for the DQ_RB elements from word index i (a multiple of 16).
+float b_scale(uint i) {
+    vec4 m = vec4(0.0);
+    for (uint e = 0u; e < DQ_RB; e += 4u) m = max(m, abs(load_b4(i + e)));
+    return max(max(m.x, m.y), max(m.z, m.w)) / 127.0;
+}
+
+// b's 32 elements from word index bi as int8 levels, as the CPU quantises
+// activations for Q4_0 and Q8_0 weights (Q8_0: x / d rounded half away
+// from zero, d = max|x| / 127, kept as binary16) or for the other blocks of
+// 32 (d kept as F32); returns d, 0 for a block of zeros.
+float b_levels(uint bi, bool d16, out ivec4 qb[8]) {
+    vec4 x[8];
+    vec4 mx = vec4(0.0);
+    for (uint q = 0u; q < 8u; q++) {
+        x[q] = load_b4(bi + 4u * q);
+        mx = max(mx, abs(x[q]));
+    }
+    const float d = max(max(mx.x, mx.y), max(mx.z, mx.w)) / 127.0;
+    const float id = d != 0.0 ? 1.0 / d : 0.0;
+    for (uint q = 0u; q < 8u; q++)
+        qb[q] = clamp(ivec4(dq_round_away(x[q].x * id), dq_round_away(x[q].y * id),
+                            dq_round_away(x[q].z * id), dq_round_away(x[q].w * id)), -127, 127);
+    return d16 ? unpackHalf2x16(f32_to_f16(d)).x : d;
+}
+
+int idot4(ivec4 a, ivec4 b) { return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w; }
+
+// A block of 32 of a as integer levels u (element j is d * u[j] + m), by
+// b rounded per block as the CPU rounds it for a's type: the integer dot
+// product, scaled once (d * d_b * sum(u * q_b) + m * d_b * sum(q_b)), so
+// that the device agrees with the CPU up to the order of the block sums.
+void add_block_levels(ivec4 u[8], vec2 dm, uint b0, uint k0, uint n0) {
+    const bool d16 = TYPE0 == T_Q4_0 || TYPE0 == T_Q8_0;
+    for (uint j = 0u; j < EXTRA; j++) {
+        if (n0 + j >= pc.ne_d.y) break;
+        ivec4 qb[8];
+        const float db = b_levels(b_word(b0, j, k0), d16, qb);
+        int isum = 0, qsum = 0;
+        for (uint q = 0u; q < 8u; q++) {
+            isum += idot4(u[q], qb[q]);
+            qsum += idot4(ivec4(1), qb[q]);
+        }
+        acc[j] += dm.x * db * float(isum) + (dm.y != 0.0 ? dm.y * (db * float(qsum)) : 0.0);
+    }
+}
+
+// The levels of a block of 32: Q4_0 (nibble - 8) and Q8_0 (int8) read
+// whole (9 or 17 16-bit loads), the others through dequant.glsl.
+vec2 block_levels(uint off, out ivec4 u[8]) {
+    uint w[4], v[4];
+    if (TYPE0 == T_Q4_0) {
+        dq_load16(off + 2u, w);
+        for (uint q = 0u; q < 4u; q++) {
+            const ivec4 by = ivec4(uvec4(w[q], w[q] >> 8, w[q] >> 16, w[q] >> 24) & 0xffu);
+            u[q] = (by & 15) - 8;
+            u[q + 4u] = (by >> 4) - 8;
+        }
+        return vec2(dq_half(off), 0.0);
+    }
+    if (TYPE0 == T_Q8_0) {
+        dq_load16(off + 2u, w);
+        dq_load16(off + 18u, v);
+        for (uint q = 0u; q < 4u; q++) {
+            u[q] = ivec4(bitfieldExtract(int(w[q]), 0, 8), bitfieldExtract(int(w[q]), 8, 8),
+                         bitfieldExtract(int(w[q]), 16, 8), bitfieldExtract(int(w[q]), 24, 8));
+            u[q + 4u] = ivec4(bitfieldExtract(int(v[q]), 0, 8), bitfieldExtract(int(v[q]), 8, 8),
+                              bitfieldExtract(int(v[q]), 16, 8), bitfieldExtract(int(v[q]), 24, 8));
+        }
+        return vec2(dq_half(off), 0.0);
+    }
+    int l[32];
+    const vec2 dm = dq_levels_32(off, l);
+    for (uint q = 0u; q < 8u; q++) u[q] = ivec4(l[4u * q], l[4u * q + 1u], l[4u * q + 2u], l[4u * q + 3u]);
+    return dm;
+}
+
+// The units of a row a lane takes in turn: a block of 32, or a super-block
+// of 256 (b rounded per 256: its scale is then one per unit and b row).
+void add_quant_row(uint a0, uint b0, uint n0) {
+    const uint lane = team_lane(), lanes = team_size();
+    const uint U = DQ_RB == 256u ? 256u : 32u;
+    if (DQ_QK == 32u) {
+        for (uint u = lane; u < pc.k / 32u; u += lanes) {
+            ivec4 lv[8];
+            const vec2 dm = block_levels(a0 + u * type_bytes(TYPE0), lv);
+            add_block_levels(lv, dm, b0, 32u * u, n0);
+        }
+        return;
+    }
+    float y[16];
+    for (uint u = lane; u < pc.k / U; u += lanes) {
+        for (uint j = 0u; j < EXTRA; j++)
+            dsc[j] = DQ_RB != 0u && n0 + j < pc.ne_d.y ? b_scale(b_word(b0, j, u * U)) : 0.0;
+        for (uint G = u * (U / 16u); G < (u + 1u) * (U / 16u); G++) {
+            dq_row_group(a0, G, y);
+            add_group(y, b0, 16u * G, n0);
+        }
+    }
+}
+
+//===--- main ---===//
+
+void main() {
+    uint g = group_flat();
+    const uint m_groups = (pc.ne_d.x + ROWS - 1u) / ROWS;
+    const uint mg = g % m_groups; g /= m_groups;
+    const uint tile = g % pc.n_tiles; g /= pc.n_tiles;
+    const uint i2 = g % pc.ne_d.z, i3 = g / pc.ne_d.z;
+    if (i3 >= pc.ne_d.w) return;
+    const uint n0 = tile * EXTRA;
+    const uint a00 = pc.offs.x + (i2 / pc.r2) * pc.nb_a.z + (i3 / pc.r3) * pc.nb_a.w;
+    const uint b0 = pc.offs.y + i2 * pc.nb_b.z + i3 * pc.nb_b.w + n0 * pc.nb_b.y;
+    b_vec = b0 % 16u == 0u && (EXTRA == 1u || pc.nb_b.y % 16u == 0u);
+    // Every lane of a team takes the same rows, so the reductions see
+    // uniform control flow.
+    for (uint r = team_id(); r < ROWS; r += team_count()) {
+        const uint m = mg * ROWS + r;
+        if (m >= pc.ne_d.x) break;
+        for (uint j = 0u; j < NT_MAX; j++) acc[j] = 0.0;
+        const uint a0 = a00 + m * pc.nb_a.y;
+        if (QUANT) add_quant_row(a0, b0, n0);
+        else add_float_row(a0, b0, n0);
+        team_sum();
+        if (team_lane() == 0u)
+            for (uint j = 0u; j < EXTRA; j++)
+                if (n0 + j < pc.ne_d.y)
+                    store3(pc.offs.w + m * pc.nb_d.x + (n0 + j) * pc.nb_d.y + i2 * pc.nb_d.z +
+                           i3 * pc.nb_d.w, acc[j]);
+    }
+}
