@@ -188,26 +188,31 @@ void dq_row_group(uint off, uint G, out float y[16]) {
 // How b is rounded before it meets these weights: as the CPU plugin's
 // integer dot products see it (the MUL_MAT contract allows it), so that a
 // model's results do not depend on the device. 32: per 32 elements, int8
-// levels of the f32 scale max|x| / 127, x * (1 / d) rounded half away from
-// zero (the types of 32-blocks but Q8_0 and Q4_0); 256: Q8_K's, per 256,
-// x / d (the super-block types); 0: b as it is (float weights, and Q8_0
-// and Q4_0, whose b is left unrounded as before).
+// levels x * (127 / max|x|) to the nearest even, of the scale max|x| / 127
+// kept as binary16 (the CPU's blocks of 32, plugins/cpu/kern_blocks.c: the
+// types of 32-blocks but Q8_0 and Q4_0); 256: Q8_K's, per 256, x / d
+// (the super-block types); 0: b as it is (float weights, and Q8_0 and
+// Q4_0, whose b is left unrounded as before).
 const uint DQ_RB = TYPE_IS_K(TYPE0) ? 256u :
                    (TYPE0 == T_Q4_1 || TYPE0 == T_Q5_0 || TYPE0 == T_Q5_1 || TYPE0 == T_IQ4_NL) ? 32u : 0u;
 
 int dq_round_away(float v) { return v < 0.0 ? -int(-v + 0.5) : int(v + 0.5); }
 
-// x rounded to its block's level of scale d.
-float dq_round_b(float x, float d) {
-    if (DQ_RB == 0u || d == 0.0) return DQ_RB == 0u ? x : 0.0;
-    const int q = DQ_RB == 32u ? dq_round_away(x * (1.0 / d)) : dq_round_away(x / d);
-    return d * float(clamp(q, -127, 127));
+float dq_through_f16(float v) { return unpackHalf2x16(f32_to_f16(v)).x; }
+
+// x rounded to its block's level; s is dq_b_scale's figure for the block
+// (max|x| for DQ_RB 32, the scale d for 256).
+float dq_round_b(float x, float s) {
+    if (DQ_RB == 0u || s == 0.0) return DQ_RB == 0u ? x : 0.0;
+    if (DQ_RB == 32u) return dq_through_f16(s / 127.0) * float(clamp(int(roundEven(x * (127.0 / s))), -127, 127));
+    return s * float(clamp(dq_round_away(x / s), -127, 127));
 }
 
-// The scale of the DQ_RB elements of b's F32 binding from word index i.
+// What dq_round_b takes for the DQ_RB elements from b's F32 binding at
+// word index i.
 float dq_b_scale(uint i) {
     float amax = 0.0;
     for (uint e = 0u; e < DQ_RB; e++) amax = max(amax, abs(b1_f32.v[i + e]));
-    return amax / 127.0;
+    return DQ_RB == 32u ? amax : amax / 127.0;
 }
 

@@ -152,26 +152,42 @@ void add_group(float y[16], uint b0, uint k0, uint n0) {
 float b_scale(uint i) {
     vec4 m = vec4(0.0);
     for (uint e = 0u; e < DQ_RB; e += 4u) m = max(m, abs(load_b4(i + e)));
-    return max(max(m.x, m.y), max(m.z, m.w)) / 127.0;
+    const float amax = max(max(m.x, m.y), max(m.z, m.w));
+    return DQ_RB == 32u ? amax : amax / 127.0; // as dq_b_scale
 }
 
 // b's 32 elements from word index bi as int8 levels, as the CPU quantises
-// activations for Q4_0 and Q8_0 weights (Q8_0: x / d rounded half away
-// from zero, d = max|x| / 127, kept as binary16) or for the other blocks of
-// 32 (d kept as F32); returns d, 0 for a block of zeros.
-float b_levels(uint bi, bool d16, out ivec4 qb[8]) {
+// activations: for Q4_0 and Q8_0 weights x / d rounded half away from zero
+// with d = max|x| / 127, d kept as binary16 (d16); for the other blocks of
+// 32 (kern_blocks.c) x * (127 / max|x|) to the nearest even, d binary16,
+// and the offset's term s = d * sum(q) binary16 from the F32 d where the
+// CPU's Q8_1 keeps it so (Q4_1, Q5_1), else the binary16 d's (exact).
+// Returns d, 0 for a block of zeros.
+float b_levels(uint bi, bool d16, out ivec4 qb[8], out float s) {
     vec4 x[8];
     vec4 mx = vec4(0.0);
     for (uint q = 0u; q < 8u; q++) {
         x[q] = load_b4(bi + 4u * q);
         mx = max(mx, abs(x[q]));
     }
-    const float d = max(max(mx.x, mx.y), max(mx.z, mx.w)) / 127.0;
-    const float id = d != 0.0 ? 1.0 / d : 0.0;
-    for (uint q = 0u; q < 8u; q++)
-        qb[q] = clamp(ivec4(dq_round_away(x[q].x * id), dq_round_away(x[q].y * id),
-                            dq_round_away(x[q].z * id), dq_round_away(x[q].w * id)), -127, 127);
-    return d16 ? unpackHalf2x16(f32_to_f16(d)).x : d;
+    const float amax = max(max(mx.x, mx.y), max(mx.z, mx.w)), d = amax / 127.0;
+    int qsum = 0;
+    if (d16) {
+        const float id = d != 0.0 ? 1.0 / d : 0.0;
+        for (uint q = 0u; q < 8u; q++)
+            qb[q] = clamp(ivec4(dq_round_away(x[q].x * id), dq_round_away(x[q].y * id),
+                                dq_round_away(x[q].z * id), dq_round_away(x[q].w * id)), -127, 127);
+    } else {
+        const float id = amax != 0.0 ? 127.0 / amax : 0.0;
+        for (uint q = 0u; q < 8u; q++) {
+            qb[q] = clamp(ivec4(roundEven(x[q] * id)), -127, 127);
+            qsum += qb[q].x + qb[q].y + qb[q].z + qb[q].w;
+        }
+    }
+    const float dh = dq_through_f16(d);
+    const bool q8_1 = TYPE0 == T_Q4_1 || TYPE0 == T_Q5_1;
+    s = q8_1 ? dq_through_f16(d * float(qsum)) : dh * float(qsum);
+    return dh;
 }
 
 int idot4(ivec4 a, ivec4 b) { return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w; }
@@ -185,13 +201,11 @@ void add_block_levels(ivec4 u[8], vec2 dm, uint b0, uint k0, uint n0) {
     for (uint j = 0u; j < EXTRA; j++) {
         if (n0 + j >= pc.ne_d.y) break;
         ivec4 qb[8];
-        const float db = b_levels(b_word(b0, j, k0), d16, qb);
-        int isum = 0, qsum = 0;
-        for (uint q = 0u; q < 8u; q++) {
-            isum += idot4(u[q], qb[q]);
-            qsum += idot4(ivec4(1), qb[q]);
-        }
-        acc[j] += dm.x * db * float(isum) + (dm.y != 0.0 ? dm.y * (db * float(qsum)) : 0.0);
+        float sb;
+        const float db = b_levels(b_word(b0, j, k0), d16, qb, sb);
+        int isum = 0;
+        for (uint q = 0u; q < 8u; q++) isum += idot4(u[q], qb[q]);
+        acc[j] += dm.x * db * float(isum) + (dm.y != 0.0 ? dm.y * sb : 0.0);
     }
 }
 
