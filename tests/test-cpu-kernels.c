@@ -497,7 +497,7 @@ static void gemm(const rt_cpu_kernels_t *k) {
 static const int64_t mv_ns[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 17, 31, 32};
 
 static void matvec(const rt_cpu_kernels_t *k) {
-    static const int64_t ks[] = {1, 15, 33, 100, 4096};
+    static const int64_t ks[] = {1, 15, 33, 100, 2100, 4096};
     for (size_t t = 0; t < 3; t++)
         for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
             for (size_t n = 0; n < sizeof mv_ns / sizeof mv_ns[0]; n++)
