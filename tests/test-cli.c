@@ -100,6 +100,8 @@ static void test_until_full(void **state) {
     int code, n_prompt = -1, n_gen = -1;
     char *out = tu_tool(&code, "rt-run", "-m '%s' -n -1 -c 24", src);
     assert_int_equal(code, 0);
+    /* no -b: the default ubatch (512, by free memory) is cut to the context */
+    tu_expect_contains(out, "n_ctx 24, n_batch 24", "cli-4");
     const char *p = strstr(out, "prompt: "), *g = strstr(out, "generation: ");
     if (p) sscanf(p, "prompt: %d", &n_prompt);
     if (g) sscanf(g, "generation: %d", &n_gen);

@@ -119,7 +119,7 @@ static void test_mul_mat(void **state) {
     tu_seed(0x1312);
     tu_n_failed = 0;
     static const int64_t blocks[] = {1, 3, 16}; /* K in blocks of the type */
-    static const int64_t ns[] = {1, 2, 5, 9, 33};  /* 1..8: mat-vec; 9 on: gemm */
+    static const int64_t ns[] = {1, 2, 5, 9, 16, 32, 33}; /* 1..32: mat-vec; 33 on: gemm */
     for (size_t i = 0; i < N_TYPES; i++)
         for (size_t j = 0; j < sizeof blocks / sizeof blocks[0]; j++)
             for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++)

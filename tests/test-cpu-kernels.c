@@ -492,17 +492,21 @@ static void gemm(const rt_cpu_kernels_t *k) {
             mm_case(k, MM_GEMM, &(mm_case_t){float_types[t], odd[s][0], odd[s][1], odd[s][2], 0, odd[s][0]});
 }
 
+/* N from 1 to 32, the small batches the mat-vec kernels take (every tail
+ * of their passes of 4 and 8 rows of b); b's rows are K + 5 floats apart. */
+static const int64_t mv_ns[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 17, 31, 32};
+
 static void matvec(const rt_cpu_kernels_t *k) {
-    static const int64_t ks[] = {1, 15, 33, 100, 4096};
+    static const int64_t ks[] = {1, 15, 33, 100, 2100, 4096};
     for (size_t t = 0; t < 3; t++)
         for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
-            for (int64_t n = 1; n <= 8; n++)
-                mm_case(k, MM_MATVEC, &(mm_case_t){float_types[t], 13, n, ks[i], 1, 13});
+            for (size_t n = 0; n < sizeof mv_ns / sizeof mv_ns[0]; n++)
+                mm_case(k, MM_MATVEC, &(mm_case_t){float_types[t], 13, mv_ns[n], ks[i], 1, 13});
     static const int64_t qks[] = {32, 64, 96, 128, 160, 224, 4096};
     for (size_t t = 3; t < 5; t++)
         for (size_t i = 0; i < sizeof qks / sizeof qks[0]; i++)
-            for (int64_t n = 1; n <= 8; n++)
-                mm_case(k, MM_MATVEC_Q, &(mm_case_t){all_types[t], 11, n, qks[i], 2, 11});
+            for (size_t n = 0; n < sizeof mv_ns / sizeof mv_ns[0]; n++)
+                mm_case(k, MM_MATVEC_Q, &(mm_case_t){all_types[t], 11, mv_ns[n], qks[i], 2, 11});
 }
 
 /* The F32 rounding the gemm path feeds quantised weights: exactly Q8_0's. */

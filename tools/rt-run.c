@@ -163,6 +163,10 @@ static int load(run_t *r) {
                                .n_batch = r->o->n_batch, .n_threads = r->o->n_threads,
                                .logits_all = r->o->dump_logits != NULL,
                                .check_numerics = r->o->check_numerics};
+    /* Every rank must agree on the ubatch: over several processes the
+     * context's own default stands. */
+    if (cp.n_batch == 0 && r->dist == NULL)
+        cp.n_batch = run_options_default_n_batch(r->model, r->o->n_ctx);
     if (rtd_setup(r->dist, r->model, &cp) != RT_OK) return run_fail("%s", rtd_last_error());
     rtd_set_logits_fn(r->dist, dump_ubatch, r); /* the rank with the head dumps per ubatch */
     if (rtm_context_create(r->model, &cp, &r->ctx) != RT_OK) return run_fail("%s", rtm_last_error());

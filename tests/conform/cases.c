@@ -33,11 +33,13 @@
     {RT_OP_GET_ROWS, name, {IN(T, K, 10), IDX(10, 5)}, .tol = CF_TOL_EXACT},                      \
     {RT_OP_GET_ROWS, name " padded rows, batched", {INL(T, PAD, K, 6, 3), IDX(6, 4, 3)}, .tol = CF_TOL_EXACT},
 
-/* Weights: matrix-vector (N = 1, decode) with an odd M; N = 33 (a prompt:
- * past any device's few-column path) with padded b; a broadcast over
- * permuted b; padded a rows. */
+/* Weights: matrix-vector (N = 1, decode) with an odd M; N = 32 (the
+ * widest small batch, the CPU's mat-vec path) and N = 33 (a prompt: past
+ * any device's few-column path) with padded b; a broadcast over permuted
+ * b; padded a rows. */
 #define CF_MUL_MAT_CASES(T, name, K)                                                              \
     {RT_OP_MUL_MAT, name " matrix-vector, M = 67", {IN(T, K, 67), IN(F32, K, 1)}, .tol = CF_TOL_DOT}, \
+    {RT_OP_MUL_MAT, name " N = 32, padded b", {IN(T, K, 37), INL(F32, PAD, K, 32)}, .tol = CF_TOL_DOT}, \
     {RT_OP_MUL_MAT, name " N = 33, padded b", {IN(T, K, 70), INL(F32, PAD, K, 33)}, .tol = CF_TOL_DOT}, \
     {RT_OP_MUL_MAT, name " a broadcast, permuted b, N = 4",                                       \
      {IN(T, K, 13, 2), INP(F32, 0, 2, 1, 3, K, 4, 4)}, .tol = CF_TOL_DOT},                        \
@@ -184,6 +186,12 @@ const cf_case_t cf_cases[] = {
     {RT_OP_MUL_MAT, "q8_0 a, permuted b, N = 12", {IN(Q8_0, 64, 13, 3), INP(F32, 0, 2, 1, 3, 64, 12, 3)},
      .tol = CF_TOL_DOT},
     {RT_OP_MUL_MAT, "q4_0 K = 96 (odd blocks), N = 3", {IN(Q4_0, 96, 21), IN(F32, 96, 3)}, .tol = CF_TOL_DOT},
+    /* small batches, N = 16 and 32, with b's rows padded */
+    {RT_OP_MUL_MAT, "f32 N = 32, padded b", {IN(F32, 80, 21), INL(F32, PAD, 80, 32)}, .tol = CF_TOL_DOT},
+    {RT_OP_MUL_MAT, "f16 N = 32, padded b", {IN(F16, 96, 21), INL(F32, PAD, 96, 32)}, .tol = CF_TOL_DOT},
+    {RT_OP_MUL_MAT, "bf16 N = 16, padded b", {IN(BF16, 96, 21), INL(F32, PAD, 96, 16)}, .tol = CF_TOL_DOT},
+    {RT_OP_MUL_MAT, "q8_0 N = 32, padded b", {IN(Q8_0, 96, 21), INL(F32, PAD, 96, 32)}, .tol = CF_TOL_DOT},
+    {RT_OP_MUL_MAT, "q4_0 N = 16, padded b", {IN(Q4_0, 160, 21), INL(F32, PAD, 160, 16)}, .tol = CF_TOL_DOT},
     CF_WEIGHT_TYPES(CF_MUL_MAT_CASES)
 
     /* SOFT_MAX: with and without mask (F32 and F16), mask broadcast, scale. */
