@@ -153,11 +153,33 @@ static bool speeds(rtm_model_t *m, rt_device_speed_t *out, double *prompt) {
     return true;
 }
 
-static rt_placement_mode_t mode_of(rtm_model_t *m, const rtm_model_params_t *params,
+/* The layer sizes carry the whole KV cache (n_ctx rows), which memory
+ * needs, but a decode step reads only the rows filled so far, about
+ * n_prompt + n_generate / 2 over the job (n_ctx / 2 when none is given),
+ * and a prompt step's products touch the weights alone. The figures are
+ * scaled so that the placement's bytes over them are those times. */
+static void scale_for_kv(const rtm_model_t *m, const rtm_model_params_t *params, int32_t n_ctx,
+                         rt_device_speed_t *speed, double *prompt) {
+    const int64_t job = (int64_t)params->n_prompt + params->n_generate / 2;
+    const int32_t n_read = job > 0 && job < n_ctx ? (int32_t)job : job > 0 ? n_ctx : n_ctx / 2;
+    uint64_t w = 0;
+    for (int32_t il = 0; il < m->hp.n_layer; il++)
+        if (rtm_holds_layer(m, il)) w += rtm_arch_layer_bytes(m, il);
+    const double kv_all = (double)rtm_kv_layer_bytes(&m->hp, n_ctx) * m->hp.n_layer;
+    const double kv_read = (double)rtm_kv_layer_bytes(&m->hp, n_read) * m->hp.n_layer;
+    if (w == 0) return;
+    for (int32_t d = 0; d < m->n_devices; d++) {
+        speed[d].bytes_per_s *= ((double)w + kv_all) / ((double)w + kv_read);
+        prompt[d] *= ((double)w + kv_all) / (double)w;
+    }
+}
+
+static rt_placement_mode_t mode_of(rtm_model_t *m, const rtm_model_params_t *params, int32_t n_ctx,
                                    rt_device_speed_t *speed, double *prompt) {
     if (params->split == RTM_SPLIT_N_GPU_LAYERS) return RT_PLACEMENT_N_GPU_LAYERS;
-    if (params->split == RTM_SPLIT_FASTEST && speeds(m, speed, prompt)) return RT_PLACEMENT_FASTEST;
-    return RT_PLACEMENT_AUTO;
+    if (params->split != RTM_SPLIT_FASTEST || !speeds(m, speed, prompt)) return RT_PLACEMENT_AUTO;
+    scale_for_kv(m, params, n_ctx, speed, prompt);
+    return RT_PLACEMENT_FASTEST;
 }
 
 static void append_plan(const char *s, size_t n, void *user_data) {
@@ -200,7 +222,7 @@ rt_status_t rtm_devices_place(rtm_model_t *m, const rtm_model_params_t *params) 
     m->plan_text[0] = '\0';
     const rt_placement_params_t pp = {
         .struct_size = sizeof pp,
-        .mode = st == RT_OK ? mode_of(m, params, speed, prompt) : RT_PLACEMENT_AUTO,
+        .mode = st == RT_OK ? mode_of(m, params, n_ctx, speed, prompt) : RT_PLACEMENT_AUTO,
         .speed = speed, .prompt_bytes_per_s = prompt,
         .n_ubatch = params->n_ubatch > 0 ? params->n_ubatch : RTM_DEFAULT_N_BATCH,
         .n_prompt = params->n_prompt, .n_generate = params->n_generate,

@@ -9,8 +9,10 @@
  * file holds the figures on one line and that key on the next, which a
  * read compares, so a hash collision cannot hand over another device's
  * figures; the figures are the three of rt_device_speed_t and the prompt
- * figure (rt_device_prompt_speed), and a file with fewer is measured
- * again. Files are written through out_file.h (temporary file, rename);
+ * figure (rt_device_prompt_speed) and the in-cache streaming figure
+ * (rt_cost_cache_gain), and a file with fewer is measured again. The key names the calibration's format (CC_FORMAT), which grows
+ * whenever what the kernels measure changes, so older figures are
+ * measured again rather than trusted. Files are written through out_file.h (temporary file, rename);
  * a cache that cannot be read or written is only a debug message. A
  * plugin's own figures (rt_device_ext_speed_t) come before both, unless
  * the caller asks for a measurement. */
@@ -26,6 +28,8 @@
 #include <sys/stat.h>
 
 #define CC_PATH 4096
+/* 2: the decode product past the last-level cache and one in it, Q4_0 weights. */
+#define CC_FORMAT 2
 
 /* What the figures depend on, one line. */
 static void cc_key(const rt_device_t *dev, char *key, size_t size) {
@@ -33,8 +37,8 @@ static void cc_key(const rt_device_t *dev, char *key, size_t size) {
     char uuid[33] = "";
     for (int i = 0; p->has_uuid && i < 16; i++) snprintf(uuid + 2 * i, 3, "%02x", p->uuid[i]);
     const char *version = dev->plugin->desc.version ? dev->plugin->desc.version : "";
-    snprintf(key, size, "plugin=%s/%s device=%s driver=%s pci=%s uuid=%s", rt_device_plugin_name(dev),
-             version, p->name, p->description, p->pci_bus_id, uuid);
+    snprintf(key, size, "format=%d plugin=%s/%s device=%s driver=%s pci=%s uuid=%s", CC_FORMAT,
+             rt_device_plugin_name(dev), version, p->name, p->description, p->pci_bus_id, uuid);
     for (char *c = key; *c; c++)
         if (*c == '\n' || *c == '\r') *c = ' ';
 }
@@ -66,11 +70,7 @@ static bool cc_path(const rt_device_t *dev, const char *key, char *path, size_t 
     return n > 0 && (size_t)n < size;
 }
 
-/* A device's figures as the cache keeps them. */
-typedef struct cc_figures {
-    rt_device_speed_t s;
-    double prompt_bytes_per_s;
-} cc_figures_t;
+typedef rt_cost_figures_t cc_figures_t;
 
 static bool cc_read(const char *path, const char *key, cc_figures_t *out) {
     FILE *f = fopen(path, "r");
@@ -78,12 +78,13 @@ static bool cc_read(const char *path, const char *key, cc_figures_t *out) {
     char line[1024];
     cc_figures_t v;
     rt_device_speed_t *s = &v.s;
-    bool ok = fscanf(f, "%lg %lg %lg %lg\n", &s->bytes_per_s, &s->layer_s, &s->copy_in_s,
-                     &v.prompt_bytes_per_s) == 4 && fgets(line, sizeof line, f) != NULL;
+    bool ok = fscanf(f, "%lg %lg %lg %lg %lg\n", &s->bytes_per_s, &s->layer_s, &s->copy_in_s,
+                     &v.prompt_bytes_per_s, &v.cached_bytes_per_s) == 5 &&
+              fgets(line, sizeof line, f) != NULL;
     fclose(f);
     if (ok) line[strcspn(line, "\n")] = '\0';
     ok = ok && strcmp(line, key) == 0 && s->bytes_per_s > 0 && s->layer_s >= 0 &&
-         s->copy_in_s >= 0 && v.prompt_bytes_per_s > 0;
+         s->copy_in_s >= 0 && v.prompt_bytes_per_s > 0 && v.cached_bytes_per_s > 0;
     if (ok) *out = v;
     return ok;
 }
@@ -95,8 +96,8 @@ static void cc_write(const char *path, const char *key, const cc_figures_t *v) {
         rt_log(RT_LOG_DEBUG, "speed cache: %s", of.error);
         return;
     }
-    fprintf(of.f, "%.6g %.6g %.6g %.6g\n%s\n", s->bytes_per_s, s->layer_s, s->copy_in_s,
-            v->prompt_bytes_per_s, key);
+    fprintf(of.f, "%.6g %.6g %.6g %.6g %.6g\n%s\n", s->bytes_per_s, s->layer_s, s->copy_in_s,
+            v->prompt_bytes_per_s, v->cached_bytes_per_s, key);
     if (rt_out_file_commit(&of) != 0) rt_log(RT_LOG_DEBUG, "speed cache: %s", of.error);
 }
 
@@ -121,7 +122,7 @@ static rt_status_t cc_figures(rt_device_t *dev, bool refresh, cc_figures_t *out)
     cc_key(dev, key, sizeof key);
     const bool cached = cc_path(dev, key, path, sizeof path);
     if (cached && !refresh && cc_read(path, key, out)) return RT_OK;
-    const rt_status_t st = rt_cost_measure(dev, &out->s, &out->prompt_bytes_per_s);
+    const rt_status_t st = rt_cost_measure(dev, out);
     if (st == RT_OK && cached) cc_write(path, key, out);
     return st;
 }
@@ -144,4 +145,12 @@ rt_status_t rt_device_prompt_speed(rt_device_t *dev, bool refresh, double *out_b
     const rt_status_t st = cc_figures(dev, refresh, &v);
     if (st == RT_OK) *out_bytes_per_s = v.prompt_bytes_per_s;
     return st;
+}
+
+double rt_cost_cache_gain(rt_device_t *dev) {
+    rt_device_speed_t reported;
+    cc_figures_t v;
+    if (dev == NULL || cc_reported(dev, &reported) || cc_figures(dev, false, &v) != RT_OK) return 1;
+    const double gain = v.cached_bytes_per_s / v.s.bytes_per_s;
+    return gain > 1 ? gain : 1;
 }

@@ -12,8 +12,9 @@
  * after some earlier device k' (or from the start). Knowing k' prices the
  * crossing of the activations between the two devices (cost_link.c: links,
  * switches, NUMA distance). A run costs its bytes over the device's
- * bandwidth (a prompt step: or its products' work, whichever is more) and
- * a fixed time a layer; the run that ends the model carries the output
+ * bandwidth (a prompt step: or its products' work, whichever is more),
+ * the bandwidth from the cache when the run fits in the last-level
+ * caches, and a fixed time a layer; the run that ends the model carries the output
  * layer and, off the CPU, the logits' crossing back.
  * O(devices^2 x layers^2), well under a millisecond for real models. */
 #include "cost_plan.h"
@@ -54,7 +55,8 @@ static bool run_time(const rt_cost_ctx_t *c, int32_t d, int32_t j, int32_t i, ph
     const rt_device_speed_t *s = &pr->speed[d];
     const uint64_t bytes = c->prefix[i] - c->prefix[j] + (i == pr->n_layers ? pr->output_bytes : 0);
     if (d != pr->n_devices - 1 && (s->bytes_per_s <= 0 || bytes > pr->budget[d])) return false;
-    const double bw = s->bytes_per_s > 0 ? s->bytes_per_s : 1;
+    const bool cached = pr->cache_gain != NULL && bytes <= pr->cache_bytes;
+    const double bw = (s->bytes_per_s > 0 ? s->bytes_per_s : 1) * (cached ? pr->cache_gain[d] : 1);
     const double pbw = pr->prompt_bytes_per_s != NULL ? pr->prompt_bytes_per_s[d] : 0;
     const double stream = (double)bytes / bw;
     const double work = pbw > 0 ? (double)bytes * pr->n_ubatch / pbw : 0;

@@ -18,6 +18,9 @@ typedef struct rt_cost_problem {
                                          product of n_ubatch columns; NULL or 0: a prompt
                                          step costs what streaming the weights does */
     const rt_cost_links_t *links;     /* the crossings between devices */
+    const double *cache_gain;         /* n_devices or NULL: how much faster a device streams a
+                                         share that fits in cache_bytes (>= 1) */
+    uint64_t cache_bytes;             /* the last-level caches; 0: unknown */
     int32_t n_ubatch;                 /* tokens of one prompt step, >= 1 */
     double w_decode, w_prompt;        /* the job: decode steps and prompt steps it takes */
 } rt_cost_problem_t;

@@ -10,6 +10,7 @@
  * (cost_link.c, from the shared topology and the devices' PCI ids) to
  * cost_plan.c, which finds the least predicted time. Replanning shrinks the
  * suffix or the budget and plans again. */
+#include "cost_measure.h"
 #include "cost_plan.h"
 #include "device_impl.h"
 #include "registry_impl.h"
@@ -36,6 +37,8 @@ struct rt_placement {
     double prompt_bytes_per_s[RT_SCHED_MAX_DEVICES];
     int32_t n_ubatch, n_prompt, n_generate;        /* the job FASTEST weighs */
     rt_cost_links_t links;
+    double cache_gain[RT_SCHED_MAX_DEVICES];       /* the CPU's; 1 elsewhere */
+    uint64_t cache_bytes;
     rt_cost_times_t times;                         /* FASTEST's predictions */
 };
 
@@ -145,6 +148,7 @@ static void plan_fastest(rt_placement_t *p) {
         .n_layers = p->n_layers, .layer_bytes = p->layer_bytes, .input_bytes = p->input_bytes,
         .output_bytes = p->output_bytes, .n_devices = p->n_devices, .budget = b.gpu,
         .speed = p->speed, .prompt_bytes_per_s = p->prompt_bytes_per_s, .links = &p->links,
+        .cache_gain = p->cache_gain, .cache_bytes = p->cache_bytes,
         .n_ubatch = p->n_ubatch,
         .w_decode = job ? p->n_generate : 1,
         .w_prompt = job ? ceil((double)p->n_prompt / p->n_ubatch) : 0};
@@ -209,6 +213,16 @@ static void find_links(rt_placement_t *p) {
     rt_cost_links(any ? rt_topology_get_shared() : NULL, p->n_devices, pci, p->speed, &p->links);
 }
 
+/* A model small enough to stay in the CPU's last-level caches streams at
+ * the cached speed (measured with the CPU's figures); known only when the
+ * devices are given. Other devices' caches are not the host's. */
+static void find_cache(rt_placement_t *p) {
+    for (int32_t d = 0; d < p->n_devices; d++) p->cache_gain[d] = 1;
+    if (p->devices[cpu_of(p)] == NULL) return;
+    p->cache_gain[cpu_of(p)] = rt_cost_cache_gain(p->devices[cpu_of(p)]);
+    p->cache_bytes = rt_cost_llc_bytes();
+}
+
 static void copy_params(rt_placement_t *p, const rt_placement_params_t *pp) {
     p->mode = pp->mode;
     p->n_gpu_layers = pp->n_gpu_layers;
@@ -229,6 +243,7 @@ static void copy_params(rt_placement_t *p, const rt_placement_params_t *pp) {
     p->n_prompt = pp->n_prompt;
     p->n_generate = pp->n_generate;
     if (pp->mode == RT_PLACEMENT_FASTEST) find_links(p);
+    if (pp->mode == RT_PLACEMENT_FASTEST) find_cache(p);
     if (pp->n_layers > 0)
         memcpy(p->layer_bytes, pp->layer_bytes, (size_t)pp->n_layers * sizeof p->layer_bytes[0]);
 }

@@ -31,16 +31,21 @@
  *           machines with GPUs); the predicted
  *           crossing grows with NUMA distance and falls with link width
  *           (the same machine with one link narrowed, written by the test)
- *   cost-11 the prompt figure is measured and cached beside the others */
+ *   cost-11 the prompt figure is measured and cached beside the others
+ *   cost-12 on a real model (stories260K on cpu0, the model library's
+ *           FASTEST split) the predicted decode time per token is within
+ *           3x of the measured one (loose: CI machines are shared) */
 #include "testutil.h"
 
 #include "../abi/rt_sched.h"
+#include "../model/rt_model.h"
 
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define C_LAYERS 4
 static const uint64_t c_layer[C_LAYERS] = {100, 100, 100, 100};
@@ -517,6 +522,66 @@ static void test_prompt_measured(void **state) {
     assert_int_equal(tu_tmpdir_remove(cache), 0);
 }
 
+//===--- cost-12: predicted beside measured on a real model ---===//
+
+#define P_PROMPT 8
+#define P_GEN 32
+
+static double p_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int p_cmp(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median seconds of a decode step after a prompt of P_PROMPT tokens (the
+ * median: a shared machine's stalls are not the model's). */
+static double p_decode_s(rtm_model_t *m) {
+    const rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = 256};
+    rtm_context_t *c = NULL;
+    assert_int_equal(rtm_context_create(m, &cp, &c), RT_OK);
+    rtm_token_t prompt[P_PROMPT];
+    for (int i = 0; i < P_PROMPT; i++) prompt[i] = (rtm_token_t)(10 + i);
+    assert_int_equal(rtm_decode(c, prompt, P_PROMPT), RT_OK);
+    double t[P_GEN];
+    for (int i = 0; i < P_GEN; i++) {
+        const rtm_token_t tok = (rtm_token_t)(30 + i);
+        const double t0 = p_now();
+        assert_int_equal(rtm_decode(c, &tok, 1), RT_OK);
+        t[i] = p_now() - t0;
+    }
+    qsort(t, P_GEN, sizeof t[0], p_cmp);
+    rtm_context_destroy(c);
+    return t[P_GEN / 2];
+}
+
+static void test_model_predicted(void **state) {
+    (void)state;
+    char path[1024], cache[1024];
+    if (tu_model_path("stories260K.gguf", path, sizeof path) == NULL) skip();
+    assert_int_equal(tu_tmpdir_make(cache, sizeof cache, "rt-speed"), 0);
+    setenv("XDG_CACHE_HOME", cache, 1); /* measured now, not an older figure */
+    rt_device_t *cpu = tu_cpu_device();
+    const rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = tu_registry(),
+                                   .devices = &cpu, .n_devices = 1, .split = RTM_SPLIT_FASTEST,
+                                   .n_ctx = 256, .no_progress = true, .n_prompt = P_PROMPT,
+                                   .n_generate = P_GEN};
+    rtm_model_t *m = NULL;
+    assert_int_equal(rtm_model_load(path, &mp, &m), RT_OK);
+    const double predicted = rtm_model_predicted_s(m, -1, false), measured = p_decode_s(m);
+    tu_report("cost-12: stories260K on cpu0: decode %.3f ms predicted, %.3f ms measured (%.2fx)",
+              predicted * 1e3, measured * 1e3, measured / predicted);
+    assert_true(predicted > 0);
+    assert_true(predicted < 3 * measured && measured < 3 * predicted);
+    rtm_model_destroy(m);
+    unsetenv("XDG_CACHE_HOME");
+    assert_int_equal(tu_tmpdir_remove(cache), 0);
+}
+
 int main(void) {
     setenv("RT_PLUGINS", "cpu,mockgpu", 1);
     const struct CMUnitTest tests[] = {
@@ -532,6 +597,7 @@ int main(void) {
         cmocka_unit_test(test_links_socket),
         cmocka_unit_test(test_links_width),
         cmocka_unit_test(test_prompt_measured),
+        cmocka_unit_test(test_model_predicted),
     };
     return cmocka_run_group_tests_name("placement-cost", tests, NULL, NULL);
 }

@@ -618,7 +618,8 @@ static int parse_args(int argc, char **argv, opts_t *o) {
 /* Each device's speed figures, measured again and cached (rt_device_speed). */
 static int print_calibration(rt_registry_t *reg) {
     int failures = 0;
-    printf("speed (measured now, cached for the placement):\n");
+    printf("speed (measured now, cached for the placement; Q4_0 weights, the decode product's "
+           "past the last-level cache):\n");
     for (int32_t i = 0; i < rt_registry_device_count(reg); i++) {
         rt_device_t *dev = rt_registry_device(reg, i);
         rt_device_speed_t sp;

@@ -3,7 +3,11 @@
  * share of a prompt step and of a decode step beside the plan's
  * predictions (rtm_model_predicted_s). The scheduler times its splits per
  * device (rt_sched_set_timing) only while --explain asks, since timing
- * waits for every split; the job the plan weighs is run_explain_job's. */
+ * waits for every split; the job the plan weighs is run_explain_job's.
+ * The first prompt step also carries the run's warm-up (the mapped
+ * weights' first reads, scratch growing, threads starting), which the
+ * plan does not predict: a prompt of one step measures well above its
+ * prediction, one of several steps near it. */
 #include "run.h"
 
 #include <stdio.h>
