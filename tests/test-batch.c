@@ -83,13 +83,6 @@ static rtm_context_t *context(rtm_model_t *m, int32_t n_ctx, int32_t n_seq_max) 
     return c;
 }
 
-static rtm_token_t argmax(const float *l, int32_t n) {
-    rtm_token_t best = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (l[i] > l[best]) best = i;
-    return best;
-}
-
 //===--- one sequence alone ---===//
 
 /* A prompt, then N_STEPS greedy tokens, decoded alone: the tokens and the
@@ -122,7 +115,7 @@ static void run_alone(rtm_model_t *m, int32_t s, bool synthetic, seq_run_t *r) {
     for (int32_t k = 0; k <= N_STEPS; k++) {
         memcpy(r->logits + (size_t)k * (size_t)n_vocab, rtm_get_logits(c), (size_t)n_vocab * sizeof(float));
         if (k == N_STEPS) break;
-        r->tok[r->n_prompt + k] = argmax(rtm_get_logits(c), n_vocab);
+        r->tok[r->n_prompt + k] = tu_argmax(rtm_get_logits(c), n_vocab);
         assert_int_equal(rtm_decode(c, &r->tok[r->n_prompt + k], 1), RT_OK);
     }
     rtm_context_destroy(c);

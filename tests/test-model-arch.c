@@ -95,13 +95,6 @@ static void read_ref(const char *name, ref_t *r) {
 
 //===--- runs ---===//
 
-static int32_t argmax(const float *x, int32_t n) {
-    int32_t best = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i;
-    return best;
-}
-
 /* The prompt, then N_GREEDY greedy tokens one at a time, as peer_logits.c. */
 static void run_loaded(rtm_model_t *m, const ref_t *r, run_t *out) {
     const int32_t n_vocab = rtm_model_n_vocab(m);
@@ -111,7 +104,7 @@ static void run_loaded(rtm_model_t *m, const ref_t *r, run_t *out) {
     if (rtm_decode(c, r->prompt, r->n_prompt) != RT_OK) fail_msg("%s: %s", rtm_model_arch(m), rtm_last_error());
     if (r->n_vocab > 0) memcpy(out->logits, rtm_get_logits(c), (size_t)r->n_vocab * sizeof(float));
     for (int32_t i = 0; i < N_GREEDY; i++) {
-        out->greedy[i] = argmax(rtm_get_logits(c), n_vocab);
+        out->greedy[i] = tu_argmax(rtm_get_logits(c), n_vocab);
         if (rtm_decode(c, &out->greedy[i], 1) != RT_OK) fail_msg("%s: %s", rtm_model_arch(m), rtm_last_error());
     }
     rtm_context_destroy(c);
@@ -314,7 +307,7 @@ static int32_t forced_run(rtm_model_t *m, const ref_t *r, const char *ref_file, 
     }
     for (int32_t i = 0; i < N_GREEDY; i++) {
         const float *l = rtm_get_logits(c);
-        const int32_t best = argmax(l, n_vocab);
+        const int32_t best = tu_argmax(l, n_vocab);
         const float gap = l[best] - l[r->greedy[i]];
         if (gap > TOL_GAP) fail_msg("arch-4 %s: step %d: rt's token %d is %.3f logits above llama.cpp's %d",
                                     rtm_model_arch(m), i, best, gap, r->greedy[i]);

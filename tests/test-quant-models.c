@@ -77,13 +77,6 @@ static float *first_logits(const char *path, int32_t *out_n_vocab) {
     return logits;
 }
 
-static int32_t argmax(const float *x, int32_t n) {
-    int32_t best = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i;
-    return best;
-}
-
 /* rt-quantize in -> out as type; fails the test when it fails. */
 static void quantize(const char *in, const char *out, const char *type) {
     char cmd[3 * PATH_MAX];
@@ -106,9 +99,9 @@ static void expect_as_f32(const char *path, double tol, const char *check) {
     for (int32_t i = 0; i < nf; i++) ref[i] = lf[i];
     const double e = tu_nmse_error(ref, lq, (size_t)nq);
     printf("%s %s: logits nmse %.4g against F32, argmax %d / %d\n", check, path, e,
-           (int)argmax(lq, nq), (int)argmax(lf, nf));
+           (int)tu_argmax(lq, nq), (int)tu_argmax(lf, nf));
     if (!(e <= tol)) fail_msg("%s: nmse %.4g > %g", check, e, tol);
-    assert_int_equal(argmax(lq, nq), argmax(lf, nf));
+    assert_int_equal(tu_argmax(lq, nq), tu_argmax(lf, nf));
     free(ref), free(lq), free(lf);
 }
 

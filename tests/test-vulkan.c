@@ -19,11 +19,14 @@
 #include "../runtime/queue_impl.h"
 #include "../runtime/registry_impl.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static rt_device_t *vulkan_device(void) {
     rt_registry_t *reg = tu_registry();
@@ -509,17 +512,76 @@ static void test_split_weights(void **state) {
 
 //===--- vulkan-10: SmolLM2 Q4_1 tells the same story ---===//
 
-/* rt-run's greedy text of the real Q4_1 file (as shipped: Q4_1 matrices, a
- * Q8_0 embedding tied to the output) on devs; malloc'd. */
-static char *smollm2_text(const char *path, const char *devs) {
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "%s/bin/rt-run -m %s -p 'Once upon a time' -n 12 --temp 0 %s 2>/dev/null",
-             tu_build_dir(), path, devs);
+/* SmolLM2-135M amplifies the last bit of a sum: an activation that moves
+ * across a rounding level of the next product's int8 input changes it by
+ * a whole step, so the same file's logits differ by up to ~0.8 between
+ * the CPU's own kernel paths (avx2 against avx512vnni) and between
+ * devices. The story is therefore held to the CPU's token by token
+ * until the first position where the CPU's top two logits are within
+ * TIE of each other; there the device may take the CPU's second choice,
+ * and the texts may part. Before that every logit is within LOGIT_TOL. */
+#define SMOL_TIE 0.25
+#define SMOL_LOGIT_TOL 1.5
+#define SMOL_ROWS 16 /* 4 prompt positions and 12 generated */
+#define SMOL_VOCAB 49152
+
+typedef struct smol_run {
+    int32_t n;                 /* rows of logits */
+    int32_t best[SMOL_ROWS], second[SMOL_ROWS];
+    double gap[SMOL_ROWS];     /* top logit minus the second */
+    float *logits;             /* n rows of SMOL_VOCAB */
+} smol_run_t;
+
+/* rt-run's greedy run of the real Q4_1 file (Q4_1 matrices, a Q8_0
+ * embedding tied to the output) on devs, with its logits. */
+static void smollm2_run(const char *path, const char *devs, smol_run_t *r) {
+    char dump[PATH_MAX], cmd[8192];
+    snprintf(dump, sizeof dump, "/tmp/rt-vulkan10-%d.txt", (int)getpid());
+    snprintf(cmd, sizeof cmd, "%s/bin/rt-run -m %s -p 'Once upon a time' -n 12 --temp 0 %s "
+             "--dump-logits %s 2>&1", tu_build_dir(), path, devs, dump);
     int status = 0;
     char *out = tu_run_capture(cmd, &status);
-    if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) || strlen(out) < 20)
-        fail_msg("vulkan-10: %s: rt-run failed:\n%s", devs, out);
-    return out;
+    if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) fail_msg("vulkan-10: %s: rt-run failed:\n%s", devs, out);
+    free(out);
+    FILE *f = fopen(dump, "r");
+    assert_non_null(f);
+    *r = (smol_run_t){.logits = malloc((size_t)SMOL_ROWS * SMOL_VOCAB * sizeof(float))};
+    assert_non_null(r->logits);
+    for (; r->n < SMOL_ROWS; r->n++) {
+        float *row = r->logits + (size_t)r->n * SMOL_VOCAB;
+        int32_t k = 0;
+        while (k < SMOL_VOCAB && fscanf(f, "%f", &row[k]) == 1) k++;
+        if (k < SMOL_VOCAB) break;
+        int32_t b = 0, c = 1;
+        if (row[c] > row[b]) b = 1, c = 0;
+        for (int32_t i = 2; i < SMOL_VOCAB; i++)
+            if (row[i] > row[b]) c = b, b = i;
+            else if (row[i] > row[c]) c = i;
+        r->best[r->n] = b, r->second[r->n] = c;
+        r->gap[r->n] = (double)row[b] - (double)row[c];
+    }
+    fclose(f);
+    unlink(dump);
+    assert_int_equal(r->n, SMOL_ROWS);
+}
+
+/* dev's run against the CPU's, as the comment above says; how far they
+ * agreed is printed. */
+static void smollm2_same_story(const smol_run_t *cpu, const smol_run_t *dev, const char *what) {
+    double worst = 0;
+    for (int32_t i = 0; i < SMOL_ROWS; i++) {
+        for (size_t k = 0; k < SMOL_VOCAB; k++) {
+            const size_t o = (size_t)i * SMOL_VOCAB + k;
+            worst = fmax(worst, fabs((double)cpu->logits[o] - (double)dev->logits[o]));
+        }
+        if (worst > SMOL_LOGIT_TOL) fail_msg("vulkan-10 %s: position %d: logits %.3f apart", what, i, worst);
+        if (dev->best[i] == cpu->best[i]) continue;
+        printf("vulkan-10 %s: parts at position %d of %d, a near-tie (the CPU's top two %.3f apart)\n",
+               what, i, SMOL_ROWS, cpu->gap[i]);
+        assert_true(cpu->gap[i] < SMOL_TIE && dev->best[i] == cpu->second[i]);
+        return;
+    }
+    printf("vulkan-10 %s: all %d positions chose as the CPU did (logits within %.3f)\n", what, SMOL_ROWS, worst);
 }
 
 static void test_smollm2_story(void **state) {
@@ -531,22 +593,15 @@ static void test_smollm2_story(void **state) {
         printf("vulkan-10: skipped: SmolLM2 Q4_1 is not installed (pip, as .ci/deps does)\n");
         skip();
     }
-    char *cpu = smollm2_text(path, "--devices cpu0");
-    char *vk = smollm2_text(path, "--devices vulkan0 --n-gpu-layers -1");
-    char *split = smollm2_text(path, "--devices vulkan0,cpu0 --n-gpu-layers 15");
-    printf("vulkan-10: %s", vk);
-    assert_string_equal(vk, cpu);                                                /* vulkan-10.1 */
-    /* Split between the devices, the text reaches a near tie at "New" /
-     * "Nova Haven" (every split from 5 to 25 layers says "Nova" since the
-     * mat-vec sums in another order; whole on either device it is "New"),
-     * so the split is held to the story's opening, which a wrong layout or
-     * a lost transfer would not produce. TODO(#22): find the tie's source. */
-    const char *opening = "Once upon a time, the city of N";
-    if (strcmp(split, cpu) != 0) printf("vulkan-10: split: %s", split);
-    assert_true(strncmp(split, opening, strlen(opening)) == 0);                /* vulkan-10.2 */
-    free(cpu);
-    free(vk);
-    free(split);
+    smol_run_t cpu, vk, split;
+    smollm2_run(path, "--devices cpu0", &cpu);
+    smollm2_run(path, "--devices vulkan0 --n-gpu-layers -1", &vk);
+    smollm2_run(path, "--devices vulkan0,cpu0 --n-gpu-layers 15", &split);
+    smollm2_same_story(&cpu, &vk, "vulkan0");                                   /* vulkan-10.1 */
+    smollm2_same_story(&cpu, &split, "vulkan0+cpu0");                           /* vulkan-10.2 */
+    free(cpu.logits);
+    free(vk.logits);
+    free(split.logits);
 }
 
 //===--- vulkan-11: the mat-mul kernels' other shapes ---===//

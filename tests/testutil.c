@@ -135,6 +135,13 @@ int tu_tmpdir_remove(const char *dir) {
     return system(cmd) == 0 ? 0 : -1;
 }
 
+int32_t tu_argmax(const float *x, int32_t n) {
+    int32_t best = 0;
+    for (int32_t i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
 char *tu_run_capture(const char *cmd, int *out_status) {
     char line[1024];
     size_t len = 0, cap = 1 << 16;

@@ -32,6 +32,8 @@ double tu_nmse_error_f32(const float *ref, const float *got, size_t n);
  * the integer dot products of quantised mul_mat see an activation row. */
 void tu_q8_round(const float *x, int64_t K, double *out);
 double tu_max_abs_error(const double *ref, const float *got, size_t n);
+/* The index of x's largest element (the first of equals): a greedy choice. */
+int32_t tu_argmax(const float *x, int32_t n);
 
 /* The build directory (RT_TEST_BUILD_DIR, set by tests/run.sh; else "build"). */
 const char *tu_build_dir(void);
