@@ -346,6 +346,18 @@ static inline __m256i dot_us(__m256i u, __m256i a, __m256i sc) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, a), sc);
 }
 
+/* dot_us with every scale 1: the sums of four products, one vpdpbusd
+ * where VNNI is (exactly maddubs and madd's: the levels of the blocks of
+ * 32 stay below 32, no pair saturates). */
+static inline __m256i dot_us1(__m256i u, __m256i a, __m256i ones) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    (void)ones;
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, a);
+#else
+    return dot_us(u, a, ones);
+#endif
+}
+
 /* Byte j set to `value` where bit `bit` of byte j of x is set. */
 static inline __m256i bit_to(__m256i x, int bit, int value) {
     const __m256i m = _mm256_set1_epi8((char)(1 << bit));
@@ -405,9 +417,9 @@ static inline __m256i iq4nl_values(__m256i nibbles) {
         for (int r = 0; r < NB; r++) out[r] = hsum_ps(acc[r]) + accm[r];                    \
     }
 /* Q5_0: x = d*(q - 16) = d*q + (-16 d) */
-ROWS32_AVX2(q4_1, nibbles32(w[i].qs), h16(w[i].m), dot_us)
-ROWS32_AVX2(q5_0, _mm256_or_si256(nibbles32(w[i].qs), qh_bytes16(w[i].qh)), -16.0f * d, dot_us)
-ROWS32_AVX2(q5_1, _mm256_or_si256(nibbles32(w[i].qs), qh_bytes16(w[i].qh)), h16(w[i].m), dot_us)
+ROWS32_AVX2(q4_1, nibbles32(w[i].qs), h16(w[i].m), dot_us1)
+ROWS32_AVX2(q5_0, _mm256_or_si256(nibbles32(w[i].qs), qh_bytes16(w[i].qh)), -16.0f * d, dot_us1)
+ROWS32_AVX2(q5_1, _mm256_or_si256(nibbles32(w[i].qs), qh_bytes16(w[i].qh)), h16(w[i].m), dot_us1)
 ROWS32_AVX2(iq4_nl, iq4nl_values(nibbles32(w[i].qs)), 0.0f, dot_ss)
 #undef ROWS32_AVX2
 
