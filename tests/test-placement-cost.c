@@ -34,7 +34,10 @@
  *   cost-11 the prompt figure is measured and cached beside the others
  *   cost-12 on a real model (stories260K on cpu0, the model library's
  *           FASTEST split) the predicted decode time per token is within
- *           3x of the measured one (loose: CI machines are shared) */
+ *           PREDICT_FACTOR of the measured one. Loose on purpose: a shared
+ *           machine moves either figure by 2-3x, while the error this is
+ *           for is larger (a bandwidth calibrated in cache and KV bytes
+ *           counted for the whole context predicted decode 15x too fast). */
 #include "testutil.h"
 
 #include "../abi/rt_sched.h"
@@ -533,6 +536,8 @@ static double p_now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+#define PREDICT_FACTOR 8.0
+
 static int p_cmp(const void *a, const void *b) {
     const double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -576,7 +581,7 @@ static void test_model_predicted(void **state) {
     tu_report("cost-12: stories260K on cpu0: decode %.3f ms predicted, %.3f ms measured (%.2fx)",
               predicted * 1e3, measured * 1e3, measured / predicted);
     assert_true(predicted > 0);
-    assert_true(predicted < 3 * measured && measured < 3 * predicted);
+    assert_true(predicted < PREDICT_FACTOR * measured && measured < PREDICT_FACTOR * predicted);
     rtm_model_destroy(m);
     unsetenv("XDG_CACHE_HOME");
     assert_int_equal(tu_tmpdir_remove(cache), 0);
