@@ -232,6 +232,11 @@ RT_API rt_tensor_t *rt_gelu(rt_context_t *ctx, rt_tensor_t *a);
 RT_API rt_tensor_t *rt_silu(rt_context_t *ctx, rt_tensor_t *a);
 /* abi >= 1.2: tanh(a), elementwise (RT_OP_TANH) */
 RT_API rt_tensor_t *rt_tanh(rt_context_t *ctx, rt_tensor_t *a);
+/* abi >= 1.3: softmax(cap(scale * K^T Q) + mask) V in one op (RT_OP_FLASH_ATTN):
+ * q {D, N, H, n3}, k {D, n_kv, H_kv, n3}, v {Dv, n_kv, H_kv, n3}, mask
+ * {n_kv, >= N} or NULL -> {Dv, H, N, n3}; softcap 0 for none. */
+RT_API rt_tensor_t *rt_flash_attn(rt_context_t *ctx, rt_tensor_t *q, rt_tensor_t *k, rt_tensor_t *v,
+                                  rt_tensor_t *mask, float scale, float softcap);
 RT_API rt_tensor_t *rt_swiglu(rt_context_t *ctx, rt_tensor_t *a, rt_tensor_t *b);
 /* rope with freq_base 10000 and freq_scale 1 (llama's defaults). */
 RT_API rt_tensor_t *rt_rope(rt_context_t *ctx, rt_tensor_t *a, rt_tensor_t *pos, int n_dims,

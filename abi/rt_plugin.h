@@ -55,7 +55,8 @@
  *         .abi_version = RT_ABI_MAKE_VERSION(RT_ABI_VERSION_MAJOR, minor),    \
  *         .name = "mine", .description = "my accelerator", .version = "1.0", \
  *         .vtable = &vt}
- *     static const rt_plugin_t versions[] = {MY_PLUGIN(0), MY_PLUGIN(1), MY_PLUGIN(2)};
+ *     static const rt_plugin_t versions[] = {MY_PLUGIN(0), MY_PLUGIN(1), MY_PLUGIN(2),
+ *                                            MY_PLUGIN(3)};
  *     RT_PLUGIN_EXPORT const rt_plugin_t *rt_plugin_query(uint32_t max_abi,
  *                                                         const rt_host_t *host) {
  *         (void)host;

@@ -267,6 +267,25 @@ enum {
                             fails the graph. */
     RT_OP_TANH = 24,     /* abi >= 1.2: tanh(x); F32 or F16 (soft-capping:
                             c * tanh(x / c) bounds attention and output logits) */
+
+    /* abi >= 1.3. */
+    RT_OP_FLASH_ATTN = 25, /* attention fused into one op, softmax(s) V, without
+                            materialising s for the whole context:
+                            a = q F32 {D, N, H, n3}, b = k {D, n_kv, H_kv, n3},
+                            c = v {Dv, n_kv, H_kv, n3} (k and v F32 or F16, one
+                            type; rows contiguous: nb[0] = element size; dims 1-3
+                            any strides), src[3] = mask F32/F16 {n_kv, >= N} or
+                            NULL (one mask for every head and n3) ->
+                            F32 {Dv, H, N, n3}, heads side by side per query:
+                            out[:, h, i] = sum_j p_j v[:, j, g], g = h / (H / H_kv),
+                            p = softmax_j(s_j), s_j = cap(scale * dot(q[:, i, h],
+                            k[:, j, g])) + mask[j, i], cap(x) = c * tanh(x / c)
+                            where op_params[1] = c != 0, else x.
+                            op_params: [0] float scale, [1] float c.
+                            H % H_kv == 0 (grouped queries). A query whose every
+                            s_j is -inf gets zeros. A plugin may round q, and p,
+                            to the cache's type before the products (as ggml does),
+                            and is free in its order of summation. */
     RT_OP_COUNT          /* not ABI: grows with new ops */
 };
 
@@ -284,6 +303,7 @@ static inline uint32_t rt_op_abi_version(rt_op_t op) {
     if (op <= RT_OP_ARGMAX) return RT_ABI_MAKE_VERSION(1, 0);
     if (op <= RT_OP_SET_ROWS) return RT_ABI_MAKE_VERSION(1, 1);
     if (op <= RT_OP_TANH) return RT_ABI_MAKE_VERSION(1, 2);
+    if (op <= RT_OP_FLASH_ATTN) return RT_ABI_MAKE_VERSION(1, 3);
     return UINT32_MAX;
 }
 

@@ -15,7 +15,7 @@
 /* ABI version as (major << 16) | minor. A major bump breaks compatibility
  * (and changes the core library's soname); a minor bump only adds. */
 #define RT_ABI_VERSION_MAJOR 1
-#define RT_ABI_VERSION_MINOR 2
+#define RT_ABI_VERSION_MINOR 3
 #define RT_ABI_MAKE_VERSION(major, minor) (((unsigned)(major) << 16) | (unsigned)(minor))
 #define RT_ABI_VERSION RT_ABI_MAKE_VERSION(RT_ABI_VERSION_MAJOR, RT_ABI_VERSION_MINOR)
 #define RT_ABI_VERSION_GET_MAJOR(v) ((unsigned)(v) >> 16)

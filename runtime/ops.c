@@ -218,6 +218,51 @@ rt_tensor_t *rt_soft_max(rt_context_t *ctx, rt_tensor_t *a) {
     return rt_soft_max_ext(ctx, a, NULL, 1.0f);
 }
 
+//===--- fused attention ---===//
+
+/* Rows contiguous, so that a plugin streams q, k and v a row at a time. */
+static void check_dense_rows(const char *role, const rt_tensor_t *t) {
+    RT_CHECK(t->nb[0] == rt_type_size(t->type),
+             "FLASH_ATTN: %s's rows are not contiguous (nb[0] = %zu, not %zu): %s", role, t->nb[0],
+             rt_type_size(t->type), RT_DESC(t));
+}
+
+static void check_flash_attn(const rt_tensor_t *q, const rt_tensor_t *k, const rt_tensor_t *v,
+                             const rt_tensor_t *mask) {
+    check_type(RT_OP_FLASH_ATTN, "q", q, TYPES_F32);
+    check_type(RT_OP_FLASH_ATTN, "k", k, TYPES_FLOAT);
+    check_type(RT_OP_FLASH_ATTN, "v", v, TYPES_FLOAT);
+    check_same_type(RT_OP_FLASH_ATTN, k, v);
+    check_dense_rows("q", q);
+    check_dense_rows("k", k);
+    check_dense_rows("v", v);
+    RT_CHECK(q->ne[0] == k->ne[0] && k->ne[1] == v->ne[1] && k->ne[2] == v->ne[2] && q->ne[3] == k->ne[3] &&
+                 k->ne[3] == v->ne[3],
+             "FLASH_ATTN: q {D, N, H, n3}, k {D, n_kv, H_kv, n3} and v {Dv, n_kv, H_kv, n3} do not fit: "
+             "q %s, k %s, v %s", RT_DESC(q), RT_DESC(k), RT_DESC(v));
+    RT_CHECK(k->ne[2] > 0 && q->ne[2] % k->ne[2] == 0,
+             "FLASH_ATTN: q's heads (%" PRId64 ") are not a multiple of k's (%" PRId64 "): q %s, k %s",
+             q->ne[2], k->ne[2], RT_DESC(q), RT_DESC(k));
+    if (mask == NULL) return;
+    check_type(RT_OP_FLASH_ATTN, "mask", mask, TYPES_FLOAT);
+    check_dense_rows("mask", mask);
+    RT_CHECK(mask->ne[0] == k->ne[1] && mask->ne[1] >= q->ne[1] && mask->ne[2] == 1 && mask->ne[3] == 1,
+             "FLASH_ATTN: the mask must be {n_kv, >= N, 1, 1}: q %s, k %s, mask %s", RT_DESC(q), RT_DESC(k),
+             RT_DESC(mask));
+}
+
+rt_tensor_t *rt_flash_attn(rt_context_t *ctx, rt_tensor_t *q, rt_tensor_t *k, rt_tensor_t *v,
+                           rt_tensor_t *mask, float scale, float softcap) {
+    check_flash_attn(q, k, v, mask);
+    const int64_t ne[4] = {v->ne[0], q->ne[2], q->ne[1], q->ne[3]};
+    rt_tensor_t *r = result_new(ctx, RT_OP_FLASH_ATTN, RT_TYPE_F32, 4, ne, q, k);
+    r->src[2] = v;
+    r->src[3] = mask;
+    set_param_f32(r, 0, scale);
+    set_param_f32(r, 1, softcap);
+    return r;
+}
+
 rt_tensor_t *rt_diag_mask_inf(rt_context_t *ctx, rt_tensor_t *a, int n_past) {
     rt_tensor_t *r = unary(ctx, RT_OP_DIAG_MASK_INF, a, TYPES_F32);
     r->op_params[0] = n_past;

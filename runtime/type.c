@@ -106,6 +106,7 @@ static const char *const op_names[RT_OP_COUNT] = {
     [RT_OP_ARGMAX] = "ARGMAX",
     [RT_OP_SET_ROWS] = "SET_ROWS",
     [RT_OP_TANH] = "TANH",
+    [RT_OP_FLASH_ATTN] = "FLASH_ATTN",
 };
 
 const char *rt_op_name(rt_op_t op) {

@@ -87,7 +87,7 @@ static const rt_plugin_vtable_t rt_cpu_plugin_vtable = {
         .version = RT_VERSION_STRING, .vtable = &rt_cpu_plugin_vtable,                \
     }
 static const rt_plugin_t rt_cpu_plugin_versions[] = {RT_CPU_PLUGIN(0), RT_CPU_PLUGIN(1),
-                                                     RT_CPU_PLUGIN(2)};
+                                                     RT_CPU_PLUGIN(2), RT_CPU_PLUGIN(3)};
 RT_STATIC_ASSERT(sizeof rt_cpu_plugin_versions / sizeof rt_cpu_plugin_versions[0] ==
                      RT_ABI_VERSION_MINOR + 1, "one table per minor version");
 

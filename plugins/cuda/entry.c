@@ -77,7 +77,7 @@ static const rt_plugin_vtable_t cu_plugin_vtable = {
         .version = RT_VERSION_STRING, .vtable = &cu_plugin_vtable,                    \
     }
 /* One table per minor version the plugin speaks (rt_plugin.h). */
-static const rt_plugin_t cu_plugin_versions[] = {CU_PLUGIN(0), CU_PLUGIN(1), CU_PLUGIN(2)};
+static const rt_plugin_t cu_plugin_versions[] = {CU_PLUGIN(0), CU_PLUGIN(1), CU_PLUGIN(2), CU_PLUGIN(3)};
 RT_STATIC_ASSERT(sizeof cu_plugin_versions / sizeof cu_plugin_versions[0] ==
                      RT_ABI_VERSION_MINOR + 1, "one table per minor version");
 

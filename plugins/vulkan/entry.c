@@ -62,7 +62,7 @@ static const rt_plugin_vtable_t vk_plugin_vtable = {
         .version = RT_VERSION_STRING, .vtable = &vk_plugin_vtable,                    \
     }
 /* One table per minor version the plugin speaks (rt_plugin.h). */
-static const rt_plugin_t vk_plugin_versions[] = {VK_PLUGIN(0), VK_PLUGIN(1), VK_PLUGIN(2)};
+static const rt_plugin_t vk_plugin_versions[] = {VK_PLUGIN(0), VK_PLUGIN(1), VK_PLUGIN(2), VK_PLUGIN(3)};
 RT_STATIC_ASSERT(sizeof vk_plugin_versions / sizeof vk_plugin_versions[0] ==
                      RT_ABI_VERSION_MINOR + 1, "one table per minor version");
 

@@ -27,6 +27,7 @@ bool cf_check_params(const char *label, rt_op_t op, const cf_case_t *c, const rt
     case RT_OP_RMS_NORM: return param_f(label, t, 0, c->f[0]);
     case RT_OP_SOFT_MAX: return param_f(label, t, 0, c->ext ? c->f[0] : 1.0f);
     case RT_OP_DIAG_MASK_INF: return param_i(label, t, 0, c->i[0]);
+    case RT_OP_FLASH_ATTN: return param_f(label, t, 0, c->f[0]) && param_f(label, t, 1, c->f[1]);
     case RT_OP_ROPE:
         return param_i(label, t, 0, c->i[0]) && param_i(label, t, 1, c->i[1]) &&
                param_f(label, t, 2, c->ext ? c->f[0] : 10000.0f) && param_f(label, t, 3, c->ext ? c->f[1] : 1.0f);
@@ -69,6 +70,7 @@ rt_tensor_t *cf_build_op(rt_context_t *ctx, rt_op_t op, const cf_case_t *c, cons
                       : rt_rope(ctx, a, b, c->i[0], c->i[1]);
     case RT_OP_ARGMAX: return rt_argmax(ctx, a);
     case RT_OP_SET_ROWS: return rt_set_rows(ctx, a, b, in[2].t);
+    case RT_OP_FLASH_ATTN: return rt_flash_attn(ctx, a, b, in[2].t, in[3].t, c->f[0], c->f[1]);
     default: cf_report("cf_build_op: op %d has no builder", op); return NULL;
     }
 }
@@ -90,6 +92,10 @@ layout_t cf_expect_out(rt_op_t op, const cf_case_t *c, const cf_input_t *in) {
     case RT_OP_GET_ROWS: memcpy(ne, (int64_t[4]){a[0], b[0], b[1], b[2]}, sizeof ne); type = RT_TYPE_F32; break;
     case RT_OP_MUL_MAT: memcpy(ne, (int64_t[4]){a[1], b[1], b[2], b[3]}, sizeof ne); type = RT_TYPE_F32; break;
     case RT_OP_ARGMAX: memcpy(ne, (int64_t[4]){a[1], a[2], a[3], 1}, sizeof ne); type = RT_TYPE_I32; break;
+    case RT_OP_FLASH_ATTN:
+        memcpy(ne, (int64_t[4]){in[2].lay.ne[0], a[2], a[1], a[3]}, sizeof ne);
+        type = RT_TYPE_F32;
+        break;
     default: break;
     }
     return lay_contig(type, ne);

@@ -46,6 +46,28 @@
     {RT_OP_MUL_MAT, name " padded a rows, N = 9", {INL(T, PAD, K, 9, 2), IN(F32, K, 9, 2)}, .tol = CF_TOL_DOT},
 
 const cf_case_t cf_cases[] = {
+    /* FLASH_ATTN: q as the model hands it over (a permute of {D, H, N}), k
+       and v as views of a cache ({D, H_kv, n_ctx} permuted), F32 and F16
+       caches, grouped queries, masks with padded rows, soft-capping, a query
+       that sees no key, Dv != D and a plane dimension. */
+    {RT_OP_FLASH_ATTN, "f32, one head, no mask", {IN(F32, 8, 3, 1), IN(F32, 8, 5, 1), IN(F32, 8, 5, 1)},
+     .f = {1.0f, 0.0f}, .tol = CF_TOL_DOT},
+    {RT_OP_FLASH_ATTN, "f32 cache views, 4 heads over 2, causal mask",
+     {INP(F32, 0, 2, 1, 3, 64, 7, 4), INP(F32, 0, 2, 1, 3, 64, 19, 2), INP(F32, 0, 2, 1, 3, 64, 19, 2),
+      INF(F32, CAUSAL, 19, 8)}, .f = {0.125f, 0.0f}, .tol = CF_TOL_DOT},
+    {RT_OP_FLASH_ATTN, "f16 cache, decode, n_kv = 300",
+     {INP(F32, 0, 2, 1, 3, 64, 1, 8), INP(F16, 0, 2, 1, 3, 64, 300, 2), INP(F16, 0, 2, 1, 3, 64, 300, 2),
+      IN(F16, 300, 1)}, .f = {0.125f, 0.0f}, .tol = CF_TOL_DOT},
+    {RT_OP_FLASH_ATTN, "f16, soft-capped, a query that sees nothing",
+     {IN(F32, 32, 5, 4), IN(F16, 32, 40, 4), IN(F16, 32, 40, 4), INF(F16, CAUSAL0, 40, 6)},
+     .f = {0.5f, 3.0f}, .tol = CF_TOL_DOT},
+    {RT_OP_FLASH_ATTN, "f32, Dv = 24 != D = 16, two planes",
+     {IN(F32, 16, 3, 2, 2), IN(F32, 16, 9, 1, 2), IN(F32, 24, 9, 1, 2), INF(F32, CAUSAL, 9, 3)},
+     .f = {0.25f, 0.0f}, .tol = CF_TOL_DOT},
+    {RT_OP_FLASH_ATTN, "f16 cache, head_dim 128, prompt of 16 over 520 keys",
+     {INP(F32, 0, 2, 1, 3, 128, 16, 4), INP(F16, 0, 2, 1, 3, 128, 520, 1), INP(F16, 0, 2, 1, 3, 128, 520, 1),
+      INF(F16, CAUSAL, 520, 16)}, .f = {0.0884f, 0.0f}, .tol = CF_TOL_DOT},
+
     /* The view family, seen through CONT: header checks plus the copied values. */
     {CF_OP_VIEWS, "permute 0,2,1,3", {INP(F32, 0, 2, 1, 3, 7, 5, 3, 2)}, .tol = CF_TOL_EXACT},
     {CF_OP_VIEWS, "permute 1,2,0,3 (a V cache's view)", {INP(F32, 1, 2, 0, 3, 7, 5, 3, 2)}, .tol = CF_TOL_EXACT},
@@ -401,6 +423,12 @@ const cf_case_t cf_perf_cases[] = {
     {RT_OP_SOFT_MAX, "1024x32x32, mask", {IN(F32, 1024, 32, 32), IN(F32, 1024, 32)}, .f = {0.125f}, .ext = true},
     {RT_OP_ROPE, "neox 128x32x512", {IN(F32, 128, 32, 512), IDX(512, 512)}, .i = {128, RT_ROPE_MODE_NEOX}},
     {RT_OP_GET_ROWS, "q8_0 512 rows of 4096", {IN(Q8_0, 4096, 8192), IDX(8192, 512)}, .tol = 0},
+    {RT_OP_FLASH_ATTN, "decode, 32 heads over 8 of 128, f16 cache of 4096",
+     {INP(F32, 0, 2, 1, 3, 128, 1, 32), INP(F16, 0, 2, 1, 3, 128, 4096, 8), INP(F16, 0, 2, 1, 3, 128, 4096, 8),
+      IN(F16, 4096, 1)}, .f = {0.0884f, 0.0f}, .tol = 0},
+    {RT_OP_FLASH_ATTN, "prompt of 512 at depth 3584, 32 heads over 8, f16 cache",
+     {INP(F32, 0, 2, 1, 3, 128, 512, 32), INP(F16, 0, 2, 1, 3, 128, 4096, 8), INP(F16, 0, 2, 1, 3, 128, 4096, 8),
+      INF(F16, CAUSAL, 4096, 512)}, .f = {0.0884f, 0.0f}, .tol = 0},
 };
 
 const size_t cf_n_perf_cases = sizeof cf_perf_cases / sizeof cf_perf_cases[0];
@@ -417,6 +445,7 @@ const cf_op_test_t cf_op_tests[] = {
     {"SWIGLU", RT_OP_SWIGLU, RT_OP_SWIGLU}, {"ROPE", RT_OP_ROPE, RT_OP_ROPE},
     {"ARGMAX", RT_OP_ARGMAX, RT_OP_ARGMAX}, {"SET_ROWS", RT_OP_SET_ROWS, RT_OP_SET_ROWS},
     {"TANH", RT_OP_TANH, RT_OP_TANH}, /* abi >= 1.2 */
+    {"FLASH_ATTN", RT_OP_FLASH_ATTN, RT_OP_FLASH_ATTN}, /* abi >= 1.3 */
 };
 
 const size_t cf_n_op_tests = sizeof cf_op_tests / sizeof cf_op_tests[0];
@@ -453,6 +482,9 @@ double cf_tolerance(rt_op_t op, const cf_case_t *c, bool strict) {
         op == RT_OP_DIAG_MASK_INF || op == RT_OP_ARGMAX)
         return c->tol; /* conversions, block copies and selections: every bit is fixed */
     if (op == RT_OP_MUL_MAT && has_quant_input(c, 0)) return 2e-2;
+    /* The contract lets a device round q and the weights p to an F16
+       cache's type before the products: ~2^-11 relative on each. */
+    if (op == RT_OP_FLASH_ATTN && c->src[1].type == RT_TYPE_F16) return t > 2e-3 ? t : 2e-3;
     if (out_type(op, c) == RT_TYPE_F16) t = t > 2e-3 ? t : 2e-3;
     if (op == RT_OP_ROPE) t = t > 1e-4 ? t : 1e-4;
     return t;

@@ -36,10 +36,14 @@ enum {
     CF_FILL_POS,     /* U(0.5, 2): divisors */
     CF_FILL_WIDE,    /* U(-6, 6): reaches the tails of gelu and silu */
     CF_FILL_CAUSAL,  /* U(-1, 1), -inf where i0 > i1 + 2: a mask */
+    CF_FILL_CAUSAL0, /* as CF_FILL_CAUSAL, and row i1 = 0 all -inf: a query that sees nothing */
     CF_FILL_TIES,    /* integers 1..4: argmax ties */
     CF_FILL_INDEX,   /* integers in [0, idx_hi): rows, positions */
     CF_FILL_DISTINCT /* as CF_FILL_INDEX, distinct along dim 0: SET_ROWS targets */
 };
+
+/* Sources a case may give: a, b, c and FLASH_ATTN's mask. */
+#define CF_MAX_SRC 4
 
 typedef struct cf_src {
     rt_type_t type;
@@ -56,8 +60,9 @@ enum { CF_OP_BINARY = -1, CF_OP_ROWNORM = -2, CF_OP_ACT = -3, CF_OP_VIEWS = -4 }
 typedef struct cf_case {
     rt_op_t op;          /* RT_OP_* or CF_OP_* template */
     const char *name;
-    cf_src_t src[3];     /* a, b, c; for CPY b is the destination, for SET_ROWS a */
-    float f[2];          /* SCALE s; NORM eps; SOFT_MAX scale; ROPE freq_base, freq_scale */
+    cf_src_t src[CF_MAX_SRC]; /* a, b, c, d; for CPY b is the destination, for SET_ROWS a */
+    float f[2];          /* SCALE s; NORM eps; SOFT_MAX scale; ROPE freq_base, freq_scale;
+                            FLASH_ATTN scale, softcap */
     int32_t i[2];        /* DIAG n_past; ROPE n_dims, mode; CPY cast type */
     int64_t ne[4];       /* CONT: the cont_Nd shape (0: rt_cont) */
     bool ext;            /* soft_max_ext, rope_ext, rt_cast instead of rt_cpy */

@@ -117,7 +117,9 @@ static float fill_value(const cf_src_t *s, const layout_t *bl, int64_t k, uint64
     case CF_FILL_TIES: return (float)(1 + cf_rng_next(rng) % 4);
     case CF_FILL_INDEX: return (float)(cf_rng_next(rng) % (uint64_t)s->idx_hi);
     case CF_FILL_CAUSAL:
+    case CF_FILL_CAUSAL0:
         lay_unravel(k, bl->ne, idx);
+        if (s->fill == CF_FILL_CAUSAL0 && idx[1] == 0) return -INFINITY;
         return idx[0] > idx[1] + 2 ? -INFINITY : cf_rng_uniform(rng, -1.0f, 1.0f);
     default: return cf_rng_uniform(rng, -1.0f, 1.0f);
     }

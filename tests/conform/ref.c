@@ -180,6 +180,41 @@ static void ref_get_rows(const cf_input_t *in, const layout_t *out, double *y) {
     }
 }
 
+/* The contract's attention for query (i, h) of plane i3, in double: the
+ * scores, their softmax (zeros when every score is -inf) and its weighted
+ * sum of v's rows, written to y[0..Dv). */
+static void ref_attend_query(const cf_case_t *c, const cf_input_t *in, int64_t i, int64_t h, int64_t i3,
+                             double *s, double *y) {
+    const int64_t D = in[0].lay.ne[0], n_kv = in[1].lay.ne[1], Dv = in[2].lay.ne[0];
+    const int64_t g = h / (in[0].lay.ne[2] / in[1].lay.ne[2]);
+    const double scale = c->f[0], cap = c->f[1];
+    double mx = -INFINITY, sum = 0;
+    for (int64_t j = 0; j < n_kv; j++) {
+        double d = 0;
+        for (int64_t e = 0; e < D; e++) d += cf_in_at(&in[0], e, i, h, i3) * cf_in_at(&in[1], e, j, g, i3);
+        d *= scale;
+        if (cap != 0) d = cap * tanh(d / cap);
+        s[j] = d + (in[3].spec != NULL ? cf_in_at(&in[3], j, i, 0, 0) : 0.0);
+        mx = fmax(mx, s[j]);
+    }
+    for (int64_t e = 0; e < Dv; e++) y[e] = 0;
+    if (mx == -INFINITY) return;
+    for (int64_t j = 0; j < n_kv; j++) sum += s[j] = exp(s[j] - mx);
+    for (int64_t j = 0; j < n_kv; j++)
+        for (int64_t e = 0; e < Dv; e++) y[e] += s[j] / sum * cf_in_at(&in[2], e, j, g, i3);
+}
+
+/* out {Dv, H, N, n3}: heads side by side per query. */
+static void ref_flash_attn(const cf_case_t *c, const cf_input_t *in, const layout_t *out, double *y) {
+    const int64_t Dv = out->ne[0], H = out->ne[1], N = out->ne[2];
+    double *s = malloc((size_t)in[1].lay.ne[1] * sizeof *s);
+    for (int64_t i3 = 0; i3 < out->ne[3]; i3++)
+        for (int64_t i = 0; i < N; i++)
+            for (int64_t h = 0; h < H; h++)
+                ref_attend_query(c, in, i, h, i3, s, y + ((i3 * N + i) * H + h) * Dv);
+    free(s);
+}
+
 /* a's elements in logical order, as floats (every source type is exact in F32). */
 float *cf_logical_floats(const cf_input_t *a) {
     const int64_t n = lay_nelem(&a->lay);
@@ -245,6 +280,7 @@ void cf_compute_ref(rt_op_t op, const cf_case_t *c, const cf_input_t *in, const 
         lay_read(chk, *want_bytes, ref);
         break;
     case RT_OP_MUL_MAT: ref_mul_mat(in, chk, ref); break;
+    case RT_OP_FLASH_ATTN: ref_flash_attn(c, in, chk, ref); break;
     case RT_OP_NORM:
     case RT_OP_RMS_NORM:
     case RT_OP_SOFT_MAX:

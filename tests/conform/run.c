@@ -71,7 +71,7 @@ static struct case_run {
     rt_context_t *ctx;
     rt_buffer_t *buf;
     rt_graph_t *graph;
-    cf_input_t in[3];
+    cf_input_t in[CF_MAX_SRC];
     rt_tensor_t *out;
     rt_tensor_t *chk_t;   /* the tensor whose bytes are compared */
     layout_t chk;         /* its picture */
@@ -83,7 +83,7 @@ static struct case_run {
 } run;
 
 static void run_free(void) {
-    for (int k = 0; k < 3; k++) free(run.in[k].bytes);
+    for (int k = 0; k < CF_MAX_SRC; k++) free(run.in[k].bytes);
     free(run.want_bytes);
     free(run.got_bytes);
     free(run.ref);
@@ -145,7 +145,7 @@ static bool check_quant_error(const char *label, const double *got) {
 static bool run_once(rt_op_t op, int q) {
     char label[600];
     snprintf(label, sizeof label, "%s (threads %d)", run.label, target->queue_threads[q]);
-    for (int k = 0; k < 3 && run.in[k].spec != NULL; k++)
+    for (int k = 0; k < CF_MAX_SRC && run.in[k].spec != NULL; k++)
         if (!cf_upload(&run.in[k])) return false;
     if (run.chk_t == run.out) rt_tensor_memset(run.out, 0xff, 0, rt_nbytes(run.out)); /* NaN / -1 */
     rt_status_t st = rt_queue_compute(target->queues[q], run.graph);
@@ -184,7 +184,7 @@ static bool supported(void) {
         run.unsupported = true;
         return false;
     }
-    for (int k = 0; k < 3 && run.in[k].spec != NULL; k++)
+    for (int k = 0; k < CF_MAX_SRC && run.in[k].spec != NULL; k++)
         if (run.in[k].t != run.in[k].base && !rt_device_supports_op(target->dev, run.in[k].t)) {
             cf_report("%s: supports_op is false for input view %d (op %d)", run.label, k, run.in[k].t->op);
             return false;
@@ -205,9 +205,9 @@ static rt_context_t *new_context(void) {
  * check failed. */
 static bool case_prepare(rt_op_t op, const cf_case_t *c, uint64_t seed, bool with_ref) {
     if ((run.ctx = new_context()) == NULL) return false;
-    for (int k = 0; k < 3 && c->src[k].ne[0] != 0; k++) {
+    for (int k = 0; k < CF_MAX_SRC && c->src[k].ne[0] != 0; k++) {
         cf_make_input(run.ctx, &c->src[k], &run.in[k]);
-        append_label(k == 0 ? "a" : k == 1 ? "b" : "c", &run.in[k].lay);
+        append_label((const char *[]){"a", "b", "c", "d"}[k], &run.in[k].lay);
         if (!cf_check_view(run.label, &run.in[k])) return false;
     }
     run.out = cf_build_op(run.ctx, op, c, run.in);
@@ -221,7 +221,7 @@ static bool case_prepare(rt_op_t op, const cf_case_t *c, uint64_t seed, bool wit
         return false;
     }
     uint64_t rng = cf_rng_init(seed);
-    for (int k = 0; k < 3 && run.in[k].spec != NULL; k++)
+    for (int k = 0; k < CF_MAX_SRC && run.in[k].spec != NULL; k++)
         if (!cf_fill_input(&run.in[k], &rng)) return false;
     if (!with_ref) return true;
     /* Copies into a destination are checked over its whole base. */
@@ -258,11 +258,14 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Work of one run: FLOPs for MUL_MAT, else bytes read and written (CPY
+/* Work of one run: FLOPs for MUL_MAT and FLASH_ATTN, else bytes read and written (CPY
  * writes b, so b is not read). */
 static double case_work(const rt_tensor_t *o, bool *out_flops) {
-    *out_flops = o->op == RT_OP_MUL_MAT;
-    if (*out_flops) return 2.0 * (double)o->src[0]->ne[0] * (double)rt_nelements(o);
+    *out_flops = o->op == RT_OP_MUL_MAT || o->op == RT_OP_FLASH_ATTN;
+    if (o->op == RT_OP_MUL_MAT) return 2.0 * (double)o->src[0]->ne[0] * (double)rt_nelements(o);
+    if (o->op == RT_OP_FLASH_ATTN) /* q.k and p.v for every key, masked or not */
+        return 2.0 * (double)(o->src[0]->ne[0] + o->src[2]->ne[0]) * (double)o->src[1]->ne[1] *
+               (double)(o->ne[1] * o->ne[2] * o->ne[3]);
     double bytes = (double)rt_nbytes(o);
     for (int i = 0; i < RT_MAX_SRC && o->src[i]; i++)
         if (o->op != RT_OP_CPY || i == 0) bytes += (double)rt_nbytes(o->src[i]);
@@ -271,7 +274,7 @@ static double case_work(const rt_tensor_t *o, bool *out_flops) {
 
 static bool time_body(rt_op_t op, const cf_case_t *c, uint64_t seed, cf_timing_t *out) {
     if (!case_prepare(op, c, seed, false)) return false;
-    for (int k = 0; k < 3 && run.in[k].spec != NULL; k++)
+    for (int k = 0; k < CF_MAX_SRC && run.in[k].spec != NULL; k++)
         if (!cf_upload(&run.in[k])) return false;
     rt_queue_t *q = target->queues[0];
     if (rt_queue_compute(q, run.graph) != RT_OK) { /* warm-up: pipelines, first touch */
