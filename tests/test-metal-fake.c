@@ -20,6 +20,8 @@
  *                 in the queue's order, a copy between two tensors of the
  *                 device, events recorded, waited for on the GPU and by the
  *                 host, and recorded again
+ *   metal-fake-7  FLASH_ATTN is not claimed (its shader never ran on
+ *                 Metal), while an ADD beside it is
  *
  * What this cannot check: that Apple's Metal answers as the stand-in does
  * (tests/device/metal.sh does, on a Mac). */
@@ -178,6 +180,22 @@ static void test_graph(void **state) {
     rt_context_destroy(ctx);
 }
 
+//===--- metal-fake-7: ops left to other plugins ---===//
+
+static void test_unclaimed(void **state) {
+    fixture_t *f = *state;
+    rt_context_t *ctx = no_alloc_context();
+    rt_tensor_t *q = rt_new_tensor_3d(ctx, RT_TYPE_F32, 64, 1, 4);
+    rt_tensor_t *k = rt_new_tensor_3d(ctx, RT_TYPE_F16, 64, 32, 2);
+    rt_tensor_t *v = rt_new_tensor_3d(ctx, RT_TYPE_F16, 64, 32, 2);
+    rt_tensor_t *m = rt_new_tensor_2d(ctx, RT_TYPE_F16, 32, 1);
+    rt_tensor_t *fa = rt_flash_attn(ctx, q, k, v, m, 0.125f, 0.0f);
+    rt_tensor_t *a = rt_new_tensor_2d(ctx, RT_TYPE_F32, 64, 4);
+    assert_true(rt_device_supports_op(f->dev, rt_add(ctx, a, a)));
+    assert_false(rt_device_supports_op(f->dev, fa)); /* metal-fake-7 */
+    rt_context_destroy(ctx);
+}
+
 //===--- metal-fake-4: host memory without a copy ---===//
 
 static void test_host_ptr(void **state) {
@@ -263,6 +281,7 @@ static void test_no_leaks(void **state) {
     cmocka_unit_test_prestate_setup_teardown(test_graph, fixture_setup, fixture_teardown, fx),     \
     cmocka_unit_test_prestate_setup_teardown(test_host_ptr, fixture_setup, fixture_teardown, fx),  \
     cmocka_unit_test_prestate_setup_teardown(test_async, fixture_setup, fixture_teardown, fx),     \
+    cmocka_unit_test_prestate_setup_teardown(test_unclaimed, fixture_setup, fixture_teardown, fx), \
     cmocka_unit_test_prestate_setup_teardown(test_no_leaks, fixture_setup, fixture_teardown, fx)
 
 int main(void) {

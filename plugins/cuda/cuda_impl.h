@@ -203,7 +203,7 @@ RT_CU_INTERNAL void rt_cu_async_init(rt_cu_device_t *dev);
  * must grow). Invalidates a captured graph when the address changes. */
 RT_CU_INTERNAL rt_status_t rt_cu_queue_scratch(rt_cu_queue_t *q, size_t size);
 
-//===--- graphs and ops (graph.c, ops.c, ops_mul_mat.c) ---===//
+//===--- graphs and ops (graph.c, ops.c, ops_mul_mat.c, ops_flash_attn.c) ---===//
 
 RT_CU_INTERNAL rt_status_t rt_cu_graph_compute(void *queue, rt_tensor_t *const *nodes,
                                                int32_t n_nodes);
@@ -223,5 +223,9 @@ RT_CU_INTERNAL bool rt_cu_mul_mat_supported(const rt_tensor_t *node);
 RT_CU_INTERNAL size_t rt_cu_mul_mat_scratch(const rt_cu_device_t *dev, const rt_tensor_t *node);
 RT_CU_INTERNAL rt_status_t rt_cu_mul_mat_run(rt_cu_queue_t *q, const rt_tensor_t *node,
                                              const rt_cu_node_t *n);
+RT_CU_INTERNAL bool rt_cu_flash_attn_supported(const rt_tensor_t *node);
+RT_CU_INTERNAL size_t rt_cu_flash_attn_scratch(const rt_cu_device_t *dev, const rt_tensor_t *node);
+RT_CU_INTERNAL rt_status_t rt_cu_flash_attn_run(rt_cu_queue_t *q, const rt_tensor_t *node,
+                                                const rt_cu_node_t *n);
 
 #endif /* RT_CU_IMPL_H */

@@ -6,7 +6,7 @@
  * them, any strides, the same broadcasts). Before a graph runs, every node
  * is checked (supported, and every tensor in this device's memory, since a
  * kernel touching any other address would take the whole CUDA context
- * down) and the scratch the largest MUL_MAT needs is sized. */
+ * down) and the scratch the largest MUL_MAT or FLASH_ATTN needs is sized. */
 #include "cuda_impl.h"
 
 #include <string.h>
@@ -119,11 +119,17 @@ static bool cu_supports_rope(const rt_tensor_t *n) {
 //===--- dispatch ---===//
 
 typedef cudaError_t (*cu_launch_fn)(const rt_cu_node_t *n, cudaStream_t stream);
+typedef rt_status_t (*cu_run_fn)(rt_cu_queue_t *q, const rt_tensor_t *node, const rt_cu_node_t *n);
+typedef size_t (*cu_scratch_fn)(const rt_cu_device_t *dev, const rt_tensor_t *node);
 
+/* An op is one kernel family's launcher, or (MUL_MAT, FLASH_ATTN) a
+ * planner that picks its kernels and the queue scratch they need. */
 typedef struct cu_op {
     const char *name;
     bool (*supports)(const rt_tensor_t *node);
-    cu_launch_fn launch;         /* NULL for MUL_MAT, which has its own planner */
+    cu_launch_fn launch;         /* NULL when run is set */
+    cu_run_fn run;
+    cu_scratch_fn scratch;       /* bytes of queue scratch the node needs */
 } cu_op_t;
 
 static const cu_op_t cu_ops[] = {
@@ -137,7 +143,7 @@ static const cu_op_t cu_ops[] = {
     [RT_OP_SCALE] = { "SCALE", cu_supports_unary, rt_cu_launch_unary },
     [RT_OP_NORM] = { "NORM", cu_supports_unary, rt_cu_launch_norm },
     [RT_OP_RMS_NORM] = { "RMS_NORM", cu_supports_unary, rt_cu_launch_norm },
-    [RT_OP_MUL_MAT] = { "MUL_MAT", rt_cu_mul_mat_supported, NULL },
+    [RT_OP_MUL_MAT] = { "MUL_MAT", rt_cu_mul_mat_supported, NULL, rt_cu_mul_mat_run, rt_cu_mul_mat_scratch },
     [RT_OP_SOFT_MAX] = { "SOFT_MAX", cu_supports_soft_max, rt_cu_launch_soft_max },
     [RT_OP_DIAG_MASK_INF] = { "DIAG_MASK_INF", cu_supports_unary, rt_cu_launch_unary },
     [RT_OP_GELU] = { "GELU", cu_supports_unary, rt_cu_launch_unary },
@@ -147,6 +153,8 @@ static const cu_op_t cu_ops[] = {
     [RT_OP_ARGMAX] = { "ARGMAX", cu_supports_argmax, rt_cu_launch_argmax },
     [RT_OP_SET_ROWS] = { "SET_ROWS", cu_supports_set_rows, rt_cu_launch_set_rows },
     [RT_OP_TANH] = { "TANH", cu_supports_unary, rt_cu_launch_unary },
+    [RT_OP_FLASH_ATTN] = { "FLASH_ATTN", rt_cu_flash_attn_supported, NULL, rt_cu_flash_attn_run,
+                           rt_cu_flash_attn_scratch },
 };
 
 static const cu_op_t *cu_op(rt_op_t op) {
@@ -191,7 +199,7 @@ rt_status_t rt_cu_node_run(rt_cu_queue_t *q, const rt_tensor_t *node) {
     rt_cu_tensor_pack(node, &n.dst);
     for (int i = 0; i < RT_CU_MAX_SRC; i++) rt_cu_tensor_pack(node->src[i], &n.src[i]);
     const cu_op_t *op = cu_op(node->op);
-    if (!op->launch) return rt_cu_mul_mat_run(q, node, &n);
+    if (op->run) return op->run(q, node, &n);
     const cudaError_t e = op->launch(&n, q->stream);
     if (e == cudaSuccess) return RT_OK;
     return q->dev->host->set_error(RT_ERR_DEVICE, "cuda: node '%s' (%s): %s", node->name, op->name,
@@ -233,8 +241,9 @@ rt_status_t rt_cu_graph_check(rt_cu_queue_t *q, rt_tensor_t *const *nodes, int32
     for (int32_t i = 0; i < n_nodes; i++) {
         const rt_status_t st = cu_node_check(q->dev, i, nodes[i]);
         if (st != RT_OK) return st;
-        if (nodes[i]->op == RT_OP_MUL_MAT && rt_cu_node_computes(nodes[i])) {
-            const size_t need = rt_cu_mul_mat_scratch(q->dev, nodes[i]);
+        const cu_op_t *op = cu_op(nodes[i]->op);
+        if (op && op->scratch && rt_cu_node_computes(nodes[i])) {
+            const size_t need = op->scratch(q->dev, nodes[i]);
             if (need > *out_scratch) *out_scratch = need;
         }
     }

@@ -22,8 +22,12 @@ void rt_mtl_ops_view_init(rt_vk_device_t *ops, const rt_host_t *host, size_t max
     ops->max_binding = span - (RT_MTL_BIND_ALIGN - 1);
 }
 
+/* The Vulkan plugin's answer, less FLASH_ATTN: its shader's MSL twin has
+ * never run on an Apple GPU, so the op stays with a plugin that has run it
+ * (the model falls back) until tests/device/metal.sh checks it. */
 bool rt_mtl_supports_op(void *device, const rt_tensor_t *node) {
     const rt_mtl_device_t *dev = device;
+    if (node && node->op == RT_OP_FLASH_ATTN) return false;
     return rt_vk_supports_op((void *)&dev->ops, node);
 }
 

@@ -7,8 +7,9 @@
 #   rt-devices      the CUDA device is listed (name, memory, PCI, UUID)
 #   nodevice test   tests/test-cuda-nodevice.sh (exports, ldd, plugin loaded)
 #   rt-test-ops     every conformance case (tests/conform) on cuda0, the
-#                   multi-node graphs against the CPU plugin, and every
-#                   quantised weight type among the cases that passed
+#                   multi-node graphs against the CPU plugin, every
+#                   quantised weight type among the cases that passed, and
+#                   every FLASH_ATTN case passed (not "not supported")
 #   cuda_bench      MUL_MAT paths at shapes rt-test-ops does not reach
 #   stories260K     greedy, 64 tokens: CPU alone, CUDA (all layers, CUDA
 #                   graphs on and off), CPU + CUDA split; texts must match
@@ -22,7 +23,12 @@
 #   performance     F16 GEMM 8192^3 against cuBLAS's own GEMM, each
 #                   quantised type's matrix-vector against the read
 #                   bandwidth, both measured in this run
-#                   (tests/device/cuda_ref.cu, cuda_bench.c)
+#                   (tests/device/cuda_ref.cu, cuda_bench.c); FLASH_ATTN's
+#                   perf cases (rt-test-ops perf: decode over 4096 keys, a
+#                   prompt of 512) on cuda0 beside the CPU plugin, and
+#                   beside llama.cpp's test-backend-ops FLASH_ATTN_EXT when
+#                   RT_PEER_TEST_BACKEND_OPS names a CUDA build of it (this
+#                   script builds none: the device machine has no network)
 #
 # Every step's failure is recorded and the script goes on; the whole run
 # stays under 8 minutes (each step has a timeout, and all of them share a
@@ -117,11 +123,21 @@ qtypes="q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl q2_k q3_k q4_k q5_k q6_k iq4_xs"
 missing=
 for t in $qtypes; do
     for op in MUL_MAT GET_ROWS; do
-        grep -E "^  cuda0  $op .*$t.* OK " build/device/test-ops.txt >/dev/null 2>&1 || missing="$missing $op:$t"
+        grep -E "^  cuda0 +$op .*$t.* OK " build/device/test-ops.txt >/dev/null 2>&1 || missing="$missing $op:$t"
     done
 done
 if [ -z "$missing" ]; then note "rt-test-ops weight types" PASS "MUL_MAT and GET_ROWS pass for $qtypes"
 else note "rt-test-ops weight types" FAIL "no passing case for$missing"
+fi
+# FLASH_ATTN (plugins/cuda/kernels/flash_attn.cu): every case of the table
+# must have run on cuda0 and passed.
+fa_all=$(grep -cE '^  cuda0 +FLASH_ATTN ' build/device/test-ops.txt 2>/dev/null)
+fa_ok=$(grep -cE '^  cuda0 +FLASH_ATTN .* OK ' build/device/test-ops.txt 2>/dev/null)
+if [ "${fa_all:-0}" -gt 0 ] && [ "$fa_all" = "$fa_ok" ]; then
+    note "rt-test-ops FLASH_ATTN" PASS "$fa_ok of $fa_all cases pass on cuda0"
+else
+    note "rt-test-ops FLASH_ATTN" FAIL "${fa_ok:-0} of ${fa_all:-0} cases pass on cuda0: $(grep -E \
+        '^  cuda0 +FLASH_ATTN ' build/device/test-ops.txt 2>/dev/null | grep -v ' OK ' | head -n 1 | cut -c1-100)"
 fi
 step "mul_mat paths" 180 "build/device/cuda_bench --check-only"
 
@@ -187,6 +203,16 @@ fi
 
 step "cuBLAS and bandwidth" 120 "build/device/cuda_ref"
 step "rt MUL_MAT perf" 180 "build/device/cuda_bench --perf-only"
+# FLASH_ATTN's perf rows: "  cuda0  T ms  G GFLOPS" under each case's name.
+step "rt FLASH_ATTN perf" 90 "build/bin/rt-test-ops perf --device cuda0 --op FLASH_ATTN \
+    > build/device/fa-perf.txt; rc=\$?; cat build/device/fa-perf.txt; exit \$rc"
+peer=${RT_PEER_TEST_BACKEND_OPS:-}
+if [ -n "$peer" ] && [ -x "$peer" ]; then
+    step "llama.cpp FLASH_ATTN_EXT perf" 90 "$peer perf -o FLASH_ATTN_EXT -b CUDA0 | grep -E 'FLASH_ATTN_EXT' \
+        | grep -E 'hsk=128,hsv=128' | head -n 12; true"
+else
+    note "llama.cpp FLASH_ATTN_EXT perf" SKIP "no CUDA test-backend-ops (set RT_PEER_TEST_BACKEND_OPS to one)"
+fi
 # rt-bench ops times each run with a wait (launch overhead included) and
 # measures the CPU's ceilings, not the GPU's: the ratios above come from
 # cuda_bench and cuda_ref; these rows cross-check the times.
@@ -225,6 +251,15 @@ bw=$(key read_bw gbps)
         g=$(key "mmv_$t" gbps)
         echo "| $t mat-vec 65536x8192, GB/s of weights | ${g:-?} | read bandwidth: ${bw:-?} | $(ratio "${g:-0}" "${bw:-0}") |"
     done
+    echo
+    echo "| FLASH_ATTN case | cuda0 | cpu0 (same run) |"
+    echo "| --- | --- | --- |"
+    # Each case's name line, then a row per device: "  DEV  T ms  G GFLOPS"
+    # (rt-test-ops pads device names to 8 columns: match them with " +").
+    awk '/^FLASH_ATTN \[/ { if (c != "") print "| " c " | " d " | " h " |"; c = substr($0, 13); sub(/\]$/, "", c); d = "?"; h = "?"; next }
+         $1 ~ /^cuda/ && c != "" { d = ($3 == "ms") ? $2 " ms, " $4 " GFLOP/s" : $0 }
+         $1 ~ /^cpu/ && c != "" { h = ($3 == "ms") ? $2 " ms, " $4 " GFLOP/s" : $0 }
+         END { if (c != "") print "| " c " | " d " | " h " |" }' build/device/fa-perf.txt 2>/dev/null | tr -s ' '
     echo
     echo "$failed step(s) failed; every step's output is in log.txt."
 } >"$summary"

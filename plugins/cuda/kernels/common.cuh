@@ -11,6 +11,7 @@
 #include <cuda_fp16.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "dequant.cuh"
 #include "kernels.h"
@@ -48,6 +49,13 @@ __device__ __forceinline__ void rt_cu_store(int32_t type, char *p, float v) {
     case RT_TYPE_BF16: *(__nv_bfloat16 *)p = __float2bfloat16_rn(v); return;
     default: return;
     }
+}
+
+/* A float op_param, stored by its bits (host code: launchers read them). */
+static inline float rt_cu_param_f32(int32_t bits) {
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
 }
 
 //===--- rows ---===//

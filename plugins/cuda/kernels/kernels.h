@@ -89,7 +89,8 @@ typedef struct rt_cu_tensor {
     int64_t nb[RT_MAX_DIMS];    /* stride in bytes per dimension */
 } rt_cu_tensor_t;
 
-#define RT_CU_MAX_SRC 3
+/* FLASH_ATTN reads four sources (q, k, v, mask); the others fewer. */
+#define RT_CU_MAX_SRC 4
 
 /* One node: its op, op_params, result and the sources its kernel reads. */
 typedef struct rt_cu_node {
@@ -136,6 +137,54 @@ RT_CU_INTERNAL cudaError_t rt_cu_launch_mul_mat_vec(const rt_cu_node_t *n, cudaS
 /* MUL_MAT, any shape: shared-memory tiles, F32 arithmetic throughout. The
  * fallback when cuBLAS is missing, and the exact path for small products. */
 RT_CU_INTERNAL cudaError_t rt_cu_launch_mul_mat_tiled(const rt_cu_node_t *n, cudaStream_t stream);
+
+/* FLASH_ATTN (kernels/flash_attn.cu): src[0] q F32, src[1] k and src[2] v
+ * (F32 or F16), src[3] the mask (F32/F16, or zero), params[0] scale and
+ * params[1] the soft-cap; dst F32 {Dv, H, N, n3}. Blocks of n_warps warps,
+ * one query row (a query and one of the heads that share a kv head) per
+ * warp, walk their key range one tile of RT_CU_FA_TILE keys (one per lane)
+ * at a time through shared memory. Decode has too few rows to fill the
+ * GPU, so the keys are split into n_split ranges whose partials a second
+ * kernel merges; partials takes the plan's scratch bytes (NULL when
+ * n_split is 1). Head sizes up to RT_CU_FA_MAX_DIM. */
+#define RT_CU_FA_TILE 32
+#define RT_CU_FA_MAX_WARPS 8
+#define RT_CU_FA_MAX_DIM 256
+#define RT_CU_FA_PART_HEAD 2 /* floats before acc in a partial record: m, l */
+
+typedef struct rt_cu_fa_plan {
+    int64_t rows;        /* query rows per kv head and plane: N * (H / H_kv) */
+    int64_t row_blocks;  /* blocks over those rows: ceil(rows / n_warps) */
+    int n_warps;         /* warps per block, one row each */
+    int n_split;         /* key ranges, merged by a second kernel when > 1 */
+    int64_t chunk;       /* keys per range, whole tiles */
+    size_t scratch;      /* bytes of partials (0 when n_split is 1) */
+} rt_cu_fa_plan_t;
+
+/* The plan for q {D, N, H, n3} over n_kv keys of H_kv heads, Dv values,
+ * on a GPU of n_sm multiprocessors: split the keys only as far as needed
+ * to give every multiprocessor two blocks, and never below a few tiles per
+ * range (each range costs a partial record and its merge). */
+static inline rt_cu_fa_plan_t rt_cu_fa_plan(int64_t N, int64_t H, int64_t H_kv, int64_t n3, int64_t n_kv,
+                                            int64_t Dv, int n_sm) {
+    rt_cu_fa_plan_t p;
+    const int64_t min_tiles = 4;
+    p.rows = N * (H / H_kv);
+    p.n_warps = p.rows < RT_CU_FA_MAX_WARPS ? (int)(p.rows > 0 ? p.rows : 1) : RT_CU_FA_MAX_WARPS;
+    p.row_blocks = (p.rows + p.n_warps - 1) / p.n_warps;
+    const int64_t blocks = p.row_blocks * H_kv * n3, target = 2 * (int64_t)(n_sm > 0 ? n_sm : 1);
+    const int64_t tiles = (n_kv + RT_CU_FA_TILE - 1) / RT_CU_FA_TILE;
+    int64_t want = blocks >= target ? 1 : (target + blocks - 1) / blocks;
+    int64_t per = want > 1 ? (tiles + want - 1) / want : tiles;
+    if (per < min_tiles) per = min_tiles;
+    p.chunk = per * RT_CU_FA_TILE;
+    p.n_split = tiles > per ? (int)((tiles + per - 1) / per) : 1;
+    p.scratch = p.n_split > 1 ? (size_t)p.n_split * (size_t)(N * H * n3) * (size_t)(Dv + RT_CU_FA_PART_HEAD) * sizeof(float) : 0;
+    return p;
+}
+
+RT_CU_INTERNAL cudaError_t rt_cu_launch_flash_attn(const rt_cu_node_t *n, const rt_cu_fa_plan_t *plan,
+                                                   float *partials, cudaStream_t stream);
 
 /* The pointer arrays of cublasGemmBatchedEx for a MUL_MAT whose batch
  * cannot be one stride: batch t (i2 = t % b2, i3 = t / b2 over dst's dims 2

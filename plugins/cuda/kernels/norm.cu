@@ -9,14 +9,6 @@
 #include "common.cuh"
 
 #include <math.h>
-#include <string.h>
-
-/* A float op_param, stored by its bits. */
-static float rt_cu_param_f32(int32_t bits) {
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
 
 //===--- NORM, RMS_NORM ---===//
 
