@@ -9,7 +9,8 @@
 #   rt-test-ops     every conformance case (tests/conform) on cuda0, the
 #                   multi-node graphs against the CPU plugin, every
 #                   quantised weight type among the cases that passed, and
-#                   every FLASH_ATTN case passed (not "not supported")
+#                   every FLASH_ATTN case passed (not "not supported"),
+#                   and again under compute-sanitizer memcheck and racecheck
 #   cuda_bench      MUL_MAT paths at shapes rt-test-ops does not reach
 #   stories260K     greedy, 64 tokens: CPU alone, CUDA (all layers, CUDA
 #                   graphs on and off), CPU + CUDA split; texts must match
@@ -138,6 +139,17 @@ if [ "${fa_all:-0}" -gt 0 ] && [ "$fa_all" = "$fa_ok" ]; then
 else
     note "rt-test-ops FLASH_ATTN" FAIL "${fa_ok:-0} of ${fa_all:-0} cases pass on cuda0: $(grep -E \
         '^  cuda0 +FLASH_ATTN ' build/device/test-ops.txt 2>/dev/null | grep -v ' OK ' | head -n 1 | cut -c1-100)"
+fi
+# The FLASH_ATTN cases again under compute-sanitizer (out-of-bounds and
+# misaligned accesses; races on the kernel's shared tiles), eagerly.
+san=$(command -v compute-sanitizer 2>/dev/null || echo "${cuda_home:-/usr/local/cuda}/bin/compute-sanitizer")
+if [ -x "$san" ]; then
+    step "FLASH_ATTN memcheck, racecheck" 90 "for tool in memcheck racecheck; do RT_CUDA_GRAPHS=0 $san \
+        --tool \$tool --error-exitcode 3 build/bin/rt-test-ops --device cuda0 --op FLASH_ATTN \
+        > build/device/san-\$tool.txt 2>&1; rc=\$?; tail -n 3 build/device/san-\$tool.txt; \
+        [ \$rc = 0 ] || exit 1; done"
+else
+    note "FLASH_ATTN memcheck, racecheck" SKIP "no compute-sanitizer in PATH or beside nvcc"
 fi
 step "mul_mat paths" 180 "build/device/cuda_bench --check-only"
 
