@@ -15,7 +15,12 @@
  *           prompts, padding), soft-capping, match the reference
  *   cufa-4  a query that sees no key gets exact zeros, split or not
  *   cufa-5  a tile the row cannot see changes nothing when processed (what
- *           the block-wide skip of a tile relies on) */
+ *           the block-wide skip of a tile relies on)
+ *   cufa-6  a whole node (grouped heads, two planes, Dv != D, a query that
+ *           sees nothing) run block by block over the kernels' grid, with
+ *           their row and partial addressing (flash_attn.cuh), one range
+ *           and several: every output element written, each as the
+ *           reference */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -102,24 +107,30 @@ static void tile(const row_t *r, int64_t t0, int64_t end, rt_cu_fa_state &st, fl
     }
 }
 
+/* What one warp of the first kernel does for its row over key range s:
+ * the output row when the plan has one range, else the range's partial
+ * record at rec. */
+static void range(const row_t *r, const rt_cu_fa_plan_t &p, int64_t s, bool skip_blind, float *y, float *rec) {
+    const int64_t start = s * p.chunk, end = start + p.chunk < r->n_kv ? start + p.chunk : r->n_kv;
+    rt_cu_fa_state st = {-INFINITY, 0.0f};
+    float acc[MAX_D] = {0};
+    for (int64_t t0 = start; t0 < end; t0 += RT_CU_FA_TILE) tile(r, t0, end, st, acc, skip_blind);
+    if (p.n_split == 1) {
+        for (int e = 0; e < r->Dv; e++) y[e] = acc[e] * rt_cu_fa_inv_l(st);
+        return;
+    }
+    rec[0] = st.m;
+    rec[1] = st.l;
+    for (int e = 0; e < r->Dv; e++) rec[RT_CU_FA_PART_HEAD + e] = acc[e];
+}
+
 /* The row through the plan's ranges (the first kernel) and the merge. */
 static void emulate(const row_t *r, const rt_cu_fa_plan_t &p, bool skip_blind, float *y) {
     const size_t rec = (size_t)r->Dv + RT_CU_FA_PART_HEAD;
     static float part[64 * (MAX_D + RT_CU_FA_PART_HEAD)];
     assert_true(p.n_split <= 64);
-    for (int s = 0; s < p.n_split; s++) {
-        const int64_t start = s * p.chunk, end = start + p.chunk < r->n_kv ? start + p.chunk : r->n_kv;
-        rt_cu_fa_state st = {-INFINITY, 0.0f};
-        float acc[MAX_D] = {0};
-        for (int64_t t0 = start; t0 < end; t0 += RT_CU_FA_TILE) tile(r, t0, end, st, acc, skip_blind);
-        if (p.n_split == 1) {
-            for (int e = 0; e < r->Dv; e++) y[e] = acc[e] * rt_cu_fa_inv_l(st);
-            return;
-        }
-        part[s * rec] = st.m;
-        part[s * rec + 1] = st.l;
-        for (int e = 0; e < r->Dv; e++) part[s * rec + RT_CU_FA_PART_HEAD + e] = acc[e];
-    }
+    for (int s = 0; s < p.n_split; s++) range(r, p, s, skip_blind, y, part + s * rec);
+    if (p.n_split == 1) return;
     float m, inv_l;
     rt_cu_fa_merge_scale(part, p.n_split, rec, &m, &inv_l);
     for (int e = 0; e < r->Dv; e++) y[e] = rt_cu_fa_merge_elem(part, p.n_split, rec, m, inv_l, e);
@@ -223,6 +234,85 @@ static void test_skip(void **state) {
     }
 }
 
+/* A whole node, block by block as the grid runs it: q {D, N, H, n3}, k/v
+ * {D|Dv, n_kv, H_kv, n3} and a mask {n_kv, N}, all dense; out {Dv, H, N, n3}. */
+typedef struct node {
+    int D, Dv, N, H, H_kv, n3, n_kv;
+    float q[2][4][3][16], k[2][2][200][16], v[2][2][200][24], mask[3][200];
+} node_t;
+
+static node_t the_node;
+
+/* Row (i, h, i3) of the node as a row_t. */
+static void node_row(const node_t *n, int64_t i, int64_t h, int64_t i3, row_t *r) {
+    const int64_t g = h / (n->H / n->H_kv);
+    r->D = n->D, r->Dv = n->Dv, r->n_kv = n->n_kv, r->scale = 0.25f, r->cap = 0.0f;
+    memcpy(r->q, n->q[i3][h][i], n->D * sizeof r->q[0]);
+    for (int j = 0; j < n->n_kv; j++) {
+        memcpy(r->k[j], n->k[i3][g][j], n->D * sizeof r->k[0][0]);
+        memcpy(r->v[j], n->v[i3][g][j], n->Dv * sizeof r->v[0][0]);
+        r->mask[j] = n->mask[i][j];
+    }
+}
+
+static void grid_run(const node_t *n, const rt_cu_fa_plan_t &p, float *out, float *part) {
+    static row_t r;
+    const int64_t r_q = n->H / n->H_kv, n_rows = (int64_t)n->N * n->H * n->n3;
+    for (int64_t bz = 0; bz < p.n_split; bz++)
+        for (int64_t by = 0; by < (int64_t)n->H_kv * n->n3; by++)
+            for (int64_t bx = 0; bx < p.row_blocks; bx++)
+                for (int64_t w = 0; w < p.n_warps; w++) {
+                    const int64_t t = bx * p.n_warps + w;
+                    if (t >= p.rows) continue;
+                    const rt_cu_fa_where x = rt_cu_fa_locate(t, by, n->H_kv, r_q);
+                    node_row(n, x.i, x.h, x.i3, &r);
+                    float *y = out + ((x.i3 * n->N + x.i) * n->H + x.h) * n->Dv;
+                    range(&r, p, bz, true, y, part + rt_cu_fa_part_at(bz, rt_cu_fa_rid(x, n->H_kv, p.rows), n_rows, n->Dv));
+                }
+    if (p.n_split == 1) return;
+    const size_t stride = rt_cu_fa_part_at(1, 0, n_rows, n->Dv);
+    for (int64_t rid = 0; rid < n_rows; rid++) {
+        const rt_cu_fa_where x = rt_cu_fa_locate_rid(rid, n->H_kv, p.rows, r_q);
+        const float *pr = part + rt_cu_fa_part_at(0, rid, n_rows, n->Dv);
+        float m, inv_l;
+        rt_cu_fa_merge_scale(pr, p.n_split, stride, &m, &inv_l);
+        for (int e = 0; e < n->Dv; e++)
+            out[((x.i3 * n->N + x.i) * n->H + x.h) * n->Dv + e] = rt_cu_fa_merge_elem(pr, p.n_split, stride, m, inv_l, e);
+    }
+}
+
+static void test_grid(void **state) {
+    (void)state;
+    node_t *n = &the_node;
+    n->D = 16, n->Dv = 24, n->N = 3, n->H = 4, n->H_kv = 2, n->n3 = 2, n->n_kv = 200;
+    for (float *f = &n->q[0][0][0][0]; f < &n->mask[0][0]; f++) *f = rng_f(-1.0f, 1.0f);
+    for (int i = 0; i < n->N; i++) /* causal at depth 150, query 1 sees nothing */
+        for (int j = 0; j < n->n_kv; j++) n->mask[i][j] = j <= 150 + i && i != 1 ? 0.0f : -INFINITY;
+    static float out[2 * 3 * 4 * 24], part[1 << 16];
+    static row_t r;
+    int split = 0;
+    for (int sm = 1; sm <= 64; sm *= 8) {
+        const rt_cu_fa_plan_t p = rt_cu_fa_plan(n->N, n->H, n->H_kv, n->n3, n->n_kv, n->Dv, sm);
+        assert_true(p.scratch <= sizeof part);
+        split += p.n_split > 1;
+        memset(out, 0xff, sizeof out); /* NaN: every element must be written */
+        grid_run(n, p, out, part);
+        for (int i3 = 0; i3 < n->n3; i3++)
+            for (int i = 0; i < n->N; i++)
+                for (int h = 0; h < n->H; h++) {
+                    double ref[MAX_D];
+                    node_row(n, i, h, i3, &r);
+                    reference(&r, ref);
+                    const float *y = out + ((i3 * n->N + i) * n->H + h) * n->Dv;
+                    for (int e = 0; e < n->Dv; e++)
+                        if (!(fabs((double)y[e] - ref[e]) <= 2e-6 + 2e-5 * fabs(ref[e])))
+                            fail_msg("cufa-6: %d range(s): out[%d, %d, %d, %d] = %.9g, the reference %.9g",
+                                     p.n_split, e, h, i, i3, (double)y[e], ref[e]);
+                }
+    }
+    assert_true(split > 0); /* the merge ran */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plan),
@@ -230,6 +320,7 @@ int main(void) {
         cmocka_unit_test(test_masked),
         cmocka_unit_test(test_blind),
         cmocka_unit_test(test_skip),
+        cmocka_unit_test(test_grid),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

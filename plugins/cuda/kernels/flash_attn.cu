@@ -109,9 +109,10 @@ __global__ void __launch_bounds__(RT_CU_FA_THREADS)
     const int lane = threadIdx.x, w = threadIdx.y;
     float *qs = vt + RT_CU_FA_TILE * DV4 + w * D4;
 
-    const int64_t t = (int64_t)blockIdx.x * blockDim.y + w, g = blockIdx.y % a.H_kv, i3 = blockIdx.y / a.H_kv;
+    const int64_t t = (int64_t)blockIdx.x * blockDim.y + w;
     const bool active = t < a.rows; /* warp-uniform; idle warps still join every barrier */
-    const int64_t i = active ? t / a.r : 0, h = g * a.r + (active ? t % a.r : 0);
+    const rt_cu_fa_where x = rt_cu_fa_locate(active ? t : 0, blockIdx.y, a.H_kv, a.r);
+    const int64_t g = x.g, i3 = x.i3, i = x.i, h = x.h;
     const float *qrow = (const float *)(q.data + i * q.nb[1] + h * q.nb[2] + i3 * q.nb[3]);
     for (int d = lane; d < D4; d += RT_CU_WARP) qs[d] = active && d < D ? qrow[d] * a.scale : 0.0f;
     const char *kbase = k.data + g * k.nb[2] + i3 * k.nb[3], *vbase = v.data + g * v.nb[2] + i3 * v.nb[3];
@@ -164,8 +165,7 @@ __global__ void __launch_bounds__(RT_CU_FA_THREADS)
             if (lane + RT_CU_WARP * c < Dv) orow[lane + RT_CU_WARP * c] = acc[c] * inv;
         return;
     }
-    const int64_t rid = (i3 * a.H_kv + g) * a.rows + t;
-    float *part = a.part + ((int64_t)blockIdx.z * a.n_rows + rid) * (Dv + RT_CU_FA_PART_HEAD);
+    float *part = a.part + rt_cu_fa_part_at(blockIdx.z, rt_cu_fa_rid(x, a.H_kv, a.rows), a.n_rows, Dv);
     if (lane == 0) {
         part[0] = st.m;
         part[1] = st.l;
@@ -179,13 +179,12 @@ __global__ void __launch_bounds__(RT_CU_FA_THREADS)
 __global__ void rt_cu_k_fa_merge(rt_cu_tensor_t dst, rt_cu_fa_args a) {
     const int64_t rid = (int64_t)blockIdx.x * blockDim.y + threadIdx.y;
     if (rid >= a.n_rows) return;
-    const int64_t t = rid % a.rows, gi = rid / a.rows, g = gi % a.H_kv, i3 = gi / a.H_kv;
-    const int64_t i = t / a.r, h = g * a.r + t % a.r;
-    const size_t rec = (size_t)a.Dv + RT_CU_FA_PART_HEAD, stride = (size_t)a.n_rows * rec;
-    const float *part = a.part + (size_t)rid * rec;
+    const rt_cu_fa_where x = rt_cu_fa_locate_rid(rid, a.H_kv, a.rows, a.r);
+    const size_t stride = rt_cu_fa_part_at(1, 0, a.n_rows, a.Dv);
+    const float *part = a.part + rt_cu_fa_part_at(0, rid, a.n_rows, a.Dv);
     float m, inv_l;
     rt_cu_fa_merge_scale(part, a.n_split, stride, &m, &inv_l);
-    float *orow = (float *)(dst.data + h * dst.nb[1] + i * dst.nb[2] + i3 * dst.nb[3]);
+    float *orow = (float *)(dst.data + x.h * dst.nb[1] + x.i * dst.nb[2] + x.i3 * dst.nb[3]);
     for (int e = threadIdx.x; e < a.Dv; e += RT_CU_WARP)
         orow[e] = rt_cu_fa_merge_elem(part, a.n_split, stride, m, inv_l, e);
 }

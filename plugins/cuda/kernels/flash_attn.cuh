@@ -58,6 +58,39 @@ RT_CU_FA_HD float rt_cu_fa_inv_l(const rt_cu_fa_state &st) {
     return st.m == -INFINITY ? 0.0f : 1.0f / st.l;
 }
 
+/* Where a block's warp works (kernels/flash_attn.cu's grid: x over row
+ * blocks, y over kv heads g and planes i3, z over key ranges). Row t of a
+ * kv head is query i = t / r under head g * r + t % r (r = H / H_kv);
+ * rows of all heads and planes are numbered rid = (i3 H_kv + g) rows + t,
+ * which orders the partials and the merge's warps. */
+struct rt_cu_fa_where {
+    int64_t t, g, i3, i, h;
+};
+
+RT_CU_FA_HD rt_cu_fa_where rt_cu_fa_locate(int64_t t, int64_t gy, int64_t H_kv, int64_t r) {
+    rt_cu_fa_where x;
+    x.t = t;
+    x.g = gy % H_kv;
+    x.i3 = gy / H_kv;
+    x.i = t / r;
+    x.h = x.g * r + t % r;
+    return x;
+}
+
+RT_CU_FA_HD int64_t rt_cu_fa_rid(const rt_cu_fa_where &x, int64_t H_kv, int64_t rows) {
+    return (x.i3 * H_kv + x.g) * rows + x.t;
+}
+
+/* The merge's inverse of rt_cu_fa_rid. */
+RT_CU_FA_HD rt_cu_fa_where rt_cu_fa_locate_rid(int64_t rid, int64_t H_kv, int64_t rows, int64_t r) {
+    return rt_cu_fa_locate(rid % rows, rid / rows, H_kv, r);
+}
+
+/* Floats from the partials' start to range s's record of row rid. */
+RT_CU_FA_HD size_t rt_cu_fa_part_at(int64_t s, int64_t rid, int64_t n_rows, int64_t Dv) {
+    return ((size_t)s * (size_t)n_rows + (size_t)rid) * (size_t)(Dv + RT_CU_FA_PART_HEAD);
+}
+
 /* The partials of one query row: n_split records of (m, l, acc[Dv]),
  * stride floats apart (RT_CU_FA_PART_HEAD floats, then acc). The max M over
  * the splits and 1/L, L = sum_s exp(m_s - M) l_s; false (and *out_inv_l 0)
