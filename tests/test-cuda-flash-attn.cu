@@ -166,7 +166,9 @@ static void test_plan(void **state) {
                 const rt_cu_fa_plan_t p = rt_cu_fa_plan(N, H, H_kv, 1, n_kv, Dv, sm);
                 assert_int_equal(p.rows, N * 4);                                     /* cufa-1 */
                 assert_true(p.n_warps >= 1 && p.n_warps <= RT_CU_FA_MAX_WARPS);
-                assert_true(p.row_blocks * p.n_warps >= p.rows && (p.row_blocks - 1) * p.n_warps < p.rows);
+                const int64_t per_block = (int64_t)p.n_warps * p.rows_per_warp;
+                assert_true(p.rows_per_warp == 1 || p.rows_per_warp == RT_CU_FA_MAX_ROWS_PER_WARP);
+                assert_true(p.row_blocks * per_block >= p.rows && (p.row_blocks - 1) * per_block < p.rows);
                 assert_true(p.chunk > 0 && p.chunk % RT_CU_FA_TILE == 0);
                 assert_true(p.n_split >= 1 && p.n_split <= 65535);
                 assert_true((int64_t)p.n_split * p.chunk >= n_kv);                  /* every key */
@@ -238,7 +240,7 @@ static void test_skip(void **state) {
  * {D|Dv, n_kv, H_kv, n3} and a mask {n_kv, N}, all dense; out {Dv, H, N, n3}. */
 typedef struct node {
     int D, Dv, N, H, H_kv, n3, n_kv;
-    float q[2][4][3][16], k[2][2][200][16], v[2][2][200][24], mask[3][200];
+    float q[2][4][9][16], k[2][2][200][16], v[2][2][200][24], mask[9][200];
 } node_t;
 
 static node_t the_node;
@@ -261,8 +263,9 @@ static void grid_run(const node_t *n, const rt_cu_fa_plan_t &p, float *out, floa
     for (int64_t bz = 0; bz < p.n_split; bz++)
         for (int64_t by = 0; by < (int64_t)n->H_kv * n->n3; by++)
             for (int64_t bx = 0; bx < p.row_blocks; bx++)
-                for (int64_t w = 0; w < p.n_warps; w++) {
-                    const int64_t t = bx * p.n_warps + w;
+                for (int64_t w = 0; w < (int64_t)p.n_warps * p.rows_per_warp; w++) {
+                    const int64_t t = rt_cu_fa_row(bx, w / p.rows_per_warp, w % p.rows_per_warp, p.n_warps,
+                                                   p.rows_per_warp);
                     if (t >= p.rows) continue;
                     const rt_cu_fa_where x = rt_cu_fa_locate(t, by, n->H_kv, r_q);
                     node_row(n, x.i, x.h, x.i3, &r);
@@ -281,14 +284,15 @@ static void grid_run(const node_t *n, const rt_cu_fa_plan_t &p, float *out, floa
     }
 }
 
-static void test_grid(void **state) {
-    (void)state;
+/* N queries: 3 (a warp per row), 9 (two rows per warp, the last block
+ * with idle warps and an idle row). */
+static void grid_check(int N) {
     node_t *n = &the_node;
-    n->D = 16, n->Dv = 24, n->N = 3, n->H = 4, n->H_kv = 2, n->n3 = 2, n->n_kv = 200;
+    n->D = 16, n->Dv = 24, n->N = N, n->H = 4, n->H_kv = 2, n->n3 = 2, n->n_kv = 200;
     for (float *f = &n->q[0][0][0][0]; f < &n->mask[0][0]; f++) *f = rng_f(-1.0f, 1.0f);
     for (int i = 0; i < n->N; i++) /* causal at depth 150, query 1 sees nothing */
         for (int j = 0; j < n->n_kv; j++) n->mask[i][j] = j <= 150 + i && i != 1 ? 0.0f : -INFINITY;
-    static float out[2 * 3 * 4 * 24], part[1 << 16];
+    static float out[2 * 9 * 4 * 24], part[1 << 17];
     static row_t r;
     int split = 0;
     for (int sm = 1; sm <= 64; sm *= 8) {
@@ -311,6 +315,13 @@ static void test_grid(void **state) {
                 }
     }
     assert_true(split > 0); /* the merge ran */
+}
+
+static void test_grid(void **state) {
+    (void)state;
+    grid_check(3);
+    grid_check(9);
+    assert_int_equal(rt_cu_fa_plan(9, 4, 2, 2, 200, 24, 1).rows_per_warp, 2);
 }
 
 int main(void) {

@@ -1,20 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /* flash_attn.cu: FLASH_ATTN's kernels (the plan and the layout are in
- * kernels.h, the online softmax in flash_attn.cuh). A block holds up to
- * RT_CU_FA_MAX_WARPS query rows that share one kv head (rows t = i * r +
- * hh of query i and head g * r + hh, r = H / H_kv: under grouped queries
- * the heads of one query sit side by side, so they also share the mask
- * row) and walks one key range a tile of 32 keys at a time:
+ * kernels.h, the online softmax and the rows' addressing in
+ * flash_attn.cuh). A block holds up to RT_CU_FA_MAX_WARPS warps of one or
+ * (prompts) two query rows each, rows that share one kv head (rows t = i *
+ * r + hh of query i and head g * r + hh, r = H / H_kv: under grouped
+ * queries the heads of one query sit side by side, so they also share the
+ * mask row), and walks one key range a tile of 32 keys at a time:
  *
  *   1. each lane reads its key's mask value; a tile that no row of the
  *      block can see (every value -inf: the future under a causal mask)
  *      is skipped by the whole block, before anything is loaded;
  *   2. the block loads the tile's k and v rows into shared memory as F32
  *      (four elements per load where rows are aligned);
- *   3. each warp gives lane j key j's score (q pre-scaled in shared memory,
- *      k rows padded by four floats so that the lanes' 16-byte reads fall
- *      in distinct banks), takes the tile's max and sum with shuffles, and
- *      adds p_j v_j into its lanes' share of Dv (lane + 32 c).
+ *   3. each warp gives lane j key j's score for each of its rows (q
+ *      pre-scaled in shared memory, k rows padded by four floats so that
+ *      the lanes' 16-byte reads fall in distinct banks; each k and v
+ *      element read once for both rows), takes the tile's max and sum with
+ *      shuffles, and adds p_j v_j into its lanes' share of Dv (lane + 32 c).
  *
  * Arithmetic is F32 throughout (q and p are not rounded to the cache's
  * type). With one range the block writes the output; with several it
@@ -26,6 +28,11 @@
 #include "flash_attn.cuh"
 
 #define RT_CU_FA_THREADS (RT_CU_WARP * RT_CU_FA_MAX_WARPS)
+/* Blocks of RT_CU_FA_THREADS an SM must hold at once: 2 leaves 128
+ * registers a thread, what two rows' acc in the generic kernel take
+ * without spilling (with no minimum, nvcc 13 caps these kernels at 64 and
+ * spills). */
+#define RT_CU_FA_MIN_BLOCKS 2
 
 /* What every block of a launch shares besides the tensors. */
 struct rt_cu_fa_args {
@@ -41,10 +48,10 @@ struct rt_cu_fa_args {
 
 __host__ __device__ constexpr int rt_cu_fa_pad4(int n) { return (n + 3) & ~3; }
 
-/* Shared floats of a block: k tile (rows padded by 4), v tile, q rows. */
-__host__ __device__ constexpr size_t rt_cu_fa_smem(int D, int Dv, int n_warps) {
+/* Shared bytes of a block: k tile (rows padded by 4), v tile, q rows. */
+__host__ __device__ constexpr size_t rt_cu_fa_smem(int D, int Dv, int n_rows) {
     return sizeof(float) * ((size_t)RT_CU_FA_TILE * (rt_cu_fa_pad4(D) + 4) +
-                            (size_t)RT_CU_FA_TILE * rt_cu_fa_pad4(Dv) + (size_t)n_warps * rt_cu_fa_pad4(D));
+                            (size_t)RT_CU_FA_TILE * rt_cu_fa_pad4(Dv) + (size_t)n_rows * rt_cu_fa_pad4(D));
 }
 
 /* Four elements d..d+3 of a k or v row; past n, zeros. */
@@ -79,26 +86,90 @@ __device__ __forceinline__ void rt_cu_fa_load_tile(float *tile, int ld, const rt
     }
 }
 
-/* Lane's score of key (this lane's) against the warp's q row in qs. */
-template <int D4>
-__device__ __forceinline__ float rt_cu_fa_dot(const float *qs, const float *krow, int d4) {
-    const int n4 = (D4 ? D4 : d4) / 4;
+/* Lane's key (krow) against the warp's RW q rows in qs (D4 floats each):
+ * each k element is read once for all of them. */
+template <int D4, int RW>
+__device__ __forceinline__ void rt_cu_fa_dot(const float *qs, const float *krow, int d4, float dot[RW]) {
+    const int n4 = (D4 ? D4 : d4) / 4; /* also the float4s between rows of qs */
     const float4 *q4 = (const float4 *)qs, *k4 = (const float4 *)krow;
-    float dot = 0.0f;
+#pragma unroll
+    for (int rr = 0; rr < RW; rr++) dot[rr] = 0.0f;
 #pragma unroll 8
     for (int c = 0; c < n4; c++) {
-        const float4 a = q4[c], b = k4[c];
-        dot = fmaf(a.x, b.x, dot);
-        dot = fmaf(a.y, b.y, dot);
-        dot = fmaf(a.z, b.z, dot);
-        dot = fmaf(a.w, b.w, dot);
+        const float4 b = k4[c];
+#pragma unroll
+        for (int rr = 0; rr < RW; rr++) {
+            const float4 a = q4[rr * n4 + c];
+            dot[rr] = fmaf(a.x, b.x, dot[rr]);
+            dot[rr] = fmaf(a.y, b.y, dot[rr]);
+            dot[rr] = fmaf(a.z, b.z, dot[rr]);
+            dot[rr] = fmaf(a.w, b.w, dot[rr]);
+        }
     }
-    return dot;
 }
 
-/* The block's key range [start, end), its partial or output per row. */
-template <int D_CT, int DV_CT>
-__global__ void __launch_bounds__(RT_CU_FA_THREADS)
+/* One warp's rows over one loaded tile: scores, the online softmax, and
+ * p_j v_j into acc (lane + 32 c of Dv). A row that sees no key of the
+ * tile keeps its state (its weights are all 0). */
+template <int D_CT, int DV_CT, int RW, int NC>
+__device__ __forceinline__ void rt_cu_fa_tile(const float *qs, const float *kt, const float *vt, int ks, int D4,
+                                              int DV4, int Dv, float cap, const float mv[RW], rt_cu_fa_state st[RW],
+                                              float acc[RW][NC]) {
+    const int lane = threadIdx.x;
+    float dot[RW], p[RW];
+    rt_cu_fa_dot<D_CT ? rt_cu_fa_pad4(D_CT) : 0, RW>(qs, kt + lane * ks, D4, dot);
+#pragma unroll
+    for (int rr = 0; rr < RW; rr++) {
+        const float s = mv[rr] != -INFINITY ? rt_cu_fa_score(dot[rr], cap, mv[rr]) : -INFINITY;
+        float corr = 1.0f;
+        const bool seen = rt_cu_fa_rescale(st[rr], rt_cu_warp_max(s), &corr);
+        p[rr] = seen ? rt_cu_fa_weight(s, st[rr].m) : 0.0f;
+        st[rr].l += rt_cu_warp_sum(p[rr]);
+#pragma unroll
+        for (int c = 0; c < NC; c++) acc[rr][c] *= corr;
+    }
+    for (int j = 0; j < RT_CU_FA_TILE; j++) {
+        float pj[RW];
+#pragma unroll
+        for (int rr = 0; rr < RW; rr++) pj[rr] = __shfl_sync(0xffffffffu, p[rr], j);
+        const float *vr = vt + j * DV4;
+#pragma unroll
+        for (int c = 0; c < NC; c++) {
+            if (lane + RT_CU_WARP * c >= Dv) continue;
+            const float x = vr[lane + RT_CU_WARP * c];
+#pragma unroll
+            for (int rr = 0; rr < RW; rr++) acc[rr][c] = fmaf(pj[rr], x, acc[rr][c]);
+        }
+    }
+}
+
+/* A finished row: its output row (one range) or its range's partial. */
+template <int NC>
+__device__ __forceinline__ void rt_cu_fa_finish(const rt_cu_tensor_t &dst, const rt_cu_fa_args &a,
+                                                const rt_cu_fa_where &x, int Dv, const rt_cu_fa_state &st,
+                                                const float acc[NC]) {
+    const int lane = threadIdx.x;
+    float *out, scale = 1.0f;
+    if (a.n_split == 1) {
+        out = (float *)(dst.data + x.h * dst.nb[1] + x.i * dst.nb[2] + x.i3 * dst.nb[3]);
+        scale = rt_cu_fa_inv_l(st);
+    } else {
+        float *part = a.part + rt_cu_fa_part_at(blockIdx.z, rt_cu_fa_rid(x, a.H_kv, a.rows), a.n_rows, Dv);
+        if (lane == 0) {
+            part[0] = st.m;
+            part[1] = st.l;
+        }
+        out = part + RT_CU_FA_PART_HEAD;
+    }
+#pragma unroll
+    for (int c = 0; c < NC; c++)
+        if (lane + RT_CU_WARP * c < Dv) out[lane + RT_CU_WARP * c] = acc[c] * scale;
+}
+
+/* The block's key range [start, end): RW rows per warp, their partials or
+ * outputs. */
+template <int D_CT, int DV_CT, int RW>
+__global__ void __launch_bounds__(RT_CU_FA_THREADS, RT_CU_FA_MIN_BLOCKS)
     rt_cu_k_fa(rt_cu_tensor_t dst, rt_cu_tensor_t q, rt_cu_tensor_t k, rt_cu_tensor_t v,
                rt_cu_tensor_t mask, rt_cu_fa_args a) {
     constexpr int NC = DV_CT ? (DV_CT + RT_CU_WARP - 1) / RT_CU_WARP : RT_CU_FA_MAX_DIM / RT_CU_WARP;
@@ -107,72 +178,56 @@ __global__ void __launch_bounds__(RT_CU_FA_THREADS)
     const int D4 = rt_cu_fa_pad4(D), DV4 = rt_cu_fa_pad4(Dv), ks = D4 + 4;
     float *kt = (float *)rt_cu_fa_shared, *vt = kt + RT_CU_FA_TILE * ks;
     const int lane = threadIdx.x, w = threadIdx.y;
-    float *qs = vt + RT_CU_FA_TILE * DV4 + w * D4;
+    float *qs = vt + RT_CU_FA_TILE * DV4 + w * RW * D4;
 
-    const int64_t t = (int64_t)blockIdx.x * blockDim.y + w;
-    const bool active = t < a.rows; /* warp-uniform; idle warps still join every barrier */
-    const rt_cu_fa_where x = rt_cu_fa_locate(active ? t : 0, blockIdx.y, a.H_kv, a.r);
-    const int64_t g = x.g, i3 = x.i3, i = x.i, h = x.h;
-    const float *qrow = (const float *)(q.data + i * q.nb[1] + h * q.nb[2] + i3 * q.nb[3]);
-    for (int d = lane; d < D4; d += RT_CU_WARP) qs[d] = active && d < D ? qrow[d] * a.scale : 0.0f;
+    /* Rows past the last are idle (warp-uniform); idle warps still join every barrier. */
+    bool active[RW];
+    rt_cu_fa_where x[RW];
+    const char *mrow[RW];
+#pragma unroll
+    for (int rr = 0; rr < RW; rr++) {
+        const int64_t t = rt_cu_fa_row(blockIdx.x, w, rr, blockDim.y, RW);
+        active[rr] = t < a.rows;
+        x[rr] = rt_cu_fa_locate(active[rr] ? t : 0, blockIdx.y, a.H_kv, a.r);
+        const float *qrow = (const float *)(q.data + x[rr].i * q.nb[1] + x[rr].h * q.nb[2] + x[rr].i3 * q.nb[3]);
+        for (int d = lane; d < D4; d += RT_CU_WARP)
+            qs[rr * D4 + d] = active[rr] && d < D ? qrow[d] * a.scale : 0.0f;
+        mrow[rr] = mask.data ? mask.data + x[rr].i * mask.nb[1] : nullptr;
+    }
+    const int64_t g = x[0].g, i3 = x[0].i3;
     const char *kbase = k.data + g * k.nb[2] + i3 * k.nb[3], *vbase = v.data + g * v.nb[2] + i3 * v.nb[3];
-    const char *mrow = mask.data ? mask.data + i * mask.nb[1] : nullptr;
 
     const int64_t start = (int64_t)blockIdx.z * a.chunk;
     const int64_t end = start + a.chunk < a.n_kv ? start + a.chunk : a.n_kv;
-    rt_cu_fa_state st = {-INFINITY, 0.0f};
-    float acc[NC];
+    rt_cu_fa_state st[RW];
+    float acc[RW][NC];
 #pragma unroll
-    for (int c = 0; c < NC; c++) acc[c] = 0.0f;
+    for (int rr = 0; rr < RW; rr++) {
+        st[rr] = {-INFINITY, 0.0f};
+#pragma unroll
+        for (int c = 0; c < NC; c++) acc[rr][c] = 0.0f;
+    }
 
     for (int64_t t0 = start; t0 < end; t0 += RT_CU_FA_TILE) {
         const int64_t key = t0 + lane;
-        float mv = key < end ? 0.0f : -INFINITY;
-        if (mrow && active && key < end) mv = rt_cu_load(mask.type, mrow, mask.nb[0], key);
-        const bool sees = active && mv != -INFINITY;
+        float mv[RW];
+        bool sees = false;
+#pragma unroll
+        for (int rr = 0; rr < RW; rr++) {
+            mv[rr] = active[rr] && key < end ? 0.0f : -INFINITY;
+            if (mrow[rr] && mv[rr] == 0.0f) mv[rr] = rt_cu_load(mask.type, mrow[rr], mask.nb[0], key);
+            sees = sees || mv[rr] != -INFINITY;
+        }
         if (!__syncthreads_or(sees)) continue; /* uniform: nothing was written this round */
         rt_cu_fa_load_tile(kt, ks, k, kbase, D, t0, end, a.vec_k);
         rt_cu_fa_load_tile(vt, DV4, v, vbase, Dv, t0, end, a.vec_v);
         __syncthreads();
-        if (active) {
-            const float s = sees ? rt_cu_fa_score(rt_cu_fa_dot<D_CT ? rt_cu_fa_pad4(D_CT) : 0>(qs, kt + lane * ks, D4),
-                                                  a.cap, mv)
-                                 : -INFINITY;
-            float corr;
-            if (rt_cu_fa_rescale(st, rt_cu_warp_max(s), &corr)) {
-                const float p = rt_cu_fa_weight(s, st.m);
-                st.l += rt_cu_warp_sum(p);
-#pragma unroll
-                for (int c = 0; c < NC; c++) acc[c] *= corr;
-                for (int j = 0; j < RT_CU_FA_TILE; j++) {
-                    const float pj = __shfl_sync(0xffffffffu, p, j);
-                    const float *vr = vt + j * DV4;
-#pragma unroll
-                    for (int c = 0; c < NC; c++)
-                        if (lane + RT_CU_WARP * c < Dv) acc[c] = fmaf(pj, vr[lane + RT_CU_WARP * c], acc[c]);
-                }
-            }
-        }
+        if (active[0]) rt_cu_fa_tile<D_CT, DV_CT, RW, NC>(qs, kt, vt, ks, D4, DV4, Dv, a.cap, mv, st, acc);
         __syncthreads(); /* the next tile overwrites kt and vt */
     }
-    if (!active) return;
-
-    if (a.n_split == 1) {
-        float *orow = (float *)(dst.data + h * dst.nb[1] + i * dst.nb[2] + i3 * dst.nb[3]);
-        const float inv = rt_cu_fa_inv_l(st);
 #pragma unroll
-        for (int c = 0; c < NC; c++)
-            if (lane + RT_CU_WARP * c < Dv) orow[lane + RT_CU_WARP * c] = acc[c] * inv;
-        return;
-    }
-    float *part = a.part + rt_cu_fa_part_at(blockIdx.z, rt_cu_fa_rid(x, a.H_kv, a.rows), a.n_rows, Dv);
-    if (lane == 0) {
-        part[0] = st.m;
-        part[1] = st.l;
-    }
-#pragma unroll
-    for (int c = 0; c < NC; c++)
-        if (lane + RT_CU_WARP * c < Dv) part[RT_CU_FA_PART_HEAD + lane + RT_CU_WARP * c] = acc[c];
+    for (int rr = 0; rr < RW; rr++)
+        if (active[rr]) rt_cu_fa_finish<NC>(dst, a, x[rr], Dv, st[rr], acc[rr]);
 }
 
 /* One warp per row: the partials of its n_split ranges into the output. */
@@ -198,17 +253,25 @@ static bool rt_cu_fa_vec_ok(const rt_cu_tensor_t &t, int n) {
            t.nb[3] % align == 0;
 }
 
-template <int D_CT, int DV_CT>
-static cudaError_t rt_cu_fa_launch(const rt_cu_node_t *n, const rt_cu_fa_args &a, dim3 grid, dim3 block,
-                                   cudaStream_t stream) {
-    const size_t smem = rt_cu_fa_smem(a.D, a.Dv, (int)block.y);
+template <int D_CT, int DV_CT, int RW>
+static cudaError_t rt_cu_fa_launch_rw(const rt_cu_node_t *n, const rt_cu_fa_args &a, dim3 grid, dim3 block,
+                                      cudaStream_t stream) {
+    const size_t smem = rt_cu_fa_smem(a.D, a.Dv, (int)block.y * RW);
     if (smem > 48 * 1024) { /* only the generic kernel's largest heads; opting in is idempotent */
-        const cudaError_t e = cudaFuncSetAttribute(rt_cu_k_fa<D_CT, DV_CT>,
+        const cudaError_t e = cudaFuncSetAttribute(rt_cu_k_fa<D_CT, DV_CT, RW>,
                                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         if (e != cudaSuccess) return e;
     }
-    rt_cu_k_fa<D_CT, DV_CT><<<grid, block, smem, stream>>>(n->dst, n->src[0], n->src[1], n->src[2], n->src[3], a);
+    rt_cu_k_fa<D_CT, DV_CT, RW><<<grid, block, smem, stream>>>(n->dst, n->src[0], n->src[1], n->src[2], n->src[3], a);
     return cudaGetLastError();
+}
+
+template <int D_CT, int DV_CT>
+static cudaError_t rt_cu_fa_launch(const rt_cu_node_t *n, const rt_cu_fa_args &a, int rows_per_warp, dim3 grid,
+                                   dim3 block, cudaStream_t stream) {
+    static_assert(RT_CU_FA_MAX_ROWS_PER_WARP == 2, "one instantiation per rows_per_warp");
+    return rows_per_warp == 2 ? rt_cu_fa_launch_rw<D_CT, DV_CT, 2>(n, a, grid, block, stream)
+                              : rt_cu_fa_launch_rw<D_CT, DV_CT, 1>(n, a, grid, block, stream);
 }
 
 cudaError_t rt_cu_launch_flash_attn(const rt_cu_node_t *n, const rt_cu_fa_plan_t *plan, float *partials,
@@ -236,9 +299,10 @@ cudaError_t rt_cu_launch_flash_attn(const rt_cu_node_t *n, const rt_cu_fa_plan_t
     const dim3 grid((unsigned)plan->row_blocks, (unsigned)gy, (unsigned)a.n_split);
     const dim3 block(RT_CU_WARP, (unsigned)plan->n_warps, 1);
     cudaError_t e;
-    if (a.D == 64 && a.Dv == 64) e = rt_cu_fa_launch<64, 64>(n, a, grid, block, stream);
-    else if (a.D == 128 && a.Dv == 128) e = rt_cu_fa_launch<128, 128>(n, a, grid, block, stream);
-    else e = rt_cu_fa_launch<0, 0>(n, a, grid, block, stream);
+    const int rw = plan->rows_per_warp;
+    if (a.D == 64 && a.Dv == 64) e = rt_cu_fa_launch<64, 64>(n, a, rw, grid, block, stream);
+    else if (a.D == 128 && a.Dv == 128) e = rt_cu_fa_launch<128, 128>(n, a, rw, grid, block, stream);
+    else e = rt_cu_fa_launch<0, 0>(n, a, rw, grid, block, stream);
     if (e != cudaSuccess || a.n_split == 1) return e;
     const dim3 mblock(RT_CU_WARP, 4, 1);
     const int64_t mgrid = (a.n_rows + mblock.y - 1) / mblock.y;

@@ -59,10 +59,15 @@ RT_CU_FA_HD float rt_cu_fa_inv_l(const rt_cu_fa_state &st) {
 }
 
 /* Where a block's warp works (kernels/flash_attn.cu's grid: x over row
- * blocks, y over kv heads g and planes i3, z over key ranges). Row t of a
- * kv head is query i = t / r under head g * r + t % r (r = H / H_kv);
+ * blocks, y over kv heads g and planes i3, z over key ranges). Warp w of
+ * row block bx takes rows t = (bx n_warps + w) rows_per_warp + rr. Row t
+ * of a kv head is query i = t / r under head g * r + t % r (r = H / H_kv);
  * rows of all heads and planes are numbered rid = (i3 H_kv + g) rows + t,
  * which orders the partials and the merge's warps. */
+RT_CU_FA_HD int64_t rt_cu_fa_row(int64_t bx, int64_t w, int64_t rr, int64_t n_warps, int64_t rows_per_warp) {
+    return (bx * n_warps + w) * rows_per_warp + rr;
+}
+
 struct rt_cu_fa_where {
     int64_t t, g, i3, i, h;
 };

@@ -141,21 +141,24 @@ RT_CU_INTERNAL cudaError_t rt_cu_launch_mul_mat_tiled(const rt_cu_node_t *n, cud
 /* FLASH_ATTN (kernels/flash_attn.cu): src[0] q F32, src[1] k and src[2] v
  * (F32 or F16), src[3] the mask (F32/F16, or zero), params[0] scale and
  * params[1] the soft-cap; dst F32 {Dv, H, N, n3}. Blocks of n_warps warps,
- * one query row (a query and one of the heads that share a kv head) per
- * warp, walk their key range one tile of RT_CU_FA_TILE keys (one per lane)
- * at a time through shared memory. Decode has too few rows to fill the
+ * rows_per_warp query rows (a query and one of the heads that share a kv
+ * head) per warp, walk their key range one tile of RT_CU_FA_TILE keys (one
+ * per lane) at a time through shared memory; a warp reads each key once
+ * for all its rows. Decode has too few rows to fill the
  * GPU, so the keys are split into n_split ranges whose partials a second
  * kernel merges; partials takes the plan's scratch bytes (NULL when
  * n_split is 1). Head sizes up to RT_CU_FA_MAX_DIM. */
 #define RT_CU_FA_TILE 32
 #define RT_CU_FA_MAX_WARPS 8
 #define RT_CU_FA_MAX_DIM 256
+#define RT_CU_FA_MAX_ROWS_PER_WARP 2
 #define RT_CU_FA_PART_HEAD 2 /* floats before acc in a partial record: m, l */
 
 typedef struct rt_cu_fa_plan {
     int64_t rows;        /* query rows per kv head and plane: N * (H / H_kv) */
-    int64_t row_blocks;  /* blocks over those rows: ceil(rows / n_warps) */
-    int n_warps;         /* warps per block, one row each */
+    int64_t row_blocks;  /* blocks over those rows: ceil(rows / (n_warps * rows_per_warp)) */
+    int n_warps;         /* warps per block */
+    int rows_per_warp;   /* 1, or RT_CU_FA_MAX_ROWS_PER_WARP for prompts */
     int n_split;         /* key ranges, merged by a second kernel when > 1 */
     int64_t chunk;       /* keys per range, whole tiles */
     size_t scratch;      /* bytes of partials (0 when n_split is 1) */
@@ -170,8 +173,11 @@ static inline rt_cu_fa_plan_t rt_cu_fa_plan(int64_t N, int64_t H, int64_t H_kv, 
     rt_cu_fa_plan_t p;
     const int64_t min_tiles = 4;
     p.rows = N * (H / H_kv);
-    p.n_warps = p.rows < RT_CU_FA_MAX_WARPS ? (int)(p.rows > 0 ? p.rows : 1) : RT_CU_FA_MAX_WARPS;
-    p.row_blocks = (p.rows + p.n_warps - 1) / p.n_warps;
+    p.rows_per_warp = p.rows >= RT_CU_FA_MAX_ROWS_PER_WARP * RT_CU_FA_MAX_WARPS ? RT_CU_FA_MAX_ROWS_PER_WARP : 1;
+    const int64_t warps = (p.rows + p.rows_per_warp - 1) / p.rows_per_warp;
+    p.n_warps = warps < RT_CU_FA_MAX_WARPS ? (int)(warps > 0 ? warps : 1) : RT_CU_FA_MAX_WARPS;
+    const int64_t per_block = (int64_t)p.n_warps * p.rows_per_warp;
+    p.row_blocks = (p.rows + per_block - 1) / per_block;
     const int64_t blocks = p.row_blocks * H_kv * n3, target = 2 * (int64_t)(n_sm > 0 ? n_sm : 1);
     const int64_t tiles = (n_kv + RT_CU_FA_TILE - 1) / RT_CU_FA_TILE;
     int64_t want = blocks >= target ? 1 : (target + blocks - 1) / blocks;
