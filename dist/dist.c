@@ -8,7 +8,6 @@
 #include "dist_impl.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -201,29 +200,19 @@ static rt_status_t gather(rtd_t *d) {
     return st;
 }
 
-static void say(rt_write_fn write, void *user, const char *fmt, ...) RT_PRINTF(3, 4);
-static void say(rt_write_fn write, void *user, const char *fmt, ...) {
-    char line[512];
-    va_list ap;
-    va_start(ap, fmt);
-    const int n = vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    if (n > 0) write(line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1, user);
-}
-
 static void report(const rtd_t *d, rt_write_fn write, void *user) {
     const rtd_stats_t *s = &d->stats;
     const bool pp = d->mode == RTD_MODE_PIPELINE;
-    say(write, user, "dist: %s over %d ranks:", pp ? "pipeline" : "tensor parallel", d->comm->size);
+    rt_write_text(write, user, "dist: %s over %d ranks:", pp ? "pipeline" : "tensor parallel", d->comm->size);
     for (int32_t r = 0; pp && r < d->comm->size; r++)
-        say(write, user, " rank %d layers %d-%d", r, d->plan[r].begin, d->plan[r].end - 1);
-    say(write, user, "\ndist: decode: %" PRId64 " steps, %" PRIu64 " bytes %s, %.1f bytes per "
+        rt_write_text(write, user, " rank %d layers %d-%d", r, d->plan[r].begin, d->plan[r].end - 1);
+    rt_write_text(write, user, "\ndist: decode: %" PRId64 " steps, %" PRIu64 " bytes %s, %.1f bytes per "
         "decoded token (n_embd %d); %" PRIu64 " point-to-point bytes in all\n", s->decode_steps,
         s->decode_bytes, pp ? "sent" : "into rank 0's allreduces and broadcasts",
         s->decode_steps ? (double)s->decode_bytes / (double)s->decode_steps : 0.0, d->n_embd,
         s->bytes_sent);
     for (int32_t r = 0; r < d->comm->size; r++)
-        say(write, user, "dist: rank %d: compute %.3f s, communication %.3f s (waiting included)\n",
+        rt_write_text(write, user, "dist: rank %d: compute %.3f s, communication %.3f s (waiting included)\n",
             r, s->compute_seconds[r], s->comm_seconds[r]);
 }
 

@@ -33,9 +33,6 @@ RT_INTERNAL uint64_t rt_error_seq(void);
 RT_INTERNAL rt_status_t rt_error_wrap_since(rt_status_t status, uint64_t seq, const char *fmt, ...)
     RT_PRINTF(3, 4);
 RT_INTERNAL void rt_log(rt_log_level_t level, const char *fmt, ...) RT_PRINTF(2, 3);
-/* printf into an application's writer, a line at a time (write_text.c). */
-RT_INTERNAL void rt_write_text(rt_write_fn write, void *user_data, const char *fmt, ...)
-    RT_PRINTF(3, 4);
 RT_INTERNAL void rt_log_v(rt_log_level_t level, const char *fmt, va_list ap);
 /* Calls the abort hook with "file:line: message", then abort(). */
 RT_INTERNAL _Noreturn void rt_abort_msg(const char *file, int line, const char *fmt, ...)

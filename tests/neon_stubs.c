@@ -14,7 +14,8 @@ const rt_cpu_kern_mm_t *rt_cpu_kern_mm_avx512vnni(void);
     const rt_cpu_kern_vec_t *rt_cpu_kern_vec_##sfx(void) { return NULL; }               \
     const rt_cpu_kern_mm_t *rt_cpu_kern_mm_##sfx(void) { return NULL; }                 \
     const rt_cpu_kern_quant_t *rt_cpu_kern_quant_##sfx(void) { return NULL; }           \
-    const rt_cpu_kern_blocks_t *rt_cpu_kern_blocks_##sfx(void) { return NULL; }
+    const rt_cpu_kern_blocks_t *rt_cpu_kern_blocks_##sfx(void) { return NULL; }         \
+    const rt_cpu_kern_attn_t *rt_cpu_kern_attn_##sfx(void) { return NULL; }
 STUBS(avx2)
 STUBS(avx512)
 STUBS(avx512vnni)

@@ -696,17 +696,76 @@ static void test_smollm2_pipeline(void **state) {
     smollm2_split("");
 }
 
+/* A --dump-logits file as rows of n values (one per computed position). */
+typedef struct logit_rows {
+    double *v;
+    long n, rows;
+} logit_rows_t;
+
+static logit_rows_t read_logit_rows(const char *path) {
+    char *text = read_file(path), *p = text;
+    logit_rows_t r = {0};
+    long cap = 0, count = 0;
+    for (;;) {
+        char *e;
+        const double x = strtod(p, &e);
+        if (e == p) break;
+        if (count == cap) r.v = realloc(r.v, (size_t)(cap = cap ? 2 * cap : 1 << 16) * sizeof *r.v);
+        r.v[count++] = x;
+        if (*e == '\n' && r.n == 0) r.n = count; /* the first row's length */
+        p = e;
+    }
+    free(text);
+    r.rows = r.n > 0 && count % r.n == 0 ? count / r.n : 0;
+    return r;
+}
+
+static long row_argmax(const double *x, long n) {
+    long best = 0;
+    for (long i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+/* Top-two margin of a row, over its largest |logit|. */
+static double row_margin(const double *x, long n) {
+    double top = -INFINITY, second = -INFINITY, scale = 0;
+    for (long i = 0; i < n; i++) {
+        if (x[i] > top) second = top, top = x[i];
+        else if (x[i] > second) second = x[i];
+        scale = fabs(x[i]) > scale ? fabs(x[i]) : scale;
+    }
+    return (top - second) / scale;
+}
+
+static double row_error(const double *a, const double *b, long n) {
+    double worst = 0, scale = 0;
+    for (long i = 0; i < n; i++) {
+        worst = fabs(a[i] - b[i]) > worst ? fabs(a[i] - b[i]) : worst;
+        scale = fabs(a[i]) > scale ? fabs(a[i]) : scale;
+    }
+    return worst / scale;
+}
+
+/* The bounds for the Q4_1 file under --tp 2 (dist-1.8, below). */
+#define SMOL_TP_TOL 6e-2      /* a row's logits, of its largest; measured up to 4.7e-2 */
+#define SMOL_TP_NEAR_TIE 1e-2 /* a greedy choice may part only below this margin; measured 6e-4 */
+
 /* dist-1.7: SmolLM2 over 2 tensor-parallel ranks: 9 query heads in 3 KV
  * groups split 6 + 3, its 1536 FFN columns 768 + 768. Its weights
  * converted to F32 (rt-quantize, into the test's directory): 32 greedy
  * tokens as one process gives them, logits within 1e-4 (measured 8e-7).
- * The Q4_1 file itself cannot match to the token: its products quantise
- * the activations (blocks of 32, int8), a step function that turns the
- * shards' other rounding of each partial sum into whole quantisation
- * steps, layer after layer (the CPU plugin's own two paths, a Q8_0 copy
- * with RT_CPU_WEIGHTS=0 and 1, differ as much: 2-3.5e-2), and the text
- * parts after 8 tokens, at a top-two margin of 0.5 % of the largest
- * logit. Its prompt's logits are checked within 5e-2 (measured 2.1e-2). */
+ *
+ * dist-1.8: the Q4_1 file itself cannot match to the last bit: its
+ * products quantise the activations (blocks of 32, int8), a step function
+ * that turns the shards' other order of summing each partial sum into
+ * whole quantisation steps, layer after layer (the CPU plugin's own two
+ * paths, a Q8_0 copy with RT_CPU_WEIGHTS=0 and 1, differ as much:
+ * 2-3.5e-2). So its greedy text must equal one process's until a position
+ * where one process's top two logits are within SMOL_TP_NEAR_TIE of each
+ * other (a rounding then decides, and after it the two texts continue
+ * from different tokens), every logit row up to there within SMOL_TP_TOL.
+ * Measured: 28 of 32 tokens equal, parting at a margin of 6e-4. */
 static void test_smollm2_tensor(void **state) {
     (void)state;
     need_mpi();
@@ -723,22 +782,37 @@ static void test_smollm2_tensor(void **state) {
     free(out);
     free(split_run_of(f32, 2, true, 32, 1e-4));
     remove(f32);
-    char ref[256], tp[256];
-    snprintf(ref, sizeof ref, "%s/smol-ref.txt", tmpdir);
-    snprintf(tp, sizeof tp, "%s/smol-tp.txt", tmpdir);
-    char *one = run(&status, "'%s' -m '%s' -n 2 --dump-logits '%s' 2>/dev/null", rt_run, smol, ref);
+    char ref_path[256], tp_path[256];
+    snprintf(ref_path, sizeof ref_path, "%s/smol-ref.txt", tmpdir);
+    snprintf(tp_path, sizeof tp_path, "%s/smol-tp.txt", tmpdir);
+    free(run(&status, "'%s' -m '%s' -n %d --dump-logits '%s' 2>/dev/null", rt_run, smol, N_PREDICT, ref_path));
     assert_int_equal(status, 0);
-    out = run(&status, "%s -np 2 '%s' -m '%s' -n 2 --tp 2 --dump-logits '%s' 2>/dev/null", mpirun(),
-              rt_run, smol, tp);
+    free(run(&status, "%s -np 2 '%s' -m '%s' -n %d --tp 2 --dump-logits '%s' 2>/dev/null", mpirun(), rt_run, smol,
+             N_PREDICT, tp_path));
     assert_int_equal(status, 0);
-    long rows = 0;
-    const double e = logits_error(ref, tp, &rows);
-    print_message("Q4_1 over 2 tensor-parallel ranks: %ld logit rows, max error %.3g of the largest "
-                  "logit (bound 5e-2); text %s\n", rows, e, strcmp(one, out) ? "differs" : "equal");
-    assert_true(rows > 2);
-    assert_true(e <= 5e-2);
-    free(one);
-    free(out);
+    logit_rows_t a = read_logit_rows(ref_path), b = read_logit_rows(tp_path);
+    assert_true(a.rows > N_PREDICT && a.rows == b.rows && a.n == b.n);
+    const long first_gen = a.rows - (N_PREDICT - 1); /* the row that chose the first token */
+    long r = 0;
+    double worst = 0;
+    for (; r < a.rows; r++) {
+        const double *x = a.v + r * a.n, *y = b.v + r * b.n;
+        const double e = row_error(x, y, a.n);
+        worst = e > worst ? e : worst;
+        if (e > SMOL_TP_TOL) fail_msg("row %ld: logits %.3g apart (bound %g)", r, e, SMOL_TP_TOL);
+        if (r + 1 >= first_gen && row_argmax(x, a.n) != row_argmax(y, b.n)) break;
+    }
+    const long same = r - (first_gen - 1);
+    print_message("Q4_1 over 2 tensor-parallel ranks: %ld of %d greedy tokens equal, logits within %.3g%s\n",
+                  same, N_PREDICT, worst, r < a.rows ? "" : " to the end");
+    if (r < a.rows) {
+        const double m = row_margin(a.v + r * a.n, a.n);
+        print_message("  they part at token %ld, where one process's top two are %.2g apart (bound %g)\n",
+                      same + 1, m, SMOL_TP_NEAR_TIE);
+        assert_true(m < SMOL_TP_NEAR_TIE);
+    }
+    free(a.v);
+    free(b.v);
 }
 
 /* test-dist [PATTERN]: only the tests whose names match (cmocka's filter). */

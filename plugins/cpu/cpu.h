@@ -283,5 +283,8 @@ RT_CPU_KERNEL(mul_mat);    /* ops_mul_mat.c */
 size_t rt_cpu_shared_wsize_mul_mat(const rt_tensor_t *node);
 int32_t rt_cpu_phases_mul_mat(const rt_tensor_t *node);
 RT_CPU_KERNEL(rope);       /* ops_rope.c */
+RT_CPU_KERNEL(flash_attn); /* ops_flash_attn.c */
+size_t rt_cpu_shared_wsize_flash_attn(const rt_tensor_t *node);
+int32_t rt_cpu_phases_flash_attn(const rt_tensor_t *node);
 
 #endif /* RT_CPU_H */

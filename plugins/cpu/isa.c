@@ -102,10 +102,12 @@ static rt_cpu_kernels_t compose(rt_cpu_isa_t isa) {
     case RT_CPU_ISA_SCALAR:
         k.vec = rt_cpu_kern_vec_scalar(), k.mm = rt_cpu_kern_mm_scalar();
         k.quant = rt_cpu_kern_quant_scalar(), k.blocks = rt_cpu_kern_blocks_scalar();
+        k.attn = rt_cpu_kern_attn_scalar();
         break;
     case RT_CPU_ISA_AVX2:
         k.vec = rt_cpu_kern_vec_avx2(), k.mm = rt_cpu_kern_mm_avx2();
         k.quant = rt_cpu_kern_quant_avx2(), k.blocks = rt_cpu_kern_blocks_avx2();
+        k.attn = rt_cpu_kern_attn_avx2();
         break;
     case RT_CPU_ISA_AVX512:
     case RT_CPU_ISA_AVX512VNNI:
@@ -114,10 +116,12 @@ static rt_cpu_kernels_t compose(rt_cpu_isa_t isa) {
                                            : rt_cpu_kern_quant_avx512vnni();
         k.blocks = isa == RT_CPU_ISA_AVX512 ? rt_cpu_kern_blocks_avx512()
                                             : rt_cpu_kern_blocks_avx512vnni();
+        k.attn = rt_cpu_kern_attn_avx512();
         break;
     case RT_CPU_ISA_NEON:
         k.vec = rt_cpu_kern_vec_neon(), k.mm = rt_cpu_kern_mm_neon();
         k.quant = rt_cpu_kern_quant_neon(), k.blocks = rt_cpu_kern_blocks_neon();
+        k.attn = rt_cpu_kern_attn_neon();
         break;
     default: break;
     }
@@ -167,7 +171,7 @@ static void isa_setup(void) {
         isa_state.tables[i] = compose((rt_cpu_isa_t)i);
         const rt_cpu_kernels_t *k = &isa_state.tables[i];
         isa_state.runnable[i] = cpu_has(&isa_state.cpu, (rt_cpu_isa_t)i) && k->vec && k->mm &&
-                                k->quant && k->blocks;
+                                k->quant && k->blocks && k->attn;
     }
     isa_choose();
 }

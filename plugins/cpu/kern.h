@@ -2,7 +2,7 @@
 /* kern.h: the CPU plugin's kernel table, the seam between the op files
  * (ops_*.c: shapes, strides, threads) and the arithmetic, which exists in
  * one variant per instruction set. Each kernel file (kern_vec.c, kern_mm.c,
- * kern_quant.c) is compiled once per variant (simd.h) and exports a getter
+ * kern_quant.c, kern_attn.c) is compiled once per variant (simd.h) and exports a getter
  * for its part of the table, NULL when the variant was not compiled in;
  * isa.c checks what the CPU and the OS allow, composes one table per
  * runnable path and picks the best (or the one RT_CPU_ISA names) when the
@@ -187,6 +187,45 @@ typedef struct rt_cpu_kern_blocks {
     void (*matvec)(const rt_cpu_mm_t *g, int64_t m0, int64_t m1);
 } rt_cpu_kern_blocks_t;
 
+//===--- attention (kern_attn.c) ---===//
+
+/* FLASH_ATTN's inner loop: a block of R query rows that share one kv head
+ * against keys [j0, j1), in tiles of RT_CPU_FA_TILE keys, with the online
+ * softmax: each row keeps its running max m, its running sum l and an F32
+ * accumulator of Dv (acc, rows RT_CPU_FA_DVP(Dv) floats apart), which
+ * attend updates; the caller starts them at -inf, 0 and 0 and divides acc
+ * by l at the end (0 where l is 0: no key seen). The rows are queries
+ * times heads, the heads of one query side by side (row r is query
+ * r / rpq); q is already multiplied by the scale (divided by the cap when
+ * soft-capping: s = cap * tanh(q.k)). A tile whose mask is -inf for every
+ * query of the block is skipped before its keys are read. */
+#define RT_CPU_FA_TILE 32
+#define RT_CPU_FA_DVP(dv) (((dv) + 15) / 16 * 16) /* accumulator row: whole vectors of any path */
+
+typedef struct rt_cpu_fa {
+    const float *q;        /* R rows of D floats, contiguous */
+    int64_t R, rpq, D, Dv;
+    const char *k, *v;     /* key j's rows at k + j*ldk and v + j*ldv */
+    size_t ldk, ldv;
+    bool f16;              /* k and v F16, else F32 */
+    const char *mask;      /* the block's first query's mask row, NULL for none */
+    size_t ldm;            /* bytes from one query's mask row to the next */
+    bool mask_f16;
+    float softcap;         /* 0: none */
+} rt_cpu_fa_t;
+
+/* Floats of scratch attend needs (the key and value tiles, the scores and
+ * the mask tile). */
+static inline int64_t rt_cpu_fa_scratch(int64_t R, int64_t rpq, int64_t D, int64_t Dv) {
+    const int64_t nq = (R + rpq - 1) / rpq;
+    return RT_CPU_FA_TILE * (D + RT_CPU_FA_DVP(Dv) + R + nq);
+}
+
+typedef struct rt_cpu_kern_attn {
+    void (*attend)(const rt_cpu_fa_t *a, int64_t j0, int64_t j1, float *m, float *l, float *acc,
+                   float *scratch);
+} rt_cpu_kern_attn_t;
+
 //===--- the table ---===//
 
 typedef struct rt_cpu_kernels {
@@ -196,6 +235,7 @@ typedef struct rt_cpu_kernels {
     const rt_cpu_kern_mm_t *mm;
     const rt_cpu_kern_quant_t *quant;
     const rt_cpu_kern_blocks_t *blocks;
+    const rt_cpu_kern_attn_t *attn;
 } rt_cpu_kernels_t;
 
 /* The parts, one getter per kernel file and variant; NULL when not built. */
@@ -203,7 +243,8 @@ typedef struct rt_cpu_kernels {
     const rt_cpu_kern_vec_t *rt_cpu_kern_vec_##sfx(void);       \
     const rt_cpu_kern_mm_t *rt_cpu_kern_mm_##sfx(void);         \
     const rt_cpu_kern_quant_t *rt_cpu_kern_quant_##sfx(void);   \
-    const rt_cpu_kern_blocks_t *rt_cpu_kern_blocks_##sfx(void)
+    const rt_cpu_kern_blocks_t *rt_cpu_kern_blocks_##sfx(void); \
+    const rt_cpu_kern_attn_t *rt_cpu_kern_attn_##sfx(void)
 RT_CPU_KERN_PARTS(scalar);
 RT_CPU_KERN_PARTS(avx2);
 RT_CPU_KERN_PARTS(avx512);

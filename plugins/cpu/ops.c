@@ -297,6 +297,7 @@ static const rt_cpu_op_entry_t rt_cpu_ops[] = {
     [RT_OP_ARGMAX] = RT_CPU_OP(argmax),
     [RT_OP_SET_ROWS] = RT_CPU_OP(set_rows),
     [RT_OP_TANH] = RT_CPU_OP(unary),
+    [RT_OP_FLASH_ATTN] = RT_CPU_OP_PHASED(flash_attn),
 };
 
 static const rt_cpu_op_entry_t *rt_cpu_op_entry(rt_op_t op) {
@@ -344,6 +345,10 @@ int64_t rt_cpu_op_work(const rt_tensor_t *node) {
         return node->src[0]->ne[0] * node->ne[0] * b->ne[1] * b->ne[2] * b->ne[3] / 8;
     }
     if (node->op == RT_OP_SET_ROWS) return rt_cpu_nelements(node->src[1]); /* not all of a */
+    if (node->op == RT_OP_FLASH_ATTN) { /* every query row against every key, both products */
+        const rt_tensor_t *q = node->src[0], *k = node->src[1];
+        return q->ne[1] * q->ne[2] * q->ne[3] * k->ne[1] * (q->ne[0] + node->ne[0]) / 8;
+    }
     return rt_cpu_nelements(node);
 }
 

@@ -399,6 +399,15 @@ const cf_case_t cf_cases[] = {
     {RT_OP_MUL_MAT, "q4_0 matrix-vector K = 256, M = 16", {IN(Q4_0, 256, 16), IN(F32, 256, 1)}, .tol = CF_TOL_DOT},
     {RT_OP_MUL_MAT, "q4_0 a padded, broadcast over dim 2", {INL(Q4_0, PAD, 64, 9, 1, 2), IN(F32, 64, 33, 3, 2)},
      .tol = CF_TOL_DOT},
+    /* FLASH_ATTN with few queries over many keys, which a device may split
+       across its threads and merge: a query that sees nothing, and key
+       ranges that no query sees (the mask's -inf beyond i1 + 2). */
+    {RT_OP_FLASH_ATTN, "f16 cache, 6 heads over 2, 600 keys, a query that sees nothing",
+     {INP(F32, 0, 2, 1, 3, 64, 4, 6), INP(F16, 0, 2, 1, 3, 64, 600, 2), INP(F16, 0, 2, 1, 3, 64, 600, 2),
+      INF(F16, CAUSAL0, 600, 4)}, .f = {0.125f, 0.0f}, .tol = CF_TOL_DOT},
+    {RT_OP_FLASH_ATTN, "f32 cache, decode, 9 heads over 3, 1000 keys, no mask",
+     {INP(F32, 0, 2, 1, 3, 64, 1, 9), INP(F32, 0, 2, 1, 3, 64, 1000, 3), INP(F32, 0, 2, 1, 3, 64, 1000, 3)},
+     .f = {0.125f, 0.0f}, .tol = CF_TOL_DOT},
 };
 
 const size_t cf_n_cases = sizeof cf_cases / sizeof cf_cases[0];

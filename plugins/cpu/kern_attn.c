@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: MIT */
+/* kern_attn.c: FLASH_ATTN's arithmetic (kern.h's attend), in simd.h's
+ * vocabulary, compiled per variant. A block of R query rows (the heads
+ * that share a kv head, for one or a few queries) walks its key range in
+ * tiles of FA_T keys; per tile:
+ *
+ *   1. the mask tile, one row per query: a tile that no query of the block
+ *      sees (every entry -inf: another sequence's cells, a sliding window)
+ *      ends here, before its keys are read;
+ *   2. the keys, converted to F32 (F16 on the fly) and transposed to
+ *      Kt[d][t], so that the scores S = Q Kt are FMAs of a broadcast q
+ *      element by vectors of keys: an FA_SRB x FA_TV grid of accumulators,
+ *      and each key row is loaded once for all R rows (grouped queries);
+ *   3. the online softmax of each row over the tile (running max m, sum l;
+ *      the accumulator rescaled when the max moves);
+ *   4. acc += P V, the values converted to F32 once per tile, an FA_PRB x
+ *      FA_CV grid of accumulators over Dv.
+ *
+ * Everything is summed in F32, p included (never rounded to F16). The
+ * scores never exist beyond one tile: memory is O(R * (D + Dv)). */
+#include "kern.h"
+#include "simd.h"
+
+#include "../../abi/rt_quant.h"
+
+#ifdef RT_SIMD_ON
+
+#include <math.h>
+
+#define FA_T RT_CPU_FA_TILE
+#define FA_TV (FA_T / RT_W) /* vectors per tile row */
+#define FA_CV 4             /* value vectors per accumulator block */
+
+#if defined(RT_SIMD_AVX512)
+#  define FA_SRB 8 /* score rows per block: 16 accumulators of 32 registers */
+#  define FA_PRB 4 /* P V rows per block: 16 accumulators */
+#elif defined(RT_SIMD_AVX2)
+#  define FA_SRB 2 /* 8 accumulators + 4 key vectors of 16 registers */
+#  define FA_PRB 2
+#elif defined(RT_SIMD_NEON)
+#  define FA_SRB 2 /* 16 accumulators + 8 key vectors of 32 registers */
+#  define FA_PRB 4
+#else
+#  define FA_SRB 1
+#  define FA_PRB 1
+#endif
+
+//===--- loading a tile ---===//
+
+RT_INLINE float fa_elem(const char *row, bool f16, int64_t e) {
+    if (f16) {
+        uint16_t h;
+        memcpy(&h, row + e * 2, sizeof h);
+        return rt_fp16_to_fp32(h);
+    }
+    float x;
+    memcpy(&x, row + e * 4, sizeof x);
+    return x;
+}
+
+RT_INLINE rt_vf fa_vec(const char *row, bool f16, int64_t e) {
+    return f16 ? vf_load_f16((const uint16_t *)row + e) : vf_load((const float *)row + e);
+}
+
+/* The mask tile mt[qi][t] for the block's queries, -inf past the range (a
+ * mask of zeros when there is none); false when no entry is finite. */
+static bool fa_mask_tile(const rt_cpu_fa_t *a, int64_t nq, int64_t t0, int64_t nt, float *mt) {
+    const rt_vf ninf = vf_set1(-INFINITY);
+    rt_vf seen = ninf;
+    for (int64_t qi = 0; qi < nq; qi++) {
+        float *row = mt + qi * FA_T;
+        const char *m = a->mask ? a->mask + (size_t)qi * a->ldm : NULL;
+        int64_t t = 0;
+        if (m && nt == FA_T)
+            for (; t < FA_T; t += RT_W) vf_store(row + t, fa_vec(m, a->mask_f16, t0 + t));
+        for (; t < FA_T; t++) row[t] = t >= nt ? -INFINITY : m ? fa_elem(m, a->mask_f16, t0 + t) : 0.0f;
+        for (t = 0; t < FA_T; t += RT_W) seen = vf_max(seen, vf_load(row + t));
+    }
+    return vf_hmax(seen) > -INFINITY;
+}
+
+/* Keys [t0, t0 + nt) as kt[d * FA_T + t], zeros past nt: whole RT_W x RT_W
+ * blocks through the register transpose, the rest element by element. */
+RT_INLINE void fa_load_k_as(const rt_cpu_fa_t *a, int64_t t0, int64_t nt, float *kt, const bool f16) {
+    const int64_t D = a->D;
+    int64_t d0 = 0;
+    if (nt == FA_T && RT_W > 1) {
+        for (; d0 + RT_W <= D; d0 += RT_W)
+            for (int64_t tb = 0; tb < FA_T; tb += RT_W) {
+                rt_vf r[RT_W];
+                RT_UNROLL(16)
+                for (int i = 0; i < RT_W; i++) r[i] = fa_vec(a->k + (size_t)(t0 + tb + i) * a->ldk, f16, d0);
+                vf_transpose(r);
+                RT_UNROLL(16)
+                for (int i = 0; i < RT_W; i++) vf_store(kt + (d0 + i) * FA_T + tb, r[i]);
+            }
+    }
+    for (int64_t t = 0; t < FA_T; t++) {
+        const char *row = a->k + (size_t)(t0 + t) * a->ldk;
+        for (int64_t d = d0; d < D; d++) kt[d * FA_T + t] = t < nt ? fa_elem(row, f16, d) : 0.0f;
+    }
+}
+
+/* Values [t0, t0 + nt) as vt[t * dvp + e], zeros past Dv and past nt. */
+RT_INLINE void fa_load_v_as(const rt_cpu_fa_t *a, int64_t t0, int64_t nt, float *vt, const bool f16) {
+    const int64_t Dv = a->Dv, dvp = RT_CPU_FA_DVP(Dv);
+    for (int64_t t = 0; t < nt; t++) {
+        const char *row = a->v + (size_t)(t0 + t) * a->ldv;
+        float *d = vt + t * dvp;
+        int64_t e = 0;
+        for (; e + RT_W <= Dv; e += RT_W) vf_store(d + e, fa_vec(row, f16, e));
+        for (; e < Dv; e++) d[e] = fa_elem(row, f16, e);
+        for (; e < dvp; e++) d[e] = 0.0f;
+    }
+    memset(vt + nt * dvp, 0, (size_t)((FA_T - nt) * dvp) * sizeof vt[0]);
+}
+
+//===--- scores ---===//
+
+/* s[i][t] = dot(q row i, key t) for rb rows. */
+RT_INLINE void fa_scores_rb(const float *q, int64_t D, const float *kt, float *s, const int rb) {
+    rt_vf acc[FA_SRB][FA_TV];
+    RT_UNROLL(8)
+    for (int i = 0; i < rb; i++)
+        RT_UNROLL(32)
+        for (int v = 0; v < FA_TV; v++) acc[i][v] = vf_zero();
+    for (int64_t d = 0; d < D; d++) {
+        rt_vf k[FA_TV];
+        RT_UNROLL(32)
+        for (int v = 0; v < FA_TV; v++) k[v] = vf_load(kt + d * FA_T + v * RT_W);
+        RT_UNROLL(8)
+        for (int i = 0; i < rb; i++) {
+            const rt_vf qv = vf_set1(q[i * D + d]);
+            RT_UNROLL(32)
+            for (int v = 0; v < FA_TV; v++) acc[i][v] = vf_fma(qv, k[v], acc[i][v]);
+        }
+    }
+    RT_UNROLL(8)
+    for (int i = 0; i < rb; i++)
+        RT_UNROLL(32)
+        for (int v = 0; v < FA_TV; v++) vf_store(s + i * FA_T + v * RT_W, acc[i][v]);
+}
+
+static void fa_scores(const rt_cpu_fa_t *a, const float *kt, float *s) {
+    int64_t r = 0;
+    for (; r + FA_SRB <= a->R; r += FA_SRB) fa_scores_rb(a->q + r * a->D, a->D, kt, s + r * FA_T, FA_SRB);
+    for (; r < a->R; r++) fa_scores_rb(a->q + r * a->D, a->D, kt, s + r * FA_T, 1);
+}
+
+//===--- the online softmax ---===//
+
+/* c * tanh(x) as c * sign(x) * (1 - 2 / (e^(2|x|) + 1)): no cancellation
+ * that matters in a score (an absolute error of c ulps of 1), and e^(2|x|)
+ * = inf gives exactly 1. */
+RT_INLINE rt_vf fa_cap(rt_vf x, rt_vf c) {
+    const rt_vf e = vf_exp(vf_mul(vf_set1(2.0f), vf_abs(x)));
+    const rt_vf t = vf_sub(vf_set1(1.0f), vf_div(vf_set1(2.0f), vf_add(e, vf_set1(1.0f))));
+    return vf_mul(c, vf_select(vf_gt(vf_zero(), x), vf_sub(vf_zero(), t), t));
+}
+
+/* Row r's scores become its weights p = exp(s - m) for the new max m; l
+ * and the accumulator are rescaled to it. A row that has seen no finite
+ * score yet keeps m = -inf and gets zero weights. */
+static void fa_softmax_row(const rt_cpu_fa_t *a, float *s, const float *mrow, float *m, float *l,
+                           float *acc) {
+    const rt_vf ninf = vf_set1(-INFINITY), cap = vf_set1(a->softcap);
+    rt_vf mx = ninf;
+    for (int t = 0; t < FA_T; t += RT_W) {
+        rt_vf x = vf_load(s + t);
+        if (a->softcap != 0.0f) x = fa_cap(x, cap);
+        x = vf_add(x, vf_load(mrow + t));
+        vf_store(s + t, x);
+        mx = vf_max(mx, x);
+    }
+    const float mnew = fmaxf(*m, vf_hmax(mx));
+    if (mnew == -INFINITY) {
+        memset(s, 0, FA_T * sizeof s[0]);
+        return;
+    }
+    const rt_vf mv = vf_set1(mnew);
+    rt_vf sum = vf_zero();
+    for (int t = 0; t < FA_T; t += RT_W) {
+        const rt_vf p = vf_exp(vf_sub(vf_load(s + t), mv));
+        vf_store(s + t, p);
+        sum = vf_add(sum, p);
+    }
+    const float alpha = *m == -INFINITY ? 0.0f : expf(*m - mnew);
+    *l = *l * alpha + vf_hsum(sum);
+    *m = mnew;
+    if (alpha == 1.0f) return;
+    const rt_vf av = vf_set1(alpha);
+    for (int64_t e = 0; e < RT_CPU_FA_DVP(a->Dv); e += RT_W) vf_store(acc + e, vf_mul(av, vf_load(acc + e)));
+}
+
+//===--- acc += P V ---===//
+
+/* Rows [0, rb) of acc, vectors [e, e + cv * RT_W), over the tile's nt keys. */
+RT_INLINE void fa_pv_block(const float *p, const float *vt, int64_t dvp, float *acc, int64_t e,
+                           int64_t nt, const int rb, const int cv) {
+    rt_vf c[FA_PRB][FA_CV];
+    RT_UNROLL(4)
+    for (int i = 0; i < rb; i++)
+        RT_UNROLL(4)
+        for (int j = 0; j < cv; j++) c[i][j] = vf_load(acc + i * dvp + e + j * RT_W);
+    for (int64_t t = 0; t < nt; t++) {
+        rt_vf v[FA_CV];
+        RT_UNROLL(4)
+        for (int j = 0; j < cv; j++) v[j] = vf_load(vt + t * dvp + e + j * RT_W);
+        RT_UNROLL(4)
+        for (int i = 0; i < rb; i++) {
+            const rt_vf pv = vf_set1(p[i * FA_T + t]);
+            RT_UNROLL(4)
+            for (int j = 0; j < cv; j++) c[i][j] = vf_fma(pv, v[j], c[i][j]);
+        }
+    }
+    RT_UNROLL(4)
+    for (int i = 0; i < rb; i++)
+        RT_UNROLL(4)
+        for (int j = 0; j < cv; j++) vf_store(acc + i * dvp + e + j * RT_W, c[i][j]);
+}
+
+RT_INLINE void fa_pv_rows(const float *p, const float *vt, int64_t dvp, float *acc, int64_t nt, const int rb) {
+    int64_t e = 0;
+    for (; e + FA_CV * RT_W <= dvp; e += FA_CV * RT_W) fa_pv_block(p, vt, dvp, acc, e, nt, rb, FA_CV);
+    for (; e < dvp; e += RT_W) fa_pv_block(p, vt, dvp, acc, e, nt, rb, 1);
+}
+
+static void fa_pv(const rt_cpu_fa_t *a, const float *p, const float *vt, float *acc, int64_t nt) {
+    const int64_t dvp = RT_CPU_FA_DVP(a->Dv);
+    int64_t r = 0;
+    for (; r + FA_PRB <= a->R; r += FA_PRB) fa_pv_rows(p + r * FA_T, vt, dvp, acc + r * dvp, nt, FA_PRB);
+    for (; r < a->R; r++) fa_pv_rows(p + r * FA_T, vt, dvp, acc + r * dvp, nt, 1);
+}
+
+//===--- the key walk ---===//
+
+static void fa_attend(const rt_cpu_fa_t *a, int64_t j0, int64_t j1, float *m, float *l, float *acc,
+                      float *scratch) {
+    const int64_t nq = (a->R + a->rpq - 1) / a->rpq, dvp = RT_CPU_FA_DVP(a->Dv);
+    float *kt = scratch, *vt = kt + a->D * FA_T, *s = vt + FA_T * dvp, *mt = s + a->R * FA_T;
+    for (int64_t t0 = j0; t0 < j1; t0 += FA_T) {
+        const int64_t nt = j1 - t0 < FA_T ? j1 - t0 : FA_T;
+        if (!fa_mask_tile(a, nq, t0, nt, mt)) continue;
+        if (a->f16) {
+            fa_load_k_as(a, t0, nt, kt, true);
+            fa_load_v_as(a, t0, nt, vt, true);
+        } else {
+            fa_load_k_as(a, t0, nt, kt, false);
+            fa_load_v_as(a, t0, nt, vt, false);
+        }
+        fa_scores(a, kt, s);
+        for (int64_t r = 0; r < a->R; r++)
+            fa_softmax_row(a, s + r * FA_T, mt + r / a->rpq * FA_T, &m[r], &l[r], acc + r * dvp);
+        fa_pv(a, s, vt, acc, nt);
+    }
+}
+
+static const rt_cpu_kern_attn_t kern_attn = {
+    .attend = fa_attend,
+};
+
+const rt_cpu_kern_attn_t *RT_KS(rt_cpu_kern_attn)(void) {
+    return &kern_attn;
+}
+
+#else /* the variant's instructions are not available to this compiler */
+
+const rt_cpu_kern_attn_t *RT_KS(rt_cpu_kern_attn)(void) {
+    return NULL;
+}
+
+#endif
