@@ -78,7 +78,7 @@ rt_status_t rt_vk_queue_synchronize(void *queue) {
     return RT_VK_TRY(dev->host, r);
 }
 
-/* A pool for at least n_sets sets of RT_VK_N_BIND storage buffers. */
+/* A pool for at least n_sets sets of RT_VK_N_BIND + 1 storage buffers. */
 static rt_status_t vk_desc_pool_reserve(rt_vk_queue_t *q, uint32_t n_sets) {
     rt_vk_device_t *dev = q->dev;
     if (q->desc_pool && q->desc_cap >= n_sets)
@@ -90,7 +90,7 @@ static rt_status_t vk_desc_pool_reserve(rt_vk_queue_t *q, uint32_t n_sets) {
     q->desc_cap = 0;
     const VkDescriptorPoolSize size = {
         .type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-        .descriptorCount = cap * RT_VK_N_BIND,
+        .descriptorCount = cap * (RT_VK_N_BIND + 1), /* the extra binding too */
     };
     const VkDescriptorPoolCreateInfo info = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,

@@ -119,7 +119,7 @@ typedef struct rt_vk_staging {
 } rt_vk_staging_t;
 
 /* A pipeline for one shader with one set of specialisation constants. */
-#define RT_VK_N_SPEC 8            /* wg size, op, 4 binding types, extra, rows */
+#define RT_VK_N_SPEC 11           /* wg size, op, 4 binding types, extra, rows, 3 more */
 typedef struct rt_vk_pipeline {
     uint32_t shader;              /* index in rt_vk_spirv_table */
     uint32_t spec[RT_VK_N_SPEC];
@@ -138,6 +138,9 @@ typedef struct rt_vk_tuning {
     uint32_t mv_wg;               /* mat-vec workgroup size, 0: the default */
     uint32_t mv_rows;             /* mat-vec rows per workgroup, 0: 1 */
     uint32_t mm_tm, mm_tn;        /* mul_mm's register block (4 or 8), 0: 4 */
+    uint32_t fa_wg;               /* flash_attn's workgroup, 0: no such kernel (no subgroups) */
+    uint32_t fa_br, fa_bc;        /* its queries and keys per tile for a prompt */
+    uint32_t fa_bc1;              /* its keys per tile for one query (decode) */
 } rt_vk_tuning_t;
 
 struct rt_vk_device {
@@ -299,13 +302,21 @@ RT_VK_INTERNAL rt_status_t rt_vk_event_synchronize(void *event);
 
 /* One dispatch, as an op builder describes it. Bindings 0-2 are sources,
  * 3 the destination. Push constants start with the four bindings' byte
- * offsets (filled by the generic path), then whatever the builder adds. */
+ * offsets (filled by the generic path), then whatever the builder adds.
+ * An op with a fourth source (FLASH_ATTN's mask) binds it as `extra` at
+ * binding RT_VK_BIND_EXTRA, its offset in push word RT_VK_N_BIND (which
+ * the builder reserves). It is 5, not 4: the Metal plugin's buffer index 4
+ * holds the push words (tools/embed_msl.sh), and the Metal plugin binds
+ * no extra, so it never runs a shader that reads one (supports_op: such
+ * kernels need subgroups, which its zeroed tuning says it lacks). */
 #define RT_VK_N_BIND 4
+#define RT_VK_BIND_EXTRA 5
 #define RT_VK_PUSH_WORDS 32       /* 128 bytes, the guaranteed minimum */
 typedef struct rt_vk_dispatch {
     const char *shader;
     uint32_t spec[RT_VK_N_SPEC];  /* [0] wg size, [1] op; [2..5] set generically */
     const rt_tensor_t *bind[RT_VK_N_BIND];
+    const rt_tensor_t *extra;     /* the fourth source, NULL for most ops */
     uint32_t push[RT_VK_PUSH_WORDS];
     uint32_t n_push;              /* words used, >= 4 */
     uint64_t n_groups;            /* workgroups in all */
@@ -313,7 +324,7 @@ typedef struct rt_vk_dispatch {
 } rt_vk_dispatch_t;
 
 enum { RT_VK_SPEC_WG = 0, RT_VK_SPEC_OP = 1, RT_VK_SPEC_TYPE0 = 2, RT_VK_SPEC_EXTRA = 6,
-       RT_VK_SPEC_ROWS = 7 };
+       RT_VK_SPEC_ROWS = 7, RT_VK_SPEC_X = 8 /* 8-10: a kernel's own */ };
 
 /* Bytes the shaders address a type in; 0 when they cannot read it. */
 RT_VK_INTERNAL uint32_t rt_vk_type_unit(rt_type_t type);
