@@ -212,8 +212,12 @@ static void vk_tuning_mat_mat(rt_vk_device_t *dev) {
  * the shader, whose shared memory is 32 KiB and whose cost is per
  * instruction, not per barrier. Decode's tile (no staging) is 128 keys.
  * ops_build.c shrinks the tiles a head size does not fit in shared memory.
+ * Decode on a GPU splits the keys until there are 512 workgroups (a few
+ * per compute unit of a large GPU) when the heads are fewer; not on a CPU
+ * running the shader, whose few threads the heads alone keep busy.
+ * RT_VULKAN_FA_SPLIT=G sets that count (0: never split).
  * Without subgroup arithmetic there is no kernel (fa_wg = 0).
- * RT_VULKAN_FA=WG,BR,BC overrides (measurements). */
+ * RT_VULKAN_FA=WG,BR,BC overrides (measurements, tests), BC for decode too. */
 static void vk_tuning_flash_attn(rt_vk_device_t *dev) {
     rt_vk_tuning_t *t = &dev->tune;
     const uint32_t sg = t->subgroup_size, max_wg = dev->limits.maxComputeWorkGroupInvocations;
@@ -226,13 +230,16 @@ static void vk_tuning_flash_attn(rt_vk_device_t *dev) {
     t->fa_br = 16;
     t->fa_bc = dev->props.kind == RT_DEVICE_KIND_SOFTWARE ? 32 : 64;
     t->fa_bc1 = 128;
+    t->fa_split_groups = dev->props.kind == RT_DEVICE_KIND_SOFTWARE ? 0 : 512;
+    const char *split = getenv("RT_VULKAN_FA_SPLIT");
+    if (split && *split) t->fa_split_groups = (uint32_t)strtoul(split, NULL, 10);
     unsigned w = 0, br = 0, bc = 0;
     const char *env = getenv("RT_VULKAN_FA");
     if (env && sscanf(env, "%u,%u,%u", &w, &br, &bc) == 3 && w >= sg && w <= max_wg && w % sg == 0 &&
         br >= 1 && br <= 64 && bc >= 1 && bc <= 512) {
         t->fa_wg = w;
         t->fa_br = br;
-        t->fa_bc = bc;
+        t->fa_bc = t->fa_bc1 = bc;
     }
 }
 

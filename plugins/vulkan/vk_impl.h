@@ -141,6 +141,7 @@ typedef struct rt_vk_tuning {
     uint32_t fa_wg;               /* flash_attn's workgroup, 0: no such kernel (no subgroups) */
     uint32_t fa_br, fa_bc;        /* its queries and keys per tile for a prompt */
     uint32_t fa_bc1;              /* its keys per tile for one query (decode) */
+    uint32_t fa_split_groups;     /* decode: split keys until this many workgroups, 0: never */
 } rt_vk_tuning_t;
 
 struct rt_vk_device {
@@ -220,6 +221,12 @@ typedef struct rt_vk_queue {
     VkDescriptorPool desc_pool;
     uint32_t desc_cap;            /* sets desc_pool holds */
     rt_vk_range_set_t reads, writes; /* since the last barrier */
+    /* Partial results of a node recorded as two dispatches (flash
+     * attention's keys split over workgroups), grown before a graph is
+     * recorded to what its nodes need; the hazard tracking orders its uses. */
+    VkBuffer scratch;
+    VkDeviceMemory scratch_mem;
+    size_t scratch_size;          /* bytes, 0 before first use */
     /* Counted for RT_VULKAN_STATS=1, which logs them when the queue goes. */
     uint64_t n_graphs, n_dispatches, n_barriers;
 } rt_vk_queue_t;
@@ -284,8 +291,9 @@ RT_VK_INTERNAL rt_status_t rt_vk_queue_create(void *device, const rt_queue_optio
                                               void **out_queue);
 RT_VK_INTERNAL void rt_vk_queue_destroy(void *queue);
 RT_VK_INTERNAL rt_status_t rt_vk_queue_synchronize(void *queue);
-/* Waits for the last submission, then makes room for n descriptor sets. */
-RT_VK_INTERNAL rt_status_t rt_vk_queue_begin(rt_vk_queue_t *q, uint32_t n_sets);
+/* Waits for the last submission, then makes room for n descriptor sets
+ * and scratch bytes of scratch buffer. */
+RT_VK_INTERNAL rt_status_t rt_vk_queue_begin(rt_vk_queue_t *q, uint32_t n_sets, size_t scratch);
 RT_VK_INTERNAL rt_status_t rt_vk_graph_compute(void *queue, rt_tensor_t *const *nodes,
                                                int32_t n_nodes);
 RT_VK_INTERNAL bool rt_vk_supports_op(void *device, const rt_tensor_t *node);
@@ -317,6 +325,7 @@ typedef struct rt_vk_dispatch {
     uint32_t spec[RT_VK_N_SPEC];  /* [0] wg size, [1] op; [2..5] set generically */
     const rt_tensor_t *bind[RT_VK_N_BIND];
     const rt_tensor_t *extra;     /* the fourth source, NULL for most ops */
+    int scratch;                  /* the binding that is the queue's scratch buffer, not a tensor; -1: none */
     uint32_t push[RT_VK_PUSH_WORDS];
     uint32_t n_push;              /* words used, >= 4 */
     uint64_t n_groups;            /* workgroups in all */
@@ -328,16 +337,22 @@ enum { RT_VK_SPEC_WG = 0, RT_VK_SPEC_OP = 1, RT_VK_SPEC_TYPE0 = 2, RT_VK_SPEC_EX
 
 /* Bytes the shaders address a type in; 0 when they cannot read it. */
 RT_VK_INTERNAL uint32_t rt_vk_type_unit(rt_type_t type);
-/* Dispatches the node records: 0 for a view or an empty node, 1, or one
- * per chunk of rows of a weight larger than one binding (ops_chunk.c). */
+/* Dispatches the node records: 0 for a view or an empty node, 1, one per
+ * chunk of rows of a weight larger than one binding (ops_chunk.c), or two
+ * for a FLASH_ATTN whose keys are split (partials, then their merge). */
 RT_VK_INTERNAL uint32_t rt_vk_node_dispatches(const rt_vk_device_t *dev, const rt_tensor_t *node);
 /* Rows of a per chunk for such a node; 0 when a fits one binding or cannot
  * be split (a not 2-D, or one row too large). */
 RT_VK_INTERNAL uint64_t rt_vk_chunk_rows(const rt_vk_device_t *dev, const rt_tensor_t *node);
 /* The node dispatch `chunk` builds: node itself, or a view of it over the
- * chunk's rows, made in views (which must outlive the dispatch). */
+ * chunk's rows, made in views (which must outlive the dispatch); a split
+ * FLASH_ATTN's copy with op_params[2] = 1 + chunk (the pass). */
 RT_VK_INTERNAL const rt_tensor_t *rt_vk_node_chunk(const rt_vk_device_t *dev, const rt_tensor_t *node,
                                                    uint32_t chunk, rt_tensor_t views[2]);
+/* Key runs a FLASH_ATTN node's keys are split into (ops_build.c): 1 for
+ * no split; and the bytes of queue scratch its partials take. */
+RT_VK_INTERNAL uint32_t rt_vk_fa_splits(const rt_vk_device_t *dev, const rt_tensor_t *node);
+RT_VK_INTERNAL size_t rt_vk_node_scratch(const rt_vk_device_t *dev, const rt_tensor_t *node);
 /* Fills d for node; RT_ERR_UNSUPPORTED when the op has no kernel. */
 RT_VK_INTERNAL rt_status_t rt_vk_dispatch_build(const rt_vk_device_t *dev, const rt_tensor_t *node,
                                                 rt_vk_dispatch_t *d);
