@@ -133,7 +133,7 @@ static bool vk_supports_rope(const rt_tensor_t *n, const rt_tensor_t *a, const r
 //===--- flash attention's tiles ---===//
 
 /* flash_attn.comp's shape for one node: workgroup, queries and keys per
- * tile, and the bytes of shared memory they take. */
+ * tile. */
 typedef struct vk_fa_tiles {
     uint32_t wg, br, bc;
 } vk_fa_tiles_t;
