@@ -57,6 +57,14 @@ const uint VW = 16u / KSZ;                    // cache elements in 16 bytes
 const uint NGV = (DV + VW - 1u) / VW;         // 16-byte groups of a V row
 const uint KG = BR == 1u ? WG / NGV : 1u;     // decode's groups over the keys (WG >= NGV: ops_build.c)
 const uint RED = BR == 1u ? KG * NGV * VW : 1u;
+// Register blocks of a prompt's tile (when the shapes divide): an
+// invocation's SPT scores share one key (one K element read per SPT
+// products), its OPT output elements one column of V (likewise).
+const uint RS = WG >= BC ? WG / BC : 1u;      // rows one pass over the scores covers
+#define S_BLOCK (BR > 1u && WG % BC == 0u && BR % RS == 0u)
+const uint SPT = (BR + RS - 1u) / RS;         // BR / RS where S_BLOCK
+#define O_BLOCK (BR > 1u && WG % DV == 0u)
+const uint RO = WG >= DV ? WG / DV : 1u;      // rows one pass over the output covers
 
 layout(push_constant) uniform Push {
     uvec4 offs;       // q, k, v, output: bytes from the bound offset
@@ -141,12 +149,26 @@ void tile_scores(uint k0, uint kb, uint nk) {
                 if (d + j < D) kvs[c * KS + d + j] = elem(lo, hi, j);
         }
         barrier();
-        for (uint e = gl_LocalInvocationID.x; e < BR * BC; e += WG) {
-            if (ss[e] == NEG_INF) continue;
-            const uint qr = (e / BC) * D, kr = (e % BC) * KS;
-            float s = 0.0;
-            for (uint d = 0u; d < D; d++) s += qs[qr + d] * kvs[kr + d];
-            ss[e] += cap(s);
+        if (S_BLOCK) {
+            const uint c = gl_LocalInvocationID.x % BC, r0 = gl_LocalInvocationID.x / BC;
+            float s[SPT];
+            for (uint k = 0u; k < SPT; k++) s[k] = 0.0;
+            for (uint d = 0u; d < D; d++) {
+                const float kv = kvs[c * KS + d];
+                for (uint k = 0u; k < SPT; k++) s[k] += qs[(r0 + k * RS) * D + d] * kv;
+            }
+            for (uint k = 0u; k < SPT; k++) {
+                const uint e = (r0 + k * RS) * BC + c;
+                if (ss[e] != NEG_INF) ss[e] += cap(s[k]);
+            }
+        } else {
+            for (uint e = gl_LocalInvocationID.x; e < BR * BC; e += WG) {
+                if (ss[e] == NEG_INF) continue;
+                const uint qr = (e / BC) * D, kr = (e % BC) * KS;
+                float s = 0.0;
+                for (uint d = 0u; d < D; d++) s += qs[qr + d] * kvs[kr + d];
+                ss[e] += cap(s);
+            }
         }
     } else {
         for (uint c = gl_LocalInvocationID.x; c < nk; c += WG) {
@@ -254,7 +276,16 @@ void main() {
             }
         tile_softmax();
         barrier();
-        if (BR > 1u) {
+        if (O_BLOCK) { // element k of this invocation's: column d of row r0 + k * RO
+            const uint d = tid % DV, r0 = tid / DV;
+            for (uint k = 0u; k < OPT; k++)
+                if (r0 + k * RO < BR) acc[k] *= row_a[r0 + k * RO];
+            for (uint c = 0u; c < nk; c++) {
+                const float v = kvs[c * DV + d];
+                for (uint k = 0u; k < OPT; k++)
+                    if (r0 + k * RO < BR) acc[k] += ss[(r0 + k * RO) * BC + c] * v;
+            }
+        } else if (BR > 1u) {
             for (uint k = 0u; k < OPT; k++) {
                 const uint e = tid + k * WG, r = e / DV, d = e % DV;
                 if (e < BR * DV) {
