@@ -7,11 +7,13 @@
 // exp(m_old - m_new) when the max grows, and a tile's scores only in
 // shared memory. The row max and sum are subgroup reductions, one subgroup
 // per row. A tile whose mask is -inf for every query is skipped whole (a
-// causal mask's upper triangle), a masked score's dot product is not
-// computed.
+// causal mask's upper triangle); a masked score's dot product is not
+// computed (but in the register blocks below, where it is discarded).
 //
 // Prompts (BR > 1): the tile of K, then the tile of V, is staged in shared
-// memory, each element read once from memory and used by BR queries.
+// memory, each element read once from memory and used by BR queries; where
+// the shapes divide, an invocation's SPT scores share each K element it
+// reads from shared memory, and its OPT outputs each V element.
 // Decode (BR = 1): no element would be used twice, so none is staged: an
 // invocation computes one key's score, reading its K row 16 bytes at a
 // time (the rows a subgroup reads at once are a few KiB, cached); for p.v
