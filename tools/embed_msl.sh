@@ -11,7 +11,9 @@
 # The binding convention (plugins/metal/mtl_impl.h relies on it, and this
 # script fails the build when a translation breaks it): SPIRV-Cross's
 # --msl-decoration-binding gives storage buffer binding N of set 0 the
-# Metal index [[buffer(N)]] (N = 0..3, as the Vulkan plugin binds them);
+# Metal index [[buffer(N)]] (N = 0..3, as the Vulkan plugin binds them, and
+# 5, its extra binding, which the Metal plugin never binds: supports_op
+# keeps the shaders that read it, FLASH_ATTN's, off Metal);
 # the push-constant block, which SPIRV-Cross also puts at [[buffer(0)]],
 # is moved here to [[buffer(4)]] (from whatever index a SPIRV-Cross gives
 # it), where the host sets the push words with setBytes. Specialisation constant N becomes [[function_constant(N)]], a
@@ -38,8 +40,8 @@ check() {
     sig=$(grep '^kernel void main0(' "$1") || { echo "embed_msl.sh: $1: no kernel main0" >&2; return 1; }
     echo "$sig" | grep -o '\[\[buffer([0-9]*)\]\]' | sort | uniq -d | grep -q . &&
         { echo "embed_msl.sh: $1: two arguments share a buffer index" >&2; return 1; }
-    echo "$sig" | grep -o '\[\[buffer([0-9]*)\]\]' | grep -v '\[\[buffer([0-4])\]\]' | grep -q . &&
-        { echo "embed_msl.sh: $1: a buffer index outside 0-4" >&2; return 1; }
+    echo "$sig" | grep -o '\[\[buffer([0-9]*)\]\]' | grep -v '\[\[buffer([0-5])\]\]' | grep -q . &&
+        { echo "embed_msl.sh: $1: a buffer index outside 0-5" >&2; return 1; }
     [ "$(echo "$sig" | grep -o 'constant [A-Za-z0-9_]*& ' | wc -l)" -le 1 ] ||
         { echo "embed_msl.sh: $1: more than one constant-space argument (a uniform buffer?)" >&2; return 1; }
     bad=$(grep 'function_constant(' "$1" | awk -v n="$nspec" '

@@ -65,16 +65,25 @@ static rt_status_t vk_range_add(const rt_host_t *host, rt_vk_range_set_t *s, con
     return RT_OK;
 }
 
-/* Inserts a barrier when the dispatch's bindings conflict with what ran
- * since the last one, then records its reads and its write. */
 /* Binding i of d is written: the destination, and binding 2 of a fused
  * dispatch that has two. */
 static bool vk_binding_written(const rt_vk_dispatch_t *d, int i) { return i == 3 || (i == 2 && d->write2); }
 
+/* The tensor at bound[i]: a binding, or at i = RT_VK_N_BIND the extra one. */
+#define VK_N_BOUND (RT_VK_N_BIND + 1)
+static const rt_tensor_t *vk_bound_tensor(const rt_vk_dispatch_t *d, int i) {
+    return i < RT_VK_N_BIND ? d->bind[i] : d->extra;
+}
+
+/* bound[i] holds something of the dispatch's: a tensor or the scratch. */
+static bool vk_is_bound(const rt_vk_dispatch_t *d, int i) { return vk_bound_tensor(d, i) || d->scratch == i; }
+
+/* Inserts a barrier when the dispatch's bindings conflict with what ran
+ * since the last one, then records its reads and its write. */
 static rt_status_t vk_hazards(rt_vk_queue_t *q, const rt_vk_dispatch_t *d, const vk_bound_t *bound) {
     bool conflict = false;
-    for (int i = 0; i < RT_VK_N_BIND; i++) {
-        if (!d->bind[i]) continue;
+    for (int i = 0; i < VK_N_BOUND; i++) {
+        if (!vk_is_bound(d, i)) continue;
         conflict = conflict || vk_overlaps(&q->writes, &bound[i].range) ||
                    (vk_binding_written(d, i) && vk_overlaps(&q->reads, &bound[i].range));
     }
@@ -84,8 +93,8 @@ static rt_status_t vk_hazards(rt_vk_queue_t *q, const rt_vk_dispatch_t *d, const
         q->reads.n = q->writes.n = 0;
     }
     rt_status_t st = RT_OK;
-    for (int i = 0; st == RT_OK && i < RT_VK_N_BIND; i++)
-        if (d->bind[i])
+    for (int i = 0; st == RT_OK && i < VK_N_BOUND; i++)
+        if (vk_is_bound(d, i))
             st = vk_range_add(q->dev->host, vk_binding_written(d, i) ? &q->writes : &q->reads,
                               &bound[i].range);
     return st;
@@ -119,36 +128,51 @@ static rt_status_t vk_descriptor_set(rt_vk_queue_t *q, const vk_bound_t *bound, 
     };
     rt_status_t st = RT_VK_TRY(dev->host, dev->fn.vkAllocateDescriptorSets(dev->device, &info, out));
     if (st != RT_OK) return st;
-    VkWriteDescriptorSet w[RT_VK_N_BIND];
-    for (uint32_t i = 0; i < RT_VK_N_BIND; i++)
+    VkWriteDescriptorSet w[VK_N_BOUND];
+    for (uint32_t i = 0; i < VK_N_BOUND; i++)
         w[i] = (VkWriteDescriptorSet){
             .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
             .dstSet = *out,
-            .dstBinding = i,
+            .dstBinding = i < RT_VK_N_BIND ? i : RT_VK_BIND_EXTRA,
             .descriptorCount = 1,
             .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
             .pBufferInfo = &bound[i].info,
         };
-    dev->fn.vkUpdateDescriptorSets(dev->device, RT_VK_N_BIND, w, 0, NULL);
+    dev->fn.vkUpdateDescriptorSets(dev->device, VK_N_BOUND, w, 0, NULL);
     return RT_OK;
 }
 
 /* Binds d's tensors; an unused binding gets the destination (every binding
- * of the shared layout must hold a valid buffer). */
+ * of the shared layout must hold a valid buffer). The extra binding's
+ * offset goes to push word RT_VK_N_BIND, its type is the builder's to say. */
+/* Binding i of d: its tensor, or the whole of the queue's scratch buffer
+ * (F32, at offset 0). */
+static rt_status_t vk_bind_one(rt_vk_queue_t *q, const rt_vk_dispatch_t *d, int i, vk_bound_t *out) {
+    if (d->scratch != i) return vk_bind_resolve(q->dev, d->bind[i], out);
+    *out = (vk_bound_t){ .info = { q->scratch, 0, q->scratch_size }, .misalign = 0,
+                         .range = { q->scratch, 0, q->scratch_size } };
+    return RT_OK;
+}
+
 static rt_status_t vk_bind_all(rt_vk_queue_t *q, rt_vk_dispatch_t *d, vk_bound_t *bound) {
-    rt_status_t st = vk_bind_resolve(q->dev, d->bind[3], &bound[3]);
+    rt_status_t st = vk_bind_one(q, d, 3, &bound[3]);
     for (int i = 0; st == RT_OK && i < RT_VK_N_BIND; i++) {
-        if (i < 3 && d->bind[i]) st = vk_bind_resolve(q->dev, d->bind[i], &bound[i]);
+        if (i < 3 && vk_is_bound(d, i)) st = vk_bind_one(q, d, i, &bound[i]);
         else if (i < 3) bound[i] = bound[3];
         d->push[i] = bound[i].misalign;
         d->spec[RT_VK_SPEC_TYPE0 + i] = d->bind[i] ? (uint32_t)d->bind[i]->type : 0;
+    }
+    bound[RT_VK_N_BIND] = bound[3];
+    if (st == RT_OK && d->extra) {
+        st = vk_bind_resolve(q->dev, d->extra, &bound[RT_VK_N_BIND]);
+        d->push[RT_VK_N_BIND] = bound[RT_VK_N_BIND].misalign;
     }
     return st;
 }
 
 static rt_status_t vk_dispatch_emit(rt_vk_queue_t *q, rt_vk_dispatch_t d) {
     rt_vk_device_t *dev = q->dev;
-    vk_bound_t bound[RT_VK_N_BIND];
+    vk_bound_t bound[VK_N_BOUND];
     VkPipeline pipeline;
     VkDescriptorSet set;
     uint32_t groups[3] = { 0, 0, 0 };
@@ -200,9 +224,14 @@ rt_status_t rt_vk_graph_compute(void *queue, rt_tensor_t *const *nodes, int32_t 
     rt_vk_queue_t *q = queue;
     rt_vk_device_t *dev = q->dev;
     uint32_t n = 0;
-    for (int32_t i = 0; i < n_nodes; i++) n += rt_vk_node_dispatches(dev, nodes[i]);
+    size_t scratch = 0;
+    for (int32_t i = 0; i < n_nodes; i++) {
+        n += rt_vk_node_dispatches(dev, nodes[i]);
+        const size_t s = rt_vk_node_scratch(dev, nodes[i]);
+        scratch = s > scratch ? s : scratch;
+    }
     if (n == 0) return RT_OK;
-    rt_status_t st = rt_vk_queue_begin(q, n);
+    rt_status_t st = rt_vk_queue_begin(q, n, scratch);
     if (st != RT_OK) return st;
     /* Orders this graph after transfers and graphs submitted before it. */
     rt_vk_cmd_barrier(dev, q->cmd);

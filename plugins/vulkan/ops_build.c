@@ -130,6 +130,63 @@ static bool vk_supports_rope(const rt_tensor_t *n, const rt_tensor_t *a, const r
            n_dims <= a->ne[0] && (mode == RT_ROPE_MODE_NORMAL || mode == RT_ROPE_MODE_NEOX);
 }
 
+//===--- flash attention's tiles ---===//
+
+/* flash_attn.comp's shape for one node: workgroup, queries and keys per
+ * tile. */
+typedef struct vk_fa_tiles {
+    uint32_t wg, br, bc;
+} vk_fa_tiles_t;
+
+#define VK_FA_OPT_MAX 32u /* output elements an invocation holds in registers */
+
+/* flash_attn.comp's shared arrays, in bytes: the query tile, the scores,
+ * the K or V tile (staged for br > 1 only), three floats per row, two
+ * words per invocation, and for br = 1 the key groups' output rows (vw
+ * cache elements per 16 bytes). */
+static uint64_t vk_fa_shared(const vk_fa_tiles_t *t, uint64_t d, uint64_t dv, uint64_t vw) {
+    const uint64_t dmax = d > dv ? d : dv, ngv = (dv + vw - 1) / vw;
+    const uint64_t kv = t->br > 1 ? t->bc * (dmax + 1) : 1;
+    const uint64_t red = t->br > 1 ? 1 : t->wg / ngv * ngv * vw;
+    return 4 * (t->br * d + t->br * t->bc + kv + 3 * t->br + 2 * (uint64_t)t->wg + red);
+}
+
+/* The device's tiles (vk_tuning_flash_attn), halved, keys first, until the
+ * shared memory fits the head sizes; false when even a single query over
+ * 8 keys does not (a head of several thousand), or when the device has no
+ * kernel (no subgroup arithmetic). One query (decode) takes the tile of
+ * one row, whose K and V are read in place. */
+static bool vk_fa_tiles(const rt_vk_device_t *dev, const rt_tensor_t *n, vk_fa_tiles_t *t) {
+    const rt_vk_tuning_t *tu = &dev->tune;
+    const uint64_t d = (uint64_t)n->src[0]->ne[0], dv = (uint64_t)n->ne[0];
+    const uint64_t vw = 16 / rt_vk_type_unit(n->src[1]->type);
+    if (tu->fa_wg == 0) return false;
+    const bool one = n->ne[2] == 1;
+    *t = (vk_fa_tiles_t){ tu->fa_wg, one ? 1 : tu->fa_br, one ? tu->fa_bc1 : tu->fa_bc };
+    while (t->br > 1 && t->br * dv > VK_FA_OPT_MAX * t->wg) t->br /= 2;
+    const uint64_t limit = dev->limits.maxComputeSharedMemorySize;
+    while (vk_fa_shared(t, d, dv, vw) > limit && (t->bc > 8 || t->br > 1)) {
+        if (t->bc > 8) t->bc /= 2;
+        else t->br /= 2;
+    }
+    /* one row: every 16 bytes of it an invocation's */
+    if (t->br == 1 && (dv + vw - 1) / vw > t->wg) return false;
+    return vk_fa_shared(t, d, dv, vw) <= limit && (t->br * dv + t->wg - 1) / t->wg <= VK_FA_OPT_MAX;
+}
+
+/* q F32, k and v F32 or F16 (one type), an F32 or F16 mask or none, rows
+ * packed (the builder checks the rest of the contract). */
+static bool vk_supports_flash_attn(const rt_vk_device_t *dev, const rt_tensor_t *n) {
+    const rt_tensor_t *q = n->src[0], *k = n->src[1], *v = n->src[2], *m = n->src[3];
+    vk_fa_tiles_t t;
+    if (!k || !v || q->type != RT_TYPE_F32 || !vk_is_f32_f16(k->type) || v->type != k->type ||
+        n->type != RT_TYPE_F32 || !dev->host->tensor_is_contiguous(n))
+        return false;
+    if (!vk_rows_packed(dev, q) || !vk_rows_packed(dev, k) || !vk_rows_packed(dev, v)) return false;
+    if (m && (!vk_is_f32_f16(m->type) || !vk_rows_packed(dev, m))) return false;
+    return k->ne[2] > 0 && q->ne[2] % k->ne[2] == 0 && vk_fa_tiles(dev, n, &t);
+}
+
 static bool vk_supports_compute(const rt_vk_device_t *dev, const rt_tensor_t *n) {
     const rt_tensor_t *a = n->src[0], *b = n->src[1];
     if (!a) return false;
@@ -146,6 +203,7 @@ static bool vk_supports_compute(const rt_vk_device_t *dev, const rt_tensor_t *n)
     case RT_OP_MUL_MAT: return vk_supports_mul_mat(dev, n, a);
     case RT_OP_SOFT_MAX: return vk_supports_soft_max(n, a, b);
     case RT_OP_ROPE: return vk_supports_rope(n, a, b);
+    case RT_OP_FLASH_ATTN: return vk_supports_flash_attn(dev, n);
     case RT_OP_ARGMAX:
         return a->type == RT_TYPE_F32 && n->type == RT_TYPE_I32 && n->ne[0] == a->ne[1] &&
                n->ne[1] == a->ne[2] && n->ne[2] == a->ne[3] && n->ne[3] == 1;
@@ -206,6 +264,7 @@ static void vk_dispatch_init(rt_vk_dispatch_t *d, const char *shader, uint32_t w
     d->spec[RT_VK_SPEC_WG] = wg;
     d->spec[RT_VK_SPEC_OP] = op;
     d->bind[3] = dst;
+    d->scratch = -1;
     d->n_push = RT_VK_N_BIND; /* the binding offsets come first */
 }
 
@@ -430,6 +489,87 @@ static void vk_build_mul_mat(const rt_vk_device_t *dev, const rt_tensor_t *n, rt
     d->n_groups = m_tiles * n_tiles * (uint64_t)(n->ne[2] * n->ne[3]);
 }
 
+/* flash_attn.comp's OP bits */
+enum { VK_FA_MASK = 1, VK_FA_PARTIAL = 2, VK_FA_MERGE = 4 };
+#define VK_FA_SPLIT_MAX 64u /* key runs per query: the merge reads them all per output element */
+
+/* Decode's keys split over workgroups: with fewer heads (times planes)
+ * than the device's tune.fa_split_groups, into runs of whole key tiles, at
+ * least two tiles each (a run's partial costs a tile's worth to write and
+ * merge), whose partials fit one binding. */
+uint32_t rt_vk_fa_splits(const rt_vk_device_t *dev, const rt_tensor_t *n) {
+    const rt_tensor_t *q = n->src[0], *k = n->src[1];
+    const uint64_t groups = (uint64_t)(q->ne[2] * q->ne[3]), target = dev->tune.fa_split_groups;
+    vk_fa_tiles_t t;
+    if (n->op != RT_OP_FLASH_ATTN || q->ne[1] != 1 || target == 0 || groups >= target || !vk_fa_tiles(dev, n, &t))
+        return 1;
+    const uint64_t tiles = vk_ceil_div((uint64_t)k->ne[1], t.bc);
+    uint64_t runs = vk_ceil_div(target, groups);
+    if (runs > tiles / 2) runs = tiles / 2;
+    if (runs > VK_FA_SPLIT_MAX) runs = VK_FA_SPLIT_MAX;
+    if (runs <= 1) return 1;
+    const uint64_t bytes = groups * runs * (uint64_t)(n->ne[0] + 2) * 4;
+    return bytes <= dev->max_binding ? (uint32_t)vk_ceil_div(tiles, vk_ceil_div(tiles, runs)) : 1;
+}
+
+size_t rt_vk_node_scratch(const rt_vk_device_t *dev, const rt_tensor_t *n) {
+    if (n->op != RT_OP_FLASH_ATTN || rt_vk_node_dispatches(dev, n) != 2) return 0;
+    return (size_t)(n->ne[1] * n->ne[2] * n->ne[3]) * rt_vk_fa_splits(dev, n) * (size_t)(n->ne[0] + 2) * 4;
+}
+
+/* The push words both passes read (flash_attn.comp's Push). */
+static void vk_fa_push(rt_vk_dispatch_t *d, const rt_tensor_t *n, uint64_t n_qtiles, uint32_t n_split,
+                       uint32_t kv_chunk) {
+    const rt_tensor_t *q = n->src[0], *k = n->src[1], *v = n->src[2], *m = n->src[3];
+    vk_push(d, 0); /* the mask's offset, ops.c's */
+    vk_push(d, (uint32_t)q->ne[1]);
+    vk_push(d, (uint32_t)q->ne[2]);
+    vk_push(d, (uint32_t)k->ne[1]);
+    vk_push(d, (uint32_t)(q->ne[2] / k->ne[2]));
+    vk_push(d, (uint32_t)n_qtiles);
+    vk_push(d, (uint32_t)q->ne[3]);
+    for (int i = 1; i < RT_MAX_DIMS; i++) vk_push(d, (uint32_t)q->nb[i]);
+    for (int i = 1; i < RT_MAX_DIMS; i++) vk_push(d, (uint32_t)k->nb[i]);
+    for (int i = 1; i < RT_MAX_DIMS; i++) vk_push(d, (uint32_t)v->nb[i]);
+    vk_push(d, m ? (uint32_t)m->nb[1] : 0);
+    vk_push_f(d, vk_param_f(n, 0));
+    vk_push_f(d, vk_param_f(n, 1));
+    vk_push(d, n_split);
+    vk_push(d, kv_chunk);
+}
+
+/* flash_attn.comp: one workgroup per tile of queries, head, plane (and run
+ * of keys, split); the mask at the extra binding. A split node's pass
+ * (op_params[2], ops_chunk.c) 1 writes the partials to the queue's scratch,
+ * 2 merges them into the node, one workgroup per output row. */
+static void vk_build_flash_attn(const rt_vk_device_t *dev, const rt_tensor_t *n, rt_vk_dispatch_t *d) {
+    const rt_tensor_t *q = n->src[0], *k = n->src[1], *m = n->src[3];
+    const int32_t pass = n->op_params[2];
+    const uint32_t n_split = pass ? rt_vk_fa_splits(dev, n) : 1;
+    vk_fa_tiles_t t;
+    vk_fa_tiles(dev, n, &t); /* supports_op said yes */
+    const uint64_t n_qtiles = vk_ceil_div((uint64_t)q->ne[1], t.br), key_tiles = vk_ceil_div((uint64_t)k->ne[1], t.bc);
+    const uint32_t op = pass == 2 ? VK_FA_MERGE : (m ? VK_FA_MASK : 0) | (pass == 1 ? VK_FA_PARTIAL : 0);
+    vk_dispatch_init(d, "flash_attn", t.wg, op, n);
+    d->spec[RT_VK_SPEC_ROWS] = t.br;
+    d->spec[RT_VK_SPEC_X] = t.bc;
+    d->spec[RT_VK_SPEC_X + 1] = (uint32_t)q->ne[0];
+    d->spec[RT_VK_SPEC_X + 2] = (uint32_t)n->ne[0];
+    vk_fa_push(d, n, n_qtiles, n_split, (uint32_t)(vk_ceil_div(key_tiles, n_split) * t.bc));
+    if (pass == 2) {
+        d->scratch = 0;
+        d->n_groups = (uint64_t)(n->ne[1] * n->ne[2] * n->ne[3]);
+        return;
+    }
+    d->spec[RT_VK_SPEC_EXTRA] = m ? (uint32_t)m->type : 0;
+    d->bind[0] = q;
+    d->bind[1] = k;
+    d->bind[2] = n->src[2];
+    d->extra = m;
+    if (pass == 1) d->scratch = 3;
+    d->n_groups = n_qtiles * (uint64_t)(q->ne[2] * q->ne[3]) * n_split;
+}
+
 rt_status_t rt_vk_dispatch_build(const rt_vk_device_t *dev, const rt_tensor_t *node,
                                  rt_vk_dispatch_t *d) {
     switch (node->op) {
@@ -454,6 +594,7 @@ rt_status_t rt_vk_dispatch_build(const rt_vk_device_t *dev, const rt_tensor_t *n
     case RT_OP_ROPE: vk_build_rope(node, d); break;
     case RT_OP_ARGMAX: vk_build_argmax(node, d); break;
     case RT_OP_MUL_MAT: vk_build_mul_mat(dev, node, d); break;
+    case RT_OP_FLASH_ATTN: vk_build_flash_attn(dev, node, d); break;
     default:
         return dev->host->set_error(RT_ERR_UNSUPPORTED, "%s: %s: op %d has no Vulkan kernel",
                                     __func__, node->name, (int)node->op);

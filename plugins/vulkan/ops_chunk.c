@@ -9,7 +9,9 @@
  * the output rows whose index falls in its run, the first chunk also the
  * zeros of indices out of range. A GET_ROWS chunk carries its first row
  * and a's whole row count in op_params[0] and [1] (GET_ROWS has no
- * parameters of its own; zero there means "not a chunk"). */
+ * parameters of its own; zero there means "not a chunk"). A FLASH_ATTN
+ * whose keys are split over workgroups is two dispatches the same way:
+ * its pass in op_params[2] (1 the partials, 2 their merge; 0 unsplit). */
 #include "vk_impl.h"
 
 uint64_t rt_vk_chunk_rows(const rt_vk_device_t *dev, const rt_tensor_t *node) {
@@ -24,12 +26,18 @@ uint32_t rt_vk_node_dispatches(const rt_vk_device_t *dev, const rt_tensor_t *nod
     if (!rt_op_computes(node->op)) return 0;
     for (int i = 0; i < RT_MAX_DIMS; i++)
         if (node->ne[i] == 0) return 0;
+    if (node->op == RT_OP_FLASH_ATTN) return rt_vk_fa_splits(dev, node) > 1 ? 2 : 1;
     const uint64_t rows = rt_vk_chunk_rows(dev, node);
     return rows ? (uint32_t)(((uint64_t)node->src[0]->ne[1] + rows - 1) / rows) : 1;
 }
 
 const rt_tensor_t *rt_vk_node_chunk(const rt_vk_device_t *dev, const rt_tensor_t *node,
                                     uint32_t chunk, rt_tensor_t views[2]) {
+    if (node->op == RT_OP_FLASH_ATTN && rt_vk_fa_splits(dev, node) > 1) {
+        views[1] = *node;
+        views[1].op_params[2] = (int32_t)(1 + chunk);
+        return &views[1];
+    }
     const uint64_t rows = rt_vk_chunk_rows(dev, node);
     if (rows == 0) return node;
     const rt_tensor_t *a = node->src[0];

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* pipeline.c: compute pipelines, made on first use. Every shader shares one
- * descriptor set layout (four storage buffers: three sources and the
- * destination) and one pipeline layout (that set plus 128 bytes of push
- * constants), so one generic dispatch path serves every op. A pipeline is
- * one embedded SPIR-V module specialised with RT_VK_N_SPEC constants
- * (workgroup size, op, the element types of the four bindings, one extra);
+ * descriptor set layout (five storage buffers: three sources, the
+ * destination and the extra source of vk_impl.h) and one pipeline layout
+ * (that set plus 128 bytes of push constants), so one generic dispatch
+ * path serves every op. A pipeline is one embedded SPIR-V module
+ * specialised with RT_VK_N_SPEC constants (workgroup size, op, the element
+ * types of the four bindings, one extra, rows, three of a kernel's own);
  * the VkPipelineCache, the layouts and each shader module are created the
  * first time a pipeline needs them. */
 #include "vk_impl.h"
@@ -14,17 +15,17 @@
 #include <string.h>
 
 static rt_status_t vk_layouts_create(rt_vk_device_t *dev) {
-    VkDescriptorSetLayoutBinding bindings[RT_VK_N_BIND];
-    for (uint32_t i = 0; i < RT_VK_N_BIND; i++)
+    VkDescriptorSetLayoutBinding bindings[RT_VK_N_BIND + 1];
+    for (uint32_t i = 0; i < RT_VK_N_BIND + 1; i++)
         bindings[i] = (VkDescriptorSetLayoutBinding){
-            .binding = i,
+            .binding = i < RT_VK_N_BIND ? i : RT_VK_BIND_EXTRA,
             .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
             .descriptorCount = 1,
             .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
         };
     const VkDescriptorSetLayoutCreateInfo dinfo = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
-        .bindingCount = RT_VK_N_BIND,
+        .bindingCount = RT_VK_N_BIND + 1,
         .pBindings = bindings,
     };
     const VkPushConstantRange push = {
@@ -204,7 +205,46 @@ static void vk_tuning_mat_mat(rt_vk_device_t *dev) {
     }
 }
 
+/* flash_attn: four or more subgroups per workgroup (the rows' softmax
+ * steps run side by side, one per subgroup) of 128 invocations at least;
+ * a prompt's tile of 16 queries reuses each staged key 16 times, keys in
+ * tiles of 64 on a GPU (fewer barriers per key) and of 32 on a CPU running
+ * the shader, whose shared memory is 32 KiB and whose cost is per
+ * instruction, not per barrier. Decode's tile (no staging) is 128 keys.
+ * ops_build.c shrinks the tiles a head size does not fit in shared memory.
+ * Decode on a GPU splits the keys until there are 512 workgroups (a few
+ * per compute unit of a large GPU) when the heads are fewer; not on a CPU
+ * running the shader, whose few threads the heads alone keep busy.
+ * RT_VULKAN_FA_SPLIT=G sets that count (0: never split).
+ * Without subgroup arithmetic there is no kernel (fa_wg = 0).
+ * RT_VULKAN_FA=WG,BR,BC overrides (measurements, tests), BC for decode too. */
+static void vk_tuning_flash_attn(rt_vk_device_t *dev) {
+    rt_vk_tuning_t *t = &dev->tune;
+    const uint32_t sg = t->subgroup_size, max_wg = dev->limits.maxComputeWorkGroupInvocations;
+    t->fa_wg = t->fa_br = t->fa_bc = t->fa_bc1 = 0;
+    if (!t->subgroup_arith) return;
+    uint32_t wg = 4 * sg < 128 ? 128 : 4 * sg;
+    if (wg > 256) wg = 256;
+    if (wg > max_wg) return;
+    t->fa_wg = wg;
+    t->fa_br = 16;
+    t->fa_bc = dev->props.kind == RT_DEVICE_KIND_SOFTWARE ? 32 : 64;
+    t->fa_bc1 = 128;
+    t->fa_split_groups = dev->props.kind == RT_DEVICE_KIND_SOFTWARE ? 0 : 512;
+    const char *split = getenv("RT_VULKAN_FA_SPLIT");
+    if (split && *split) t->fa_split_groups = (uint32_t)strtoul(split, NULL, 10);
+    unsigned w = 0, br = 0, bc = 0;
+    const char *env = getenv("RT_VULKAN_FA");
+    if (env && sscanf(env, "%u,%u,%u", &w, &br, &bc) == 3 && w >= sg && w <= max_wg && w % sg == 0 &&
+        br >= 1 && br <= 64 && bc >= 1 && bc <= 512) {
+        t->fa_wg = w;
+        t->fa_br = br;
+        t->fa_bc = t->fa_bc1 = bc;
+    }
+}
+
 void rt_vk_tuning_choose(rt_vk_device_t *dev) {
     vk_tuning_mat_vec(dev);
     vk_tuning_mat_mat(dev);
+    vk_tuning_flash_attn(dev);
 }

@@ -61,6 +61,8 @@ void rt_vk_queue_destroy(void *queue) {
     vk_queue_stats_log(q);
     if (q->pending) dev->fn.vkWaitForFences(dev->device, 1, &q->fence, VK_TRUE, UINT64_MAX);
     if (q->desc_pool) dev->fn.vkDestroyDescriptorPool(dev->device, q->desc_pool, NULL);
+    if (q->scratch) dev->fn.vkDestroyBuffer(dev->device, q->scratch, NULL);
+    if (q->scratch_mem) dev->fn.vkFreeMemory(dev->device, q->scratch_mem, NULL);
     if (q->fence) dev->fn.vkDestroyFence(dev->device, q->fence, NULL);
     if (q->pool) dev->fn.vkDestroyCommandPool(dev->device, q->pool, NULL); /* frees cmd */
     rt_vk_free(dev->host, q->reads.items, q->reads.cap * sizeof q->reads.items[0]);
@@ -78,7 +80,7 @@ rt_status_t rt_vk_queue_synchronize(void *queue) {
     return RT_VK_TRY(dev->host, r);
 }
 
-/* A pool for at least n_sets sets of RT_VK_N_BIND storage buffers. */
+/* A pool for at least n_sets sets of RT_VK_N_BIND + 1 storage buffers. */
 static rt_status_t vk_desc_pool_reserve(rt_vk_queue_t *q, uint32_t n_sets) {
     rt_vk_device_t *dev = q->dev;
     if (q->desc_pool && q->desc_cap >= n_sets)
@@ -90,7 +92,7 @@ static rt_status_t vk_desc_pool_reserve(rt_vk_queue_t *q, uint32_t n_sets) {
     q->desc_cap = 0;
     const VkDescriptorPoolSize size = {
         .type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-        .descriptorCount = cap * RT_VK_N_BIND,
+        .descriptorCount = cap * (RT_VK_N_BIND + 1), /* the extra binding too */
     };
     const VkDescriptorPoolCreateInfo info = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
@@ -103,9 +105,25 @@ static rt_status_t vk_desc_pool_reserve(rt_vk_queue_t *q, uint32_t n_sets) {
     return st;
 }
 
-rt_status_t rt_vk_queue_begin(rt_vk_queue_t *q, uint32_t n_sets) {
+/* A scratch buffer of at least size bytes (the last submission is done:
+ * the old one is idle). */
+static rt_status_t vk_scratch_reserve(rt_vk_queue_t *q, size_t size) {
+    rt_vk_device_t *dev = q->dev;
+    if (size <= q->scratch_size) return RT_OK;
+    if (q->scratch) dev->fn.vkDestroyBuffer(dev->device, q->scratch, NULL);
+    if (q->scratch_mem) dev->fn.vkFreeMemory(dev->device, q->scratch_mem, NULL);
+    q->scratch = VK_NULL_HANDLE;
+    q->scratch_mem = VK_NULL_HANDLE;
+    q->scratch_size = 0;
+    const rt_status_t st = rt_vk_raw_buffer_create(dev, size, RT_VK_BUFT_DEVICE, &q->scratch, &q->scratch_mem);
+    if (st == RT_OK) q->scratch_size = size;
+    return st;
+}
+
+rt_status_t rt_vk_queue_begin(rt_vk_queue_t *q, uint32_t n_sets, size_t scratch) {
     rt_status_t st = rt_vk_queue_synchronize(q);
     if (st == RT_OK) st = vk_desc_pool_reserve(q, n_sets);
+    if (st == RT_OK) st = vk_scratch_reserve(q, scratch);
     const VkCommandBufferBeginInfo info = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
         .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,

@@ -119,7 +119,7 @@ typedef struct rt_vk_staging {
 } rt_vk_staging_t;
 
 /* A pipeline for one shader with one set of specialisation constants. */
-#define RT_VK_N_SPEC 8            /* wg size, op, 4 binding types, extra, rows */
+#define RT_VK_N_SPEC 11           /* wg size, op, 4 binding types, extra, rows, 3 more */
 typedef struct rt_vk_pipeline {
     uint32_t shader;              /* index in rt_vk_spirv_table */
     uint32_t spec[RT_VK_N_SPEC];
@@ -138,6 +138,10 @@ typedef struct rt_vk_tuning {
     uint32_t mv_wg;               /* mat-vec workgroup size, 0: the default */
     uint32_t mv_rows;             /* mat-vec rows per workgroup, 0: 1 */
     uint32_t mm_tm, mm_tn;        /* mul_mm's register block (4 or 8), 0: 4 */
+    uint32_t fa_wg;               /* flash_attn's workgroup, 0: no such kernel (no subgroups) */
+    uint32_t fa_br, fa_bc;        /* its queries and keys per tile for a prompt */
+    uint32_t fa_bc1;              /* its keys per tile for one query (decode) */
+    uint32_t fa_split_groups;     /* decode: split keys until this many workgroups, 0: never */
 } rt_vk_tuning_t;
 
 struct rt_vk_device {
@@ -217,6 +221,12 @@ typedef struct rt_vk_queue {
     VkDescriptorPool desc_pool;
     uint32_t desc_cap;            /* sets desc_pool holds */
     rt_vk_range_set_t reads, writes; /* since the last barrier */
+    /* Partial results of a node recorded as two dispatches (flash
+     * attention's keys split over workgroups), grown before a graph is
+     * recorded to what its nodes need; the hazard tracking orders its uses. */
+    VkBuffer scratch;
+    VkDeviceMemory scratch_mem;
+    size_t scratch_size;          /* bytes, 0 before first use */
     /* Counted for RT_VULKAN_STATS=1, which logs them when the queue goes. */
     uint64_t n_graphs, n_dispatches, n_barriers;
 } rt_vk_queue_t;
@@ -281,8 +291,9 @@ RT_VK_INTERNAL rt_status_t rt_vk_queue_create(void *device, const rt_queue_optio
                                               void **out_queue);
 RT_VK_INTERNAL void rt_vk_queue_destroy(void *queue);
 RT_VK_INTERNAL rt_status_t rt_vk_queue_synchronize(void *queue);
-/* Waits for the last submission, then makes room for n descriptor sets. */
-RT_VK_INTERNAL rt_status_t rt_vk_queue_begin(rt_vk_queue_t *q, uint32_t n_sets);
+/* Waits for the last submission, then makes room for n descriptor sets
+ * and scratch bytes of scratch buffer. */
+RT_VK_INTERNAL rt_status_t rt_vk_queue_begin(rt_vk_queue_t *q, uint32_t n_sets, size_t scratch);
 RT_VK_INTERNAL rt_status_t rt_vk_graph_compute(void *queue, rt_tensor_t *const *nodes,
                                                int32_t n_nodes);
 RT_VK_INTERNAL bool rt_vk_supports_op(void *device, const rt_tensor_t *node);
@@ -299,13 +310,22 @@ RT_VK_INTERNAL rt_status_t rt_vk_event_synchronize(void *event);
 
 /* One dispatch, as an op builder describes it. Bindings 0-2 are sources,
  * 3 the destination. Push constants start with the four bindings' byte
- * offsets (filled by the generic path), then whatever the builder adds. */
+ * offsets (filled by the generic path), then whatever the builder adds.
+ * An op with a fourth source (FLASH_ATTN's mask) binds it as `extra` at
+ * binding RT_VK_BIND_EXTRA, its offset in push word RT_VK_N_BIND (which
+ * the builder reserves). It is 5, not 4: the Metal plugin's buffer index 4
+ * holds the push words (tools/embed_msl.sh), and the Metal plugin binds
+ * no extra, so it never runs a shader that reads one (supports_op: such
+ * kernels need subgroups, which its zeroed tuning says it lacks). */
 #define RT_VK_N_BIND 4
+#define RT_VK_BIND_EXTRA 5
 #define RT_VK_PUSH_WORDS 32       /* 128 bytes, the guaranteed minimum */
 typedef struct rt_vk_dispatch {
     const char *shader;
     uint32_t spec[RT_VK_N_SPEC];  /* [0] wg size, [1] op; [2..5] set generically */
     const rt_tensor_t *bind[RT_VK_N_BIND];
+    const rt_tensor_t *extra;     /* the fourth source, NULL for most ops */
+    int scratch;                  /* the binding that is the queue's scratch buffer, not a tensor; -1: none */
     uint32_t push[RT_VK_PUSH_WORDS];
     uint32_t n_push;              /* words used, >= 4 */
     uint64_t n_groups;            /* workgroups in all */
@@ -313,20 +333,26 @@ typedef struct rt_vk_dispatch {
 } rt_vk_dispatch_t;
 
 enum { RT_VK_SPEC_WG = 0, RT_VK_SPEC_OP = 1, RT_VK_SPEC_TYPE0 = 2, RT_VK_SPEC_EXTRA = 6,
-       RT_VK_SPEC_ROWS = 7 };
+       RT_VK_SPEC_ROWS = 7, RT_VK_SPEC_X = 8 /* 8-10: a kernel's own */ };
 
 /* Bytes the shaders address a type in; 0 when they cannot read it. */
 RT_VK_INTERNAL uint32_t rt_vk_type_unit(rt_type_t type);
-/* Dispatches the node records: 0 for a view or an empty node, 1, or one
- * per chunk of rows of a weight larger than one binding (ops_chunk.c). */
+/* Dispatches the node records: 0 for a view or an empty node, 1, one per
+ * chunk of rows of a weight larger than one binding (ops_chunk.c), or two
+ * for a FLASH_ATTN whose keys are split (partials, then their merge). */
 RT_VK_INTERNAL uint32_t rt_vk_node_dispatches(const rt_vk_device_t *dev, const rt_tensor_t *node);
 /* Rows of a per chunk for such a node; 0 when a fits one binding or cannot
  * be split (a not 2-D, or one row too large). */
 RT_VK_INTERNAL uint64_t rt_vk_chunk_rows(const rt_vk_device_t *dev, const rt_tensor_t *node);
 /* The node dispatch `chunk` builds: node itself, or a view of it over the
- * chunk's rows, made in views (which must outlive the dispatch). */
+ * chunk's rows, made in views (which must outlive the dispatch); a split
+ * FLASH_ATTN's copy with op_params[2] = 1 + chunk (the pass). */
 RT_VK_INTERNAL const rt_tensor_t *rt_vk_node_chunk(const rt_vk_device_t *dev, const rt_tensor_t *node,
                                                    uint32_t chunk, rt_tensor_t views[2]);
+/* Key runs a FLASH_ATTN node's keys are split into (ops_build.c): 1 for
+ * no split; and the bytes of queue scratch its partials take. */
+RT_VK_INTERNAL uint32_t rt_vk_fa_splits(const rt_vk_device_t *dev, const rt_tensor_t *node);
+RT_VK_INTERNAL size_t rt_vk_node_scratch(const rt_vk_device_t *dev, const rt_tensor_t *node);
 /* Fills d for node; RT_ERR_UNSUPPORTED when the op has no kernel. */
 RT_VK_INTERNAL rt_status_t rt_vk_dispatch_build(const rt_vk_device_t *dev, const rt_tensor_t *node,
                                                 rt_vk_dispatch_t *d);

@@ -408,6 +408,14 @@ const cf_case_t cf_cases[] = {
     {RT_OP_FLASH_ATTN, "f32 cache, decode, 9 heads over 3, 1000 keys, no mask",
      {INP(F32, 0, 2, 1, 3, 64, 1, 9), INP(F32, 0, 2, 1, 3, 64, 1000, 3), INP(F32, 0, 2, 1, 3, 64, 1000, 3)},
      .f = {0.125f, 0.0f}, .tol = CF_TOL_DOT},
+    /* FLASH_ATTN: a head of 256 (a device's tiles shrink to fit its shared
+       memory) under an F32 mask; decode without a mask, heads of no power
+       of two, Dv != D, grouped, over two planes. */
+    {RT_OP_FLASH_ATTN, "f16 cache, head_dim 256, prompt of 20 over 70 keys, f32 mask",
+     {INP(F32, 0, 2, 1, 3, 256, 20, 2), INP(F16, 0, 2, 1, 3, 256, 70, 1), INP(F16, 0, 2, 1, 3, 256, 70, 1),
+      INF(F32, CAUSAL, 70, 20)}, .f = {0.0625f, 0.0f}, .tol = CF_TOL_DOT},
+    {RT_OP_FLASH_ATTN, "f32, decode without a mask, D = 96, Dv = 80, 6 heads over 3, two planes",
+     {IN(F32, 96, 1, 6, 2), IN(F32, 96, 133, 3, 2), IN(F32, 80, 133, 3, 2)}, .f = {0.1f, 0.0f}, .tol = CF_TOL_DOT},
 };
 
 const size_t cf_n_cases = sizeof cf_cases / sizeof cf_cases[0];
@@ -438,6 +446,27 @@ const cf_case_t cf_perf_cases[] = {
     {RT_OP_FLASH_ATTN, "prompt of 512 at depth 3584, 32 heads over 8, f16 cache",
      {INP(F32, 0, 2, 1, 3, 128, 512, 32), INP(F16, 0, 2, 1, 3, 128, 4096, 8), INP(F16, 0, 2, 1, 3, 128, 4096, 8),
       INF(F16, CAUSAL, 4096, 512)}, .f = {0.0884f, 0.0f}, .tol = 0},
+    /* The prompt at 8 heads over 2: its unfused scores (below) fit one
+       binding of a device whose bindings are 128 MiB (lavapipe); 32 heads'
+       (256 MiB) do not. */
+    {RT_OP_FLASH_ATTN, "prompt of 512 at depth 3584, 8 heads over 2, f16 cache",
+     {INP(F32, 0, 2, 1, 3, 128, 512, 8), INP(F16, 0, 2, 1, 3, 128, 4096, 2), INP(F16, 0, 2, 1, 3, 128, 4096, 2),
+      INF(F16, CAUSAL, 4096, 512)}, .f = {0.0884f, 0.0f}, .tol = 0},
+    /* The same attentions unfused, as a device without FLASH_ATTN runs
+       them: k.q (a broadcast of the cache's heads over q's), softmax, then
+       p.v against the transposed V cache. */
+    {RT_OP_MUL_MAT, "unfused decode k.q, 4096 keys, 32 heads over 8, f16 cache",
+     {IN(F16, 128, 4096, 8), IN(F32, 128, 1, 32)}, .tol = 0},
+    {RT_OP_SOFT_MAX, "unfused decode softmax 4096x1x32, mask", {IN(F32, 4096, 1, 32), IN(F32, 4096, 1)},
+     .f = {0.0884f}, .ext = true},
+    {RT_OP_MUL_MAT, "unfused decode p.v, 4096 keys, 32 heads over 8, f16 cache",
+     {IN(F16, 4096, 128, 8), IN(F32, 4096, 1, 32)}, .tol = 0},
+    {RT_OP_MUL_MAT, "unfused prompt k.q, 512 over 4096 keys, 8 heads over 2, f16 cache",
+     {IN(F16, 128, 4096, 2), IN(F32, 128, 512, 8)}, .tol = 0},
+    {RT_OP_SOFT_MAX, "unfused prompt softmax 4096x512x8, mask", {IN(F32, 4096, 512, 8), IN(F32, 4096, 512)},
+     .f = {0.0884f}, .ext = true},
+    {RT_OP_MUL_MAT, "unfused prompt p.v, 512 over 4096 keys, 8 heads over 2, f16 cache",
+     {IN(F16, 4096, 128, 2), IN(F32, 4096, 512, 8)}, .tol = 0},
 };
 
 const size_t cf_n_perf_cases = sizeof cf_perf_cases / sizeof cf_perf_cases[0];
