@@ -73,11 +73,16 @@ RT_INLINE rt_vf fa_vec(const char *row, bool f16, int64_t e) {
     return f16 ? vf_load_f16((const uint16_t *)row + e) : vf_load((const float *)row + e);
 }
 
+/* What a tile's mask does to the block's queries. */
+typedef enum { FA_HIDDEN, FA_MASKED, FA_OPEN } fa_tile_kind_t;
+
 /* The mask tile mt[qi][t] for the block's queries, -inf past the range (a
- * mask of zeros when there is none); false when no entry is finite. */
-static bool fa_mask_tile(const rt_cpu_fa_t *a, int64_t nq, int64_t t0, int64_t nt, float *mt) {
+ * mask of zeros when there is none). FA_HIDDEN when no entry is finite;
+ * FA_OPEN when every entry is 0 (a causal mask's tiles off the diagonal):
+ * the wide layout then adds nothing. */
+static fa_tile_kind_t fa_mask_tile(const rt_cpu_fa_t *a, int64_t nq, int64_t t0, int64_t nt, float *mt) {
     const rt_vf ninf = vf_set1(-INFINITY);
-    rt_vf seen = ninf;
+    rt_vf seen = ninf, mag = vf_zero();
     for (int64_t qi = 0; qi < nq; qi++) {
         float *row = mt + qi * FA_T;
         const char *m = a->mask ? a->mask + (size_t)qi * a->ldm : NULL;
@@ -85,9 +90,14 @@ static bool fa_mask_tile(const rt_cpu_fa_t *a, int64_t nq, int64_t t0, int64_t n
         if (m && nt == FA_T)
             for (; t < FA_T; t += RT_W) vf_store(row + t, fa_vec(m, a->mask_f16, t0 + t));
         for (; t < FA_T; t++) row[t] = t >= nt ? -INFINITY : m ? fa_elem(m, a->mask_f16, t0 + t) : 0.0f;
-        for (t = 0; t < FA_T; t += RT_W) seen = vf_max(seen, vf_load(row + t));
+        for (t = 0; t < FA_T; t += RT_W) {
+            const rt_vf x = vf_load(row + t);
+            seen = vf_max(seen, x);
+            mag = vf_max(mag, vf_abs(x));
+        }
     }
-    return vf_hmax(seen) > -INFINITY;
+    if (!(vf_hmax(seen) > -INFINITY)) return FA_HIDDEN;
+    return vf_hmax(mag) == 0.0f ? FA_OPEN : FA_MASKED;
 }
 
 /* Rows [t0, t0 + nt) of n elements as dst[t * RT_CPU_FA_PAD(n) + e], zeros
@@ -239,7 +249,7 @@ static void fa_wide_scores(const rt_cpu_fa_t *a, int64_t rp, const float *qt, co
 /* The online softmax of every row at once, lanes r0.. of each key's
  * scores: m, l and the rescaling factors (alpha) as vectors. A lane whose
  * max is still -inf subtracts 0 instead, so that its weights and alpha
- * come out 0, not NaN. mt NULL: no mask and a whole tile. */
+ * come out 0, not NaN. mt NULL: the tile's mask is all zeros. */
 static void fa_wide_softmax(const rt_cpu_fa_t *a, int64_t rp, float *s, const float *mt, float *m, float *l,
                             float *alpha) {
     const rt_vf ninf = vf_set1(-INFINITY), cap = vf_set1(a->softcap);
@@ -342,13 +352,14 @@ static void fa_attend(const rt_cpu_fa_t *a, int64_t j0, int64_t j1, float *m, fl
     if (wide) fa_transpose_q(a, rp, b.qt);
     for (int64_t t0 = j0; t0 < j1; t0 += FA_T) {
         const int64_t nt = j1 - t0 < FA_T ? j1 - t0 : FA_T;
-        if (!fa_mask_tile(a, nq, t0, nt, b.mq)) continue;
+        const fa_tile_kind_t kind = fa_mask_tile(a, nq, t0, nt, b.mq);
+        if (kind == FA_HIDDEN) continue;
         if (a->f16)
             fa_load_tile(a, &b, t0, nt, true);
         else
             fa_load_tile(a, &b, t0, nt, false);
         if (wide) {
-            const bool masked = a->mask || nt < FA_T;
+            const bool masked = kind == FA_MASKED;
             if (masked) fa_spread_mask(a, rp, b.mq, b.mt);
             fa_wide_scores(a, rp, b.qt, b.kt, b.s);
             fa_wide_softmax(a, rp, b.s, masked ? b.mt : NULL, m, l, b.alpha);
