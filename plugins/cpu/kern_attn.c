@@ -101,12 +101,19 @@ static fa_tile_kind_t fa_mask_tile(const rt_cpu_fa_t *a, int64_t nq, int64_t t0,
 }
 
 /* Rows [t0, t0 + nt) of n elements as dst[t * RT_CPU_FA_PAD(n) + e], zeros
- * past n and past nt: the value tile, and the wide layout's key tile. */
-RT_INLINE void fa_load_rows_as(const char *base, size_t ld, int64_t n, int64_t t0, int64_t nt, float *dst,
-                               const bool f16) {
+ * past n and past nt: the value tile, and the wide layout's key tile. The
+ * same rows of the next tile (n_next of them) are prefetched meanwhile: a
+ * tile of a cache is 32 rows in a stream of 4 KiB pages, which the
+ * hardware prefetchers stop at, and decode reads each row once (without
+ * it 45% of decode's time was these loads waiting on memory). */
+RT_INLINE void fa_load_rows_as(const char *base, size_t ld, int64_t n, int64_t t0, int64_t nt, int64_t n_next,
+                               float *dst, const bool f16) {
     const int64_t np = RT_CPU_FA_PAD(n);
+    const size_t row_bytes = (size_t)n * (f16 ? 2 : 4);
     for (int64_t t = 0; t < nt; t++) {
         const char *row = base + (size_t)(t0 + t) * ld;
+        if (t < n_next)
+            for (size_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(row + FA_T * ld + b, 0, 3);
         float *d = dst + t * np;
         int64_t e = 0;
         for (; e + RT_W <= n; e += RT_W) vf_store(d + e, fa_vec(row, f16, e));
@@ -339,9 +346,10 @@ static fa_tiles_t fa_carve(const rt_cpu_fa_t *a, float *scratch) {
     return b;
 }
 
-RT_INLINE void fa_load_tile(const rt_cpu_fa_t *a, const fa_tiles_t *b, int64_t t0, int64_t nt, const bool f16) {
-    fa_load_rows_as(a->k, a->ldk, a->D, t0, nt, b->kt, f16);
-    fa_load_rows_as(a->v, a->ldv, a->Dv, t0, nt, b->vt, f16);
+RT_INLINE void fa_load_tile(const rt_cpu_fa_t *a, const fa_tiles_t *b, int64_t t0, int64_t nt, int64_t n_next,
+                            const bool f16) {
+    fa_load_rows_as(a->k, a->ldk, a->D, t0, nt, n_next, b->kt, f16);
+    fa_load_rows_as(a->v, a->ldv, a->Dv, t0, nt, n_next, b->vt, f16);
 }
 
 static void fa_attend(const rt_cpu_fa_t *a, int64_t j0, int64_t j1, float *m, float *l, float *acc,
@@ -354,10 +362,11 @@ static void fa_attend(const rt_cpu_fa_t *a, int64_t j0, int64_t j1, float *m, fl
         const int64_t nt = j1 - t0 < FA_T ? j1 - t0 : FA_T;
         const fa_tile_kind_t kind = fa_mask_tile(a, nq, t0, nt, b.mq);
         if (kind == FA_HIDDEN) continue;
+        const int64_t n_next = j1 - t0 - FA_T < FA_T ? j1 - t0 - FA_T : FA_T; /* <= 0 on the last */
         if (a->f16)
-            fa_load_tile(a, &b, t0, nt, true);
+            fa_load_tile(a, &b, t0, nt, n_next, true);
         else
-            fa_load_tile(a, &b, t0, nt, false);
+            fa_load_tile(a, &b, t0, nt, n_next, false);
         if (wide) {
             const bool masked = kind == FA_MASKED;
             if (masked) fa_spread_mask(a, rp, b.mq, b.mt);
