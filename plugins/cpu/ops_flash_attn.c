@@ -28,7 +28,7 @@
 /* Work items worth splitting the keys for, and the fewest keys per chunk
  * (below it a chunk's merge costs more than its share saves). */
 #define FA_MIN_ITEMS 32
-#define FA_MIN_CHUNK 256
+#define FA_MIN_CHUNK 128
 
 typedef struct fa_plan {
     int64_t D, Dv, N, H, H_kv, n3, n_kv;
