@@ -9,6 +9,7 @@
 
 const rt_cpu_kern_vec_t *rt_cpu_kern_vec_avx512vnni(void);
 const rt_cpu_kern_mm_t *rt_cpu_kern_mm_avx512vnni(void);
+const rt_cpu_kern_attn_t *rt_cpu_kern_attn_avx512vnni(void);
 
 #define STUBS(sfx)                                                                      \
     const rt_cpu_kern_vec_t *rt_cpu_kern_vec_##sfx(void) { return NULL; }               \

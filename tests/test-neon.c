@@ -15,9 +15,10 @@
  *   neon-3  Q8_0/Q4_0 mat-vec with activations quantised by each path.
  *   neon-4  every ABI 1.2 block type: activations (roundtrip_act) bit for
  *           bit, mat-vec (quantize_act + matvec) <= 1e-5.
- *   neon-5  FLASH_ATTN's attend (kern_attn.c), F32 and F16 keys and values,
- *           grouped rows, odd D and Dv, a partial last tile, a mask tile
- *           that no query sees, soft-capping: softmax(s) V <= 1e-5.
+ *   neon-5  FLASH_ATTN's attend (kern_attn.c) in both layouts (rows or keys
+ *           in the lanes), F32 and F16 keys and values, grouped rows, odd
+ *           D and Dv, a partial last tile, a mask tile that no query sees,
+ *           soft-capping: softmax(s) V <= 1e-5.
  *
  * Prints "ok"/"FAIL" per check and exits 1 on any failure. */
 #include "conform/rng.h"
@@ -203,26 +204,27 @@ static void blocks_case(const rt_cpu_kernels_t *s, const rt_cpu_kernels_t *v, rt
 
 //===--- neon-5 ---===//
 
-/* Rows of D, Dv and a mask: 2 queries x 3 heads over 101 keys, the keys
- * 32..63 masked for both queries (a tile attend skips) and a few more. */
-enum { FA_R = 6, FA_RPQ = 3, FA_D = 42, FA_DV = 27, FA_KV = 101 };
+/* Up to 2 queries x 3 heads over 101 keys, the keys 32..63 masked for both
+ * queries (a tile attend skips) and a few more. R = 6 takes the layout of
+ * rows in the lanes, R = 3 that of keys in the lanes (fewer rows than 4). */
+enum { FA_RMAX = 6, FA_RPQ = 3, FA_D = 42, FA_DV = 27, FA_KV = 101 };
 
 /* The attention of each row, acc / l, through path k. */
 static void attend_rows(const rt_cpu_kernels_t *k, const rt_cpu_fa_t *a, float *out) {
-    const int64_t dvp = RT_CPU_FA_DVP(FA_DV);
-    float m[FA_R], l[FA_R], *acc = calloc((size_t)(FA_R * dvp), sizeof *acc);
-    float *scratch = malloc((size_t)rt_cpu_fa_scratch(FA_R, FA_RPQ, FA_D, FA_DV) * sizeof *scratch);
-    for (int r = 0; r < FA_R; r++) m[r] = -INFINITY, l[r] = 0.0f;
+    const int64_t dvp = RT_CPU_FA_PAD(FA_DV);
+    float m[RT_CPU_FA_PAD(FA_RMAX)], l[RT_CPU_FA_PAD(FA_RMAX)], *acc = calloc((size_t)(a->R * dvp), sizeof *acc);
+    float *scratch = malloc((size_t)rt_cpu_fa_scratch(a->R, FA_RPQ, FA_D, FA_DV) * sizeof *scratch);
+    for (int r = 0; r < RT_CPU_FA_PAD(FA_RMAX); r++) m[r] = -INFINITY, l[r] = 0.0f;
     k->attn->attend(a, 0, 40, m, l, acc, scratch); /* two calls: state carried across */
     k->attn->attend(a, 40, FA_KV, m, l, acc, scratch);
-    for (int r = 0; r < FA_R; r++)
+    for (int r = 0; r < a->R; r++)
         for (int e = 0; e < FA_DV; e++) out[r * FA_DV + e] = l[r] > 0 ? acc[r * dvp + e] / l[r] : 0.0f;
     free(acc), free(scratch);
 }
 
-static void attention_case(const rt_cpu_kernels_t *s, const rt_cpu_kernels_t *v, bool f16, float cap,
+static void attention_case(const rt_cpu_kernels_t *s, const rt_cpu_kernels_t *v, int R, bool f16, float cap,
                            const char *id, const char *what) {
-    float *q = frand(FA_R * FA_D), *kf = frand(FA_KV * FA_D), *vf = frand(FA_KV * FA_DV);
+    float *q = frand(R * FA_D), *kf = frand(FA_KV * FA_D), *vf = frand(FA_KV * FA_DV);
     uint16_t *kh = malloc(FA_KV * FA_D * sizeof *kh), *vh = malloc(FA_KV * FA_DV * sizeof *vh);
     uint16_t mask[2 * FA_KV];
     for (int i = 0; i < FA_KV * FA_D; i++) kh[i] = rt_fp32_to_fp16(kf[i]);
@@ -232,15 +234,15 @@ static void attention_case(const rt_cpu_kernels_t *s, const rt_cpu_kernels_t *v,
         mask[i] = (j >= 32 && j < 64) || j % 7 == 3 ? 0xfc00 : rt_fp32_to_fp16(uniform());
     }
     const rt_cpu_fa_t a = {
-        .q = q, .R = FA_R, .rpq = FA_RPQ, .D = FA_D, .Dv = FA_DV,
+        .q = q, .R = R, .rpq = FA_RPQ, .D = FA_D, .Dv = FA_DV,
         .k = f16 ? (const char *)kh : (const char *)kf, .ldk = FA_D * (f16 ? 2 : 4),
         .v = f16 ? (const char *)vh : (const char *)vf, .ldv = FA_DV * (f16 ? 2 : 4),
         .f16 = f16, .mask = (const char *)mask, .ldm = FA_KV * 2, .mask_f16 = true, .softcap = cap,
     };
-    float os[FA_R * FA_DV], ov[FA_R * FA_DV];
+    float os[FA_RMAX * FA_DV], ov[FA_RMAX * FA_DV];
     attend_rows(s, &a, os);
     attend_rows(v, &a, ov);
-    check(nmse(os, ov, FA_R * FA_DV) <= 1e-5, id, what);
+    check(nmse(os, ov, R * FA_DV) <= 1e-5, id, what);
     free(q), free(kf), free(vf), free(kh), free(vh);
 }
 
@@ -256,9 +258,11 @@ int main(void) {
     quant_case(s, v, RT_TYPE_Q8_0, "neon-3.1", "q8_0 mat-vec");
     quant_case(s, v, RT_TYPE_Q4_0, "neon-3.2", "q4_0 mat-vec");
     for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++) blocks_case(s, v, blocks[i]);
-    attention_case(s, v, false, 0.0f, "neon-5.1", "attend, f32 keys and values");
-    attention_case(s, v, true, 0.0f, "neon-5.2", "attend, f16 keys and values");
-    attention_case(s, v, true, 2.5f, "neon-5.3", "attend, f16, soft-capped");
+    attention_case(s, v, 6, false, 0.0f, "neon-5.1", "attend, f32 keys and values, rows in the lanes");
+    attention_case(s, v, 6, true, 0.0f, "neon-5.2", "attend, f16 keys and values, rows in the lanes");
+    attention_case(s, v, 6, true, 2.5f, "neon-5.3", "attend, f16, soft-capped, rows in the lanes");
+    attention_case(s, v, 3, false, 0.0f, "neon-5.4", "attend, f32 keys and values, keys in the lanes");
+    attention_case(s, v, 3, true, 2.5f, "neon-5.5", "attend, f16, soft-capped, keys in the lanes");
     printf("test-neon: %d checks, %d failures\n", n_checked, n_failed);
     return n_failed ? 1 : 0;
 }

@@ -192,15 +192,16 @@ typedef struct rt_cpu_kern_blocks {
 /* FLASH_ATTN's inner loop: a block of R query rows that share one kv head
  * against keys [j0, j1), in tiles of RT_CPU_FA_TILE keys, with the online
  * softmax: each row keeps its running max m, its running sum l and an F32
- * accumulator of Dv (acc, rows RT_CPU_FA_DVP(Dv) floats apart), which
- * attend updates; the caller starts them at -inf, 0 and 0 and divides acc
+ * accumulator of Dv (acc, rows RT_CPU_FA_PAD(Dv) floats apart), which
+ * attend updates; the caller starts them at -inf, 0 and 0 (m and l have
+ * room for RT_CPU_FA_PAD(R) floats, all of them started so) and divides acc
  * by l at the end (0 where l is 0: no key seen). The rows are queries
  * times heads, the heads of one query side by side (row r is query
  * r / rpq); q is already multiplied by the scale (divided by the cap when
  * soft-capping: s = cap * tanh(q.k)). A tile whose mask is -inf for every
  * query of the block is skipped before its keys are read. */
 #define RT_CPU_FA_TILE 32
-#define RT_CPU_FA_DVP(dv) (((dv) + 15) / 16 * 16) /* accumulator row: whole vectors of any path */
+#define RT_CPU_FA_PAD(n) (((n) + 15) / 16 * 16) /* whole vectors of any path */
 
 typedef struct rt_cpu_fa {
     const float *q;        /* R rows of D floats, contiguous */
@@ -214,11 +215,11 @@ typedef struct rt_cpu_fa {
     float softcap;         /* 0: none */
 } rt_cpu_fa_t;
 
-/* Floats of scratch attend needs (the key and value tiles, the scores and
- * the mask tile). */
+/* Floats of scratch attend needs: q transposed, the key and value tiles,
+ * the scores, the mask tile in both layouts and the rescaling factors. */
 static inline int64_t rt_cpu_fa_scratch(int64_t R, int64_t rpq, int64_t D, int64_t Dv) {
-    const int64_t nq = (R + rpq - 1) / rpq;
-    return RT_CPU_FA_TILE * (D + RT_CPU_FA_DVP(Dv) + R + nq);
+    const int64_t nq = (R + rpq - 1) / rpq, rp = RT_CPU_FA_PAD(R);
+    return D * rp + RT_CPU_FA_TILE * (RT_CPU_FA_PAD(D) + RT_CPU_FA_PAD(Dv) + 2 * rp + nq) + rp;
 }
 
 typedef struct rt_cpu_kern_attn {

@@ -7,14 +7,22 @@
  *   1. the mask tile, one row per query: a tile that no query of the block
  *      sees (every entry -inf: another sequence's cells, a sliding window)
  *      ends here, before its keys are read;
- *   2. the keys, converted to F32 (F16 on the fly) and transposed to
- *      Kt[d][t], so that the scores S = Q Kt are FMAs of a broadcast q
- *      element by vectors of keys: an FA_SRB x FA_TV grid of accumulators,
- *      and each key row is loaded once for all R rows (grouped queries);
+ *   2. the scores of the tile, keys converted to F32 (F16 on the fly) and
+ *      each key row loaded once for all R rows (grouped queries);
  *   3. the online softmax of each row over the tile (running max m, sum l;
  *      the accumulator rescaled when the max moves);
  *   4. acc += P V, the values converted to F32 once per tile, an FA_PRB x
  *      FA_CV grid of accumulators over Dv.
+ *
+ * Two layouts of the scores. Wide blocks (R >= RT_W: prompts) put the
+ * rows in the lanes: q is transposed once per call, the scores of a key
+ * are FMAs of the broadcast key element by vectors of q, and the softmax
+ * runs on vectors of rows with no horizontal step. Narrow blocks (decode:
+ * a few heads, fewer rows than lanes) put the keys in the lanes instead:
+ * each row's dot products with RT_W keys accumulate along d, one vector per
+ * key, and one register transpose sums them into a vector of RT_W scores
+ * (transposing the key tile instead cost twice the shuffles: 1.1-1.45x
+ * slower at R = 3 and 4, D = 128).
  *
  * Everything is summed in F32, p included (never rounded to F16). The
  * scores never exist beyond one tile: memory is O(R * (D + Dv)). */
@@ -28,20 +36,23 @@
 #include <math.h>
 
 #define FA_T RT_CPU_FA_TILE
-#define FA_TV (FA_T / RT_W) /* vectors per tile row */
 #define FA_CV 4             /* value vectors per accumulator block */
 
 #if defined(RT_SIMD_AVX512)
-#  define FA_SRB 8 /* score rows per block: 16 accumulators of 32 registers */
+#  define FA_WTB 8 /* wide: keys per block, by FA_WRV vectors of rows: 16 accumulators */
+#  define FA_WRV 2
 #  define FA_PRB 4 /* P V rows per block: 16 accumulators */
 #elif defined(RT_SIMD_AVX2)
-#  define FA_SRB 2 /* 8 accumulators + 4 key vectors of 16 registers */
+#  define FA_WTB 4
+#  define FA_WRV 2
 #  define FA_PRB 2
 #elif defined(RT_SIMD_NEON)
-#  define FA_SRB 2 /* 16 accumulators + 8 key vectors of 32 registers */
+#  define FA_WTB 8
+#  define FA_WRV 2
 #  define FA_PRB 4
 #else
-#  define FA_SRB 1
+#  define FA_WTB 4
+#  define FA_WRV 1
 #  define FA_PRB 1
 #endif
 
@@ -62,11 +73,16 @@ RT_INLINE rt_vf fa_vec(const char *row, bool f16, int64_t e) {
     return f16 ? vf_load_f16((const uint16_t *)row + e) : vf_load((const float *)row + e);
 }
 
+/* What a tile's mask does to the block's queries. */
+typedef enum { FA_HIDDEN, FA_MASKED, FA_OPEN } fa_tile_kind_t;
+
 /* The mask tile mt[qi][t] for the block's queries, -inf past the range (a
- * mask of zeros when there is none); false when no entry is finite. */
-static bool fa_mask_tile(const rt_cpu_fa_t *a, int64_t nq, int64_t t0, int64_t nt, float *mt) {
+ * mask of zeros when there is none). FA_HIDDEN when no entry is finite;
+ * FA_OPEN when every entry is 0 (a causal mask's tiles off the diagonal):
+ * the wide layout then adds nothing. */
+static fa_tile_kind_t fa_mask_tile(const rt_cpu_fa_t *a, int64_t nq, int64_t t0, int64_t nt, float *mt) {
     const rt_vf ninf = vf_set1(-INFINITY);
-    rt_vf seen = ninf;
+    rt_vf seen = ninf, mag = vf_zero();
     for (int64_t qi = 0; qi < nq; qi++) {
         float *row = mt + qi * FA_T;
         const char *m = a->mask ? a->mask + (size_t)qi * a->ldm : NULL;
@@ -74,77 +90,67 @@ static bool fa_mask_tile(const rt_cpu_fa_t *a, int64_t nq, int64_t t0, int64_t n
         if (m && nt == FA_T)
             for (; t < FA_T; t += RT_W) vf_store(row + t, fa_vec(m, a->mask_f16, t0 + t));
         for (; t < FA_T; t++) row[t] = t >= nt ? -INFINITY : m ? fa_elem(m, a->mask_f16, t0 + t) : 0.0f;
-        for (t = 0; t < FA_T; t += RT_W) seen = vf_max(seen, vf_load(row + t));
-    }
-    return vf_hmax(seen) > -INFINITY;
-}
-
-/* Keys [t0, t0 + nt) as kt[d * FA_T + t], zeros past nt: whole RT_W x RT_W
- * blocks through the register transpose, the rest element by element. */
-RT_INLINE void fa_load_k_as(const rt_cpu_fa_t *a, int64_t t0, int64_t nt, float *kt, const bool f16) {
-    const int64_t D = a->D;
-    int64_t d0 = 0;
-    if (nt == FA_T && RT_W > 1) {
-        for (; d0 + RT_W <= D; d0 += RT_W)
-            for (int64_t tb = 0; tb < FA_T; tb += RT_W) {
-                rt_vf r[RT_W];
-                RT_UNROLL(16)
-                for (int i = 0; i < RT_W; i++) r[i] = fa_vec(a->k + (size_t)(t0 + tb + i) * a->ldk, f16, d0);
-                vf_transpose(r);
-                RT_UNROLL(16)
-                for (int i = 0; i < RT_W; i++) vf_store(kt + (d0 + i) * FA_T + tb, r[i]);
-            }
-    }
-    for (int64_t t = 0; t < FA_T; t++) {
-        const char *row = a->k + (size_t)(t0 + t) * a->ldk;
-        for (int64_t d = d0; d < D; d++) kt[d * FA_T + t] = t < nt ? fa_elem(row, f16, d) : 0.0f;
-    }
-}
-
-/* Values [t0, t0 + nt) as vt[t * dvp + e], zeros past Dv and past nt. */
-RT_INLINE void fa_load_v_as(const rt_cpu_fa_t *a, int64_t t0, int64_t nt, float *vt, const bool f16) {
-    const int64_t Dv = a->Dv, dvp = RT_CPU_FA_DVP(Dv);
-    for (int64_t t = 0; t < nt; t++) {
-        const char *row = a->v + (size_t)(t0 + t) * a->ldv;
-        float *d = vt + t * dvp;
-        int64_t e = 0;
-        for (; e + RT_W <= Dv; e += RT_W) vf_store(d + e, fa_vec(row, f16, e));
-        for (; e < Dv; e++) d[e] = fa_elem(row, f16, e);
-        for (; e < dvp; e++) d[e] = 0.0f;
-    }
-    memset(vt + nt * dvp, 0, (size_t)((FA_T - nt) * dvp) * sizeof vt[0]);
-}
-
-//===--- scores ---===//
-
-/* s[i][t] = dot(q row i, key t) for rb rows. */
-RT_INLINE void fa_scores_rb(const float *q, int64_t D, const float *kt, float *s, const int rb) {
-    rt_vf acc[FA_SRB][FA_TV];
-    RT_UNROLL(8)
-    for (int i = 0; i < rb; i++)
-        RT_UNROLL(32)
-        for (int v = 0; v < FA_TV; v++) acc[i][v] = vf_zero();
-    for (int64_t d = 0; d < D; d++) {
-        rt_vf k[FA_TV];
-        RT_UNROLL(32)
-        for (int v = 0; v < FA_TV; v++) k[v] = vf_load(kt + d * FA_T + v * RT_W);
-        RT_UNROLL(8)
-        for (int i = 0; i < rb; i++) {
-            const rt_vf qv = vf_set1(q[i * D + d]);
-            RT_UNROLL(32)
-            for (int v = 0; v < FA_TV; v++) acc[i][v] = vf_fma(qv, k[v], acc[i][v]);
+        for (t = 0; t < FA_T; t += RT_W) {
+            const rt_vf x = vf_load(row + t);
+            seen = vf_max(seen, x);
+            mag = vf_max(mag, vf_abs(x));
         }
     }
-    RT_UNROLL(8)
-    for (int i = 0; i < rb; i++)
-        RT_UNROLL(32)
-        for (int v = 0; v < FA_TV; v++) vf_store(s + i * FA_T + v * RT_W, acc[i][v]);
+    if (!(vf_hmax(seen) > -INFINITY)) return FA_HIDDEN;
+    return vf_hmax(mag) == 0.0f ? FA_OPEN : FA_MASKED;
 }
 
-static void fa_scores(const rt_cpu_fa_t *a, const float *kt, float *s) {
-    int64_t r = 0;
-    for (; r + FA_SRB <= a->R; r += FA_SRB) fa_scores_rb(a->q + r * a->D, a->D, kt, s + r * FA_T, FA_SRB);
-    for (; r < a->R; r++) fa_scores_rb(a->q + r * a->D, a->D, kt, s + r * FA_T, 1);
+/* Rows [t0, t0 + nt) of n elements as dst[t * RT_CPU_FA_PAD(n) + e], zeros
+ * past n and past nt: the value tile, and the wide layout's key tile. The
+ * same rows of the next tile (n_next of them) are prefetched meanwhile: a
+ * tile of a cache is 32 rows in a stream of 4 KiB pages, which the
+ * hardware prefetchers stop at, and decode reads each row once (without
+ * it 45% of decode's time was these loads waiting on memory). */
+RT_INLINE void fa_load_rows_as(const char *base, size_t ld, int64_t n, int64_t t0, int64_t nt, int64_t n_next,
+                               float *dst, const bool f16) {
+    const int64_t np = RT_CPU_FA_PAD(n);
+    const size_t row_bytes = (size_t)n * (f16 ? 2 : 4);
+    for (int64_t t = 0; t < nt; t++) {
+        const char *row = base + (size_t)(t0 + t) * ld;
+        if (t < n_next)
+            for (size_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(row + FA_T * ld + b, 0, 3);
+        float *d = dst + t * np;
+        int64_t e = 0;
+        for (; e + RT_W <= n; e += RT_W) vf_store(d + e, fa_vec(row, f16, e));
+        for (; e < n; e++) d[e] = fa_elem(row, f16, e);
+        for (; e < np; e++) d[e] = 0.0f;
+    }
+    memset(dst + nt * np, 0, (size_t)((FA_T - nt) * np) * sizeof dst[0]);
+}
+
+//===--- narrow blocks: keys in the lanes ---===//
+
+/* The scores of q row q against RT_W keys (rows of kf, ldk apart, zeros
+ * past D): one accumulator per key along d, then the register transpose
+ * and a sum of the RT_W vectors gives the RT_W dot products in one vector. */
+RT_INLINE rt_vf fa_dot_keys(const float *q, int64_t D, const float *kf, int64_t ldk) {
+    rt_vf acc[RT_W];
+    RT_UNROLL(16)
+    for (int t = 0; t < RT_W; t++) acc[t] = vf_zero();
+    for (int64_t d = 0; d < D; d += RT_W) {
+        const rt_vf qv = vf_load_n(q, d, D);
+        RT_UNROLL(16)
+        for (int t = 0; t < RT_W; t++) acc[t] = vf_fma(qv, vf_load(kf + t * ldk + d), acc[t]);
+    }
+    vf_transpose(acc);
+    RT_UNROLL(16)
+    for (int w = RT_W / 2; w > 0; w /= 2)
+        RT_UNROLL(8)
+        for (int t = 0; t < w; t++) acc[t] = vf_add(acc[t], acc[t + w]);
+    return acc[0];
+}
+
+/* s[r][t] for every row, the tile's keys F32 rows of kf. */
+static void fa_scores(const rt_cpu_fa_t *a, const float *kf, float *s) {
+    const int64_t ldk = RT_CPU_FA_PAD(a->D);
+    for (int64_t r = 0; r < a->R; r++)
+        for (int64_t t = 0; t < FA_T; t += RT_W)
+            vf_store(s + r * FA_T + t, fa_dot_keys(a->q + r * a->D, a->D, kf + t * ldk, ldk));
 }
 
 //===--- the online softmax ---===//
@@ -156,6 +162,11 @@ RT_INLINE rt_vf fa_cap(rt_vf x, rt_vf c) {
     const rt_vf e = vf_exp(vf_mul(vf_set1(2.0f), vf_abs(x)));
     const rt_vf t = vf_sub(vf_set1(1.0f), vf_div(vf_set1(2.0f), vf_add(e, vf_set1(1.0f))));
     return vf_mul(c, vf_select(vf_gt(vf_zero(), x), vf_sub(vf_zero(), t), t));
+}
+
+static void fa_rescale(float *acc, int64_t dvp, float alpha) {
+    const rt_vf av = vf_set1(alpha);
+    for (int64_t e = 0; e < dvp; e += RT_W) vf_store(acc + e, vf_mul(av, vf_load(acc + e)));
 }
 
 /* Row r's scores become its weights p = exp(s - m) for the new max m; l
@@ -187,16 +198,98 @@ static void fa_softmax_row(const rt_cpu_fa_t *a, float *s, const float *mrow, fl
     const float alpha = *m == -INFINITY ? 0.0f : expf(*m - mnew);
     *l = *l * alpha + vf_hsum(sum);
     *m = mnew;
-    if (alpha == 1.0f) return;
-    const rt_vf av = vf_set1(alpha);
-    for (int64_t e = 0; e < RT_CPU_FA_DVP(a->Dv); e += RT_W) vf_store(acc + e, vf_mul(av, vf_load(acc + e)));
+    if (alpha != 1.0f) fa_rescale(acc, RT_CPU_FA_PAD(a->Dv), alpha);
+}
+
+//===--- wide blocks: rows in the lanes ---===//
+
+/* q's rows as qt[d * rp + r], zeros in the lanes past R. */
+static void fa_transpose_q(const rt_cpu_fa_t *a, int64_t rp, float *qt) {
+    for (int64_t d = 0; d < a->D; d++) {
+        for (int64_t r = 0; r < a->R; r++) qt[d * rp + r] = a->q[r * a->D + d];
+        for (int64_t r = a->R; r < rp; r++) qt[d * rp + r] = 0.0f;
+    }
+}
+
+/* The narrow mask tile mq[qi][t] spread to mt[t * rp + r] over the rows of
+ * each query. */
+static void fa_spread_mask(const rt_cpu_fa_t *a, int64_t rp, const float *mq, float *mt) {
+    for (int64_t t = 0; t < FA_T; t++)
+        for (int64_t r = 0; r < rp; r++) mt[t * rp + r] = r < a->R ? mq[r / a->rpq * FA_T + t] : -INFINITY;
+}
+
+/* s[t][r0 + lanes] for tb keys and rv vectors of rows. */
+RT_INLINE void fa_wide_block(const float *qt, int64_t rp, int64_t D, const float *kf, int64_t ldk, float *s,
+                             int64_t r0, const int tb, const int rv) {
+    rt_vf acc[FA_WTB][FA_WRV];
+    RT_UNROLL(8)
+    for (int i = 0; i < tb; i++)
+        RT_UNROLL(2)
+        for (int j = 0; j < rv; j++) acc[i][j] = vf_zero();
+    for (int64_t d = 0; d < D; d++) {
+        rt_vf qv[FA_WRV];
+        RT_UNROLL(2)
+        for (int j = 0; j < rv; j++) qv[j] = vf_load(qt + d * rp + r0 + j * RT_W);
+        RT_UNROLL(8)
+        for (int i = 0; i < tb; i++) {
+            const rt_vf kb = vf_set1(kf[i * ldk + d]);
+            RT_UNROLL(2)
+            for (int j = 0; j < rv; j++) acc[i][j] = vf_fma(kb, qv[j], acc[i][j]);
+        }
+    }
+    RT_UNROLL(8)
+    for (int i = 0; i < tb; i++)
+        RT_UNROLL(2)
+        for (int j = 0; j < rv; j++) vf_store(s + i * rp + r0 + j * RT_W, acc[i][j]);
+}
+
+static void fa_wide_scores(const rt_cpu_fa_t *a, int64_t rp, const float *qt, const float *kf, float *s) {
+    const int64_t ldk = RT_CPU_FA_PAD(a->D);
+    for (int64_t t = 0; t < FA_T; t += FA_WTB) {
+        int64_t r0 = 0;
+        for (; r0 + FA_WRV * RT_W <= rp; r0 += FA_WRV * RT_W)
+            fa_wide_block(qt, rp, a->D, kf + t * ldk, ldk, s + t * rp, r0, FA_WTB, FA_WRV);
+        for (; r0 < rp; r0 += RT_W) fa_wide_block(qt, rp, a->D, kf + t * ldk, ldk, s + t * rp, r0, FA_WTB, 1);
+    }
+}
+
+/* The online softmax of every row at once, lanes r0.. of each key's
+ * scores: m, l and the rescaling factors (alpha) as vectors. A lane whose
+ * max is still -inf subtracts 0 instead, so that its weights and alpha
+ * come out 0, not NaN. mt NULL: the tile's mask is all zeros. */
+static void fa_wide_softmax(const rt_cpu_fa_t *a, int64_t rp, float *s, const float *mt, float *m, float *l,
+                            float *alpha) {
+    const rt_vf ninf = vf_set1(-INFINITY), cap = vf_set1(a->softcap);
+    for (int64_t r0 = 0; r0 < rp; r0 += RT_W) {
+        rt_vf mx = ninf;
+        for (int64_t t = 0; t < FA_T; t++) {
+            rt_vf x = vf_load(s + t * rp + r0);
+            if (a->softcap != 0.0f) x = fa_cap(x, cap);
+            if (mt) x = vf_add(x, vf_load(mt + t * rp + r0));
+            vf_store(s + t * rp + r0, x);
+            mx = vf_max(mx, x);
+        }
+        const rt_vf mold = vf_load(m + r0), mnew = vf_max(mold, mx);
+        const rt_vf msafe = vf_select(vf_gt(mnew, ninf), mnew, vf_zero());
+        rt_vf sum = vf_zero();
+        for (int64_t t = 0; t < FA_T; t++) {
+            const rt_vf p = vf_exp(vf_sub(vf_load(s + t * rp + r0), msafe));
+            vf_store(s + t * rp + r0, p);
+            sum = vf_add(sum, p);
+        }
+        const rt_vf al = vf_exp(vf_sub(mold, msafe));
+        vf_store(l + r0, vf_fma(vf_load(l + r0), al, sum));
+        vf_store(m + r0, mnew);
+        vf_store(alpha + r0, al);
+    }
 }
 
 //===--- acc += P V ---===//
 
-/* Rows [0, rb) of acc, vectors [e, e + cv * RT_W), over the tile's nt keys. */
-RT_INLINE void fa_pv_block(const float *p, const float *vt, int64_t dvp, float *acc, int64_t e,
-                           int64_t nt, const int rb, const int cv) {
+/* Rows [0, rb) of acc, vectors [e, e + cv * RT_W), over the tile's nt keys;
+ * row i's weight of key t is p[i * pr + t * pt]. */
+RT_INLINE void fa_pv_block(const float *p, int64_t pr, int64_t pt, const float *vt, int64_t dvp, float *acc,
+                           int64_t e, int64_t nt, const int rb, const int cv) {
     rt_vf c[FA_PRB][FA_CV];
     RT_UNROLL(4)
     for (int i = 0; i < rb; i++)
@@ -208,7 +301,7 @@ RT_INLINE void fa_pv_block(const float *p, const float *vt, int64_t dvp, float *
         for (int j = 0; j < cv; j++) v[j] = vf_load(vt + t * dvp + e + j * RT_W);
         RT_UNROLL(4)
         for (int i = 0; i < rb; i++) {
-            const rt_vf pv = vf_set1(p[i * FA_T + t]);
+            const rt_vf pv = vf_set1(p[i * pr + t * pt]);
             RT_UNROLL(4)
             for (int j = 0; j < cv; j++) c[i][j] = vf_fma(pv, v[j], c[i][j]);
         }
@@ -219,39 +312,75 @@ RT_INLINE void fa_pv_block(const float *p, const float *vt, int64_t dvp, float *
         for (int j = 0; j < cv; j++) vf_store(acc + i * dvp + e + j * RT_W, c[i][j]);
 }
 
-RT_INLINE void fa_pv_rows(const float *p, const float *vt, int64_t dvp, float *acc, int64_t nt, const int rb) {
+RT_INLINE void fa_pv_rows(const float *p, int64_t pr, int64_t pt, const float *vt, int64_t dvp, float *acc,
+                          int64_t nt, const int rb) {
     int64_t e = 0;
-    for (; e + FA_CV * RT_W <= dvp; e += FA_CV * RT_W) fa_pv_block(p, vt, dvp, acc, e, nt, rb, FA_CV);
-    for (; e < dvp; e += RT_W) fa_pv_block(p, vt, dvp, acc, e, nt, rb, 1);
+    for (; e + FA_CV * RT_W <= dvp; e += FA_CV * RT_W) fa_pv_block(p, pr, pt, vt, dvp, acc, e, nt, rb, FA_CV);
+    for (; e < dvp; e += RT_W) fa_pv_block(p, pr, pt, vt, dvp, acc, e, nt, rb, 1);
 }
 
-static void fa_pv(const rt_cpu_fa_t *a, const float *p, const float *vt, float *acc, int64_t nt) {
-    const int64_t dvp = RT_CPU_FA_DVP(a->Dv);
+static void fa_pv(const rt_cpu_fa_t *a, const float *p, int64_t pr, int64_t pt, const float *vt, float *acc,
+                  int64_t nt) {
+    const int64_t dvp = RT_CPU_FA_PAD(a->Dv);
     int64_t r = 0;
-    for (; r + FA_PRB <= a->R; r += FA_PRB) fa_pv_rows(p + r * FA_T, vt, dvp, acc + r * dvp, nt, FA_PRB);
-    for (; r < a->R; r++) fa_pv_rows(p + r * FA_T, vt, dvp, acc + r * dvp, nt, 1);
+    for (; r + FA_PRB <= a->R; r += FA_PRB) fa_pv_rows(p + r * pr, pr, pt, vt, dvp, acc + r * dvp, nt, FA_PRB);
+    for (; r < a->R; r++) fa_pv_rows(p + r * pr, pr, pt, vt, dvp, acc + r * dvp, nt, 1);
 }
 
 //===--- the key walk ---===//
 
+typedef struct fa_tiles {
+    float *qt, *kt, *vt, *s, *mq, *mt, *alpha;
+} fa_tiles_t;
+
+static fa_tiles_t fa_carve(const rt_cpu_fa_t *a, float *scratch) {
+    const int64_t rp = RT_CPU_FA_PAD(a->R), nq = (a->R + a->rpq - 1) / a->rpq;
+    fa_tiles_t b;
+    b.qt = scratch;
+    b.kt = b.qt + a->D * rp;
+    b.vt = b.kt + FA_T * RT_CPU_FA_PAD(a->D);
+    b.s = b.vt + FA_T * RT_CPU_FA_PAD(a->Dv);
+    b.mt = b.s + FA_T * rp;
+    b.mq = b.mt + FA_T * rp;
+    b.alpha = b.mq + FA_T * nq;
+    return b;
+}
+
+RT_INLINE void fa_load_tile(const rt_cpu_fa_t *a, const fa_tiles_t *b, int64_t t0, int64_t nt, int64_t n_next,
+                            const bool f16) {
+    fa_load_rows_as(a->k, a->ldk, a->D, t0, nt, n_next, b->kt, f16);
+    fa_load_rows_as(a->v, a->ldv, a->Dv, t0, nt, n_next, b->vt, f16);
+}
+
 static void fa_attend(const rt_cpu_fa_t *a, int64_t j0, int64_t j1, float *m, float *l, float *acc,
                       float *scratch) {
-    const int64_t nq = (a->R + a->rpq - 1) / a->rpq, dvp = RT_CPU_FA_DVP(a->Dv);
-    float *kt = scratch, *vt = kt + a->D * FA_T, *s = vt + FA_T * dvp, *mt = s + a->R * FA_T;
+    const int64_t nq = (a->R + a->rpq - 1) / a->rpq, dvp = RT_CPU_FA_PAD(a->Dv), rp = RT_CPU_FA_PAD(a->R);
+    const bool wide = a->R >= RT_W;
+    const fa_tiles_t b = fa_carve(a, scratch);
+    if (wide) fa_transpose_q(a, rp, b.qt);
     for (int64_t t0 = j0; t0 < j1; t0 += FA_T) {
         const int64_t nt = j1 - t0 < FA_T ? j1 - t0 : FA_T;
-        if (!fa_mask_tile(a, nq, t0, nt, mt)) continue;
-        if (a->f16) {
-            fa_load_k_as(a, t0, nt, kt, true);
-            fa_load_v_as(a, t0, nt, vt, true);
-        } else {
-            fa_load_k_as(a, t0, nt, kt, false);
-            fa_load_v_as(a, t0, nt, vt, false);
+        const fa_tile_kind_t kind = fa_mask_tile(a, nq, t0, nt, b.mq);
+        if (kind == FA_HIDDEN) continue;
+        const int64_t n_next = j1 - t0 - FA_T < FA_T ? j1 - t0 - FA_T : FA_T; /* <= 0 on the last */
+        if (a->f16)
+            fa_load_tile(a, &b, t0, nt, n_next, true);
+        else
+            fa_load_tile(a, &b, t0, nt, n_next, false);
+        if (wide) {
+            const bool masked = kind == FA_MASKED;
+            if (masked) fa_spread_mask(a, rp, b.mq, b.mt);
+            fa_wide_scores(a, rp, b.qt, b.kt, b.s);
+            fa_wide_softmax(a, rp, b.s, masked ? b.mt : NULL, m, l, b.alpha);
+            for (int64_t r = 0; r < a->R; r++)
+                if (b.alpha[r] != 1.0f) fa_rescale(acc + r * dvp, dvp, b.alpha[r]);
+            fa_pv(a, b.s, 1, rp, b.vt, acc, nt);
+            continue;
         }
-        fa_scores(a, kt, s);
+        fa_scores(a, b.kt, b.s);
         for (int64_t r = 0; r < a->R; r++)
-            fa_softmax_row(a, s + r * FA_T, mt + r / a->rpq * FA_T, &m[r], &l[r], acc + r * dvp);
-        fa_pv(a, s, vt, acc, nt);
+            fa_softmax_row(a, b.s + r * FA_T, b.mq + r / a->rpq * FA_T, &m[r], &l[r], acc + r * dvp);
+        fa_pv(a, b.s, FA_T, 1, b.vt, acc, nt);
     }
 }
 

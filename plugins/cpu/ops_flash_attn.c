@@ -24,11 +24,11 @@
 /* Rows (queries x grouped heads) per work item: enough for the score and
  * P V register tiles, few enough that a block's queries agree on which
  * mask tiles they skip. */
-#define FA_QUERIES_PER_BLOCK 16
+#define FA_QUERIES_PER_BLOCK 32
 /* Work items worth splitting the keys for, and the fewest keys per chunk
  * (below it a chunk's merge costs more than its share saves). */
 #define FA_MIN_ITEMS 32
-#define FA_MIN_CHUNK 256
+#define FA_MIN_CHUNK 128
 
 typedef struct fa_plan {
     int64_t D, Dv, N, H, H_kv, n3, n_kv;
@@ -85,7 +85,7 @@ bool rt_cpu_supports_flash_attn(const rt_tensor_t *node) {
 /* Per thread: the block's scaled q rows, its m, l and accumulators, and
  * attend's tiles. */
 static int64_t fa_thread_floats(const fa_plan_t *pl) {
-    return pl->R * (pl->D + 2 + RT_CPU_FA_DVP(pl->Dv)) +
+    return pl->R * (pl->D + RT_CPU_FA_PAD(pl->Dv)) + 2 * RT_CPU_FA_PAD(pl->R) +
            rt_cpu_fa_scratch(pl->R, pl->rpq, pl->D, pl->Dv);
 }
 
@@ -130,19 +130,20 @@ static void fa_block(const rt_cpu_params_t *p, const rt_tensor_t *dst, const fa_
     const int64_t g = item / (pl->n_chunks * pl->n_qb) % pl->H_kv;
     const int64_t i3 = item / (pl->n_chunks * pl->n_qb * pl->H_kv);
     const int64_t i0 = qb * pl->nq, nq = pl->N - i0 < pl->nq ? pl->N - i0 : pl->nq;
-    const int64_t R = nq * pl->rpq, dvp = RT_CPU_FA_DVP(pl->Dv);
+    const int64_t R = nq * pl->rpq, dvp = RT_CPU_FA_PAD(pl->Dv);
     const float scale = rt_cpu_param_f32(dst, 0), cap = rt_cpu_param_f32(dst, 1);
     const float qscale = cap != 0.0f ? scale / cap : scale;
 
     float *qs = (float *)(((uintptr_t)p->wdata + RT_CPU_ALIGN - 1) / RT_CPU_ALIGN * RT_CPU_ALIGN);
-    float *m = qs + pl->R * pl->D, *l = m + pl->R, *acc = l + pl->R, *scratch = acc + pl->R * dvp;
+    const int64_t rp = RT_CPU_FA_PAD(pl->R);
+    float *m = qs + pl->R * pl->D, *l = m + rp, *acc = l + rp, *scratch = acc + pl->R * dvp;
     for (int64_t qi = 0; qi < nq; qi++)
         for (int64_t hh = 0; hh < pl->rpq; hh++) {
             const float *src = (const float *)rt_cpu_row(q, i0 + qi, g * pl->rpq + hh, i3);
             float *d = qs + (qi * pl->rpq + hh) * pl->D;
             for (int64_t e = 0; e < pl->D; e++) d[e] = src[e] * qscale;
         }
-    for (int64_t r = 0; r < R; r++) {
+    for (int64_t r = 0; r < rp; r++) {
         m[r] = -INFINITY;
         l[r] = 0.0f;
     }

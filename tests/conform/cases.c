@@ -416,6 +416,9 @@ const cf_case_t cf_cases[] = {
       INF(F32, CAUSAL, 70, 20)}, .f = {0.0625f, 0.0f}, .tol = CF_TOL_DOT},
     {RT_OP_FLASH_ATTN, "f32, decode without a mask, D = 96, Dv = 80, 6 heads over 3, two planes",
      {IN(F32, 96, 1, 6, 2), IN(F32, 96, 133, 3, 2), IN(F32, 80, 133, 3, 2)}, .f = {0.1f, 0.0f}, .tol = CF_TOL_DOT},
+    {RT_OP_FLASH_ATTN, "f32, soft-capped, 8 heads over 2, 8 queries over 100 keys, one sees nothing",
+     {INP(F32, 0, 2, 1, 3, 48, 8, 8), INP(F32, 0, 2, 1, 3, 48, 100, 2), INP(F32, 0, 2, 1, 3, 40, 100, 2),
+      INF(F32, CAUSAL0, 100, 8)}, .f = {0.3f, 4.0f}, .tol = CF_TOL_DOT},
 };
 
 const size_t cf_n_cases = sizeof cf_cases / sizeof cf_cases[0];
@@ -467,6 +470,9 @@ const cf_case_t cf_perf_cases[] = {
      .f = {0.0884f}, .ext = true},
     {RT_OP_MUL_MAT, "unfused prompt p.v, 512 over 4096 keys, 8 heads over 2, f16 cache",
      {IN(F16, 4096, 128, 2), IN(F32, 4096, 512, 8)}, .tol = 0},
+    {RT_OP_FLASH_ATTN, "prompt of 512 over 4096 keys all visible, 32 heads over 8, f16 cache",
+     {INP(F32, 0, 2, 1, 3, 128, 512, 32), INP(F16, 0, 2, 1, 3, 128, 4096, 8), INP(F16, 0, 2, 1, 3, 128, 4096, 8),
+      IN(F16, 4096, 512)}, .f = {0.0884f, 0.0f}, .tol = 0},
 };
 
 const size_t cf_n_perf_cases = sizeof cf_perf_cases / sizeof cf_perf_cases[0];
