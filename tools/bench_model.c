@@ -312,9 +312,9 @@ static bool on_cpu(const rtm_model_t *model) {
 static void measure_peer(model_run_t *r, int threads) {
     const model_args_t *a = r->a;
     char args[512] = "";
-    size_t n = 0;
+    size_t n = (size_t)snprintf(args, sizeof args, "-r %d ", a->reps); /* as many runs as rt's */
     if (a->n_depths > 1 || a->depth[0] != 0) {
-        n += (size_t)snprintf(args, sizeof args, "-fa 0,1 -d ");
+        n += (size_t)snprintf(args + n, sizeof args - n, "-fa 0,1 -d ");
         for (int32_t i = 0; i < a->n_depths && n < sizeof args; i++)
             n += (size_t)snprintf(args + n, sizeof args - n, "%s%d", i ? "," : "", a->depth[i]);
         if (n < sizeof args) n += (size_t)snprintf(args + n, sizeof args - n, " ");

@@ -18,16 +18,29 @@ import gguf
 N_VOCAB, EMBD, FF, N_HEAD, N_HEAD_KV, N_CTX = 32000, 2048, 5632, 32, 4, 4096
 
 
+def byte_chars():
+    """GPT-2's printable stand-in for each byte (bytes_to_unicode)."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    cs, n = bs[:], 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return [chr(c) for _, c in sorted(zip(bs, cs))]
+
+
 def vocab(w):
-    """A byte-level BPE vocabulary of N_VOCAB tokens (the bytes, then fillers)."""
-    tokens = ["<0x%02X>" % b for b in range(256)] + ["t%d" % i for i in range(N_VOCAB - 257)] + ["</s>"]
+    """A byte-level BPE vocabulary of N_VOCAB tokens: the bytes, one merge, fillers."""
+    tokens = byte_chars() + ["\u0120t"] + ["t%d" % i for i in range(N_VOCAB - 258)] + ["</s>"]
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre("gpt-2")
     w.add_token_list(tokens)
     w.add_token_types([gguf.TokenType.NORMAL] * (N_VOCAB - 1) + [gguf.TokenType.CONTROL])
-    w.add_token_merges([])
+    w.add_token_merges(["\u0120 t"])
     w.add_bos_token_id(N_VOCAB - 1)
     w.add_eos_token_id(N_VOCAB - 1)
+    w.add_add_bos_token(False)
 
 
 def main():
