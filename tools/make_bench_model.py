@@ -11,23 +11,15 @@ text means nothing: only the shapes and the bytes matter to a timing.
 """
 import argparse
 import os
+import sys
 
 import numpy as np
 import gguf
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "arch"))
+from make_models import byte_chars  # noqa: E402  (GPT-2's byte stand-ins, one definition)
+
 N_VOCAB, EMBD, FF, N_HEAD, N_HEAD_KV, N_CTX = 32000, 2048, 5632, 32, 4, 4096
-
-
-def byte_chars():
-    """GPT-2's printable stand-in for each byte (bytes_to_unicode)."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
-    cs, n = bs[:], 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return [chr(c) for _, c in sorted(zip(bs, cs))]
 
 
 def vocab(w):
