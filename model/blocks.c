@@ -17,6 +17,13 @@
  *         or outside its window on a sliding-window layer
  *   KQV = mul_mat(V^T, KQ) {head_dim, N, n_head} -> permute, cont {n_head * head_dim, N}
  *
+ * or, with fused attention (attn_fused.c), V kept a token a row as K is:
+ *
+ *   V   view {head_dim, n_kv, n_head_kv} of cache_v {n_embd_kv, n_ctx}
+ *   KQV = flash_attn(permute(Q) {head_dim, N, n_head}, K, V, mask, scale,
+ *         attn_softcap) {head_dim, n_head, N} -> reshape {n_head * head_dim, N}
+ *
+ * the same mask, GQA by the op's head groups, the soft cap inside the op.
  * The writes into the cache are expanded into the graph before the
  * attention reads the cache, so they run first. */
 #include "blocks.h"
@@ -81,8 +88,9 @@ rt_tensor_t *rtm_rope(rtm_build_t *b, int32_t il, rt_tensor_t *x) {
 static void store_kv_rows(rtm_build_t *b, int32_t il, rt_tensor_t *k, rt_tensor_t *v) {
     rt_tensor_t *ck = b->kv->k[il], *cv = b->kv->v[il];
     rt_tensor_t *k_rows = rt_reshape_2d(b->ctx, k, rtm_n_embd_kv(b->hp), b->n_tokens);
+    rt_tensor_t *v_dst = b->kv->fused ? cv : rt_transpose(b->ctx, cv);
     rt_graph_build_forward_expand(b->g, rt_set_rows(b->ctx, ck, k_rows, b->io->rows));
-    rt_graph_build_forward_expand(b->g, rt_set_rows(b->ctx, rt_transpose(b->ctx, cv), v, b->io->rows));
+    rt_graph_build_forward_expand(b->g, rt_set_rows(b->ctx, v_dst, v, b->io->rows));
 }
 
 /* The same for devices without SET_ROWS: copies into views at rows
@@ -91,9 +99,14 @@ static void store_kv_views(rtm_build_t *b, int32_t il, rt_tensor_t *k, rt_tensor
     rt_tensor_t *ck = b->kv->k[il], *cv = b->kv->v[il];
     const int64_t n_embd_kv = rtm_n_embd_kv(b->hp);
     rt_tensor_t *k_dst = rt_view_1d(b->ctx, ck, b->n_tokens * n_embd_kv, (size_t)b->n_past * ck->nb[1]);
+    rt_graph_build_forward_expand(b->g, rt_cpy(b->ctx, k, k_dst));
+    if (b->kv->fused) {
+        rt_tensor_t *v_dst = rt_view_1d(b->ctx, cv, b->n_tokens * n_embd_kv, (size_t)b->n_past * cv->nb[1]);
+        rt_graph_build_forward_expand(b->g, rt_cpy(b->ctx, v, v_dst));
+        return;
+    }
     rt_tensor_t *v_dst = rt_view_2d(b->ctx, cv, b->n_tokens, n_embd_kv, cv->nb[1],
                                     (size_t)b->n_past * cv->nb[0]);
-    rt_graph_build_forward_expand(b->g, rt_cpy(b->ctx, k, k_dst));
     rt_graph_build_forward_expand(b->g, rt_cpy(b->ctx, rt_transpose(b->ctx, v), v_dst));
 }
 
@@ -109,14 +122,30 @@ static rt_tensor_t *softcap(rtm_build_t *b, rt_tensor_t *x, float pre, float c) 
     return rt_scale(b->ctx, rt_tanh(b->ctx, rt_scale(b->ctx, x, pre / c)), c);
 }
 
+/* The first n_kv rows of a cache {n_embd_kv, n_ctx} as {head_dim, n_kv, n_head_kv}. */
+static rt_tensor_t *cache_heads(rtm_build_t *b, rt_tensor_t *c) {
+    const int64_t hd = b->hp->head_dim;
+    return rt_view_3d(b->ctx, c, hd, b->n_kv, b->hp->n_head_kv, c->nb[1], (size_t)hd * c->nb[0], 0);
+}
+
+/* The same in one FLASH_ATTN: q {head_dim, n_head, N} read as {head_dim,
+ * N, n_head}, the cap (scale before it) inside the op. */
+static rt_tensor_t *attend_fused(rtm_build_t *b, int32_t il, rt_tensor_t *q, rt_tensor_t *mask, float scale) {
+    rt_tensor_t *k = cache_heads(b, b->kv->k[il]), *v = cache_heads(b, b->kv->v[il]);
+    rt_tensor_t *o = rt_flash_attn(b->ctx, rt_permute(b->ctx, q, 0, 2, 1, 3), k, v, mask, scale,
+                                   b->hp->attn_softcap);
+    return rt_reshape_2d(b->ctx, o, rtm_n_embd_q(b->hp), b->n_tokens);
+}
+
 /* softmax(K^T Q * scale + mask) applied to V, heads side by side; the
  * logits soft-capped first where the hyperparameters ask. */
 static rt_tensor_t *attend(rtm_build_t *b, int32_t il, rt_tensor_t *q, float scale) {
     const rtm_hparams_t *hp = b->hp;
-    rt_tensor_t *ck = b->kv->k[il], *cv = b->kv->v[il];
     rt_tensor_t *mask = rtm_layer_is_swa(hp, il) ? b->io->mask_swa : b->io->mask;
+    if (b->kv->fused) return attend_fused(b, il, q, mask, scale);
+    rt_tensor_t *cv = b->kv->v[il];
     const int64_t hd = hp->head_dim;
-    rt_tensor_t *k = rt_view_3d(b->ctx, ck, hd, b->n_kv, hp->n_head_kv, ck->nb[1], (size_t)hd * ck->nb[0], 0);
+    rt_tensor_t *k = cache_heads(b, b->kv->k[il]);
     rt_tensor_t *vt = rt_view_3d(b->ctx, cv, b->n_kv, hd, hp->n_head_kv, cv->nb[1], (size_t)hd * cv->nb[1], 0);
     rt_tensor_t *kq = rt_mul_mat(b->ctx, k, rt_permute(b->ctx, q, 0, 2, 1, 3));
     if (hp->attn_softcap != 0) { /* the scale goes before the cap (Gemma 2) */

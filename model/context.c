@@ -254,6 +254,9 @@ rt_status_t rtm_context_create(rtm_model_t *m, const rtm_context_params_t *param
         return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_context_create: negative n_ctx %d, n_batch "
                          "%d, n_threads %d or n_seq_max %d", p->n_ctx, p->n_batch, p->n_threads,
                          p->n_seq_max);
+    if (p->flash_attn < RTM_FLASH_ATTN_AUTO || p->flash_attn > RTM_FLASH_ATTN_OFF)
+        return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_context_create: flash_attn %d is none of "
+                         "auto (0), on (1), off (2)", p->flash_attn);
     rtm_context_t *c = calloc(1, sizeof *c);
     if (c == NULL) return rtm_error(RT_ERR_OUT_OF_MEMORY, "rtm_context_create: no memory");
     c->model = m;
@@ -261,9 +264,11 @@ rt_status_t rtm_context_create(rtm_model_t *m, const rtm_context_params_t *param
     set_sizes(c, p);
     rt_status_t st = set_layers(c, p);
     if (st == RT_OK) st = alloc_host(c);
-    if (st == RT_OK)
-        st = rtm_kv_cache_init(&c->kv, m, c->n_ctx, p->n_seq_max > 0 ? p->n_seq_max : 1,
-                               c->layers.layer_begin, c->layers.layer_end);
+    const rtm_kv_config_t kc = {.n_ctx = c->n_ctx, .n_seq_max = p->n_seq_max > 0 ? p->n_seq_max : 1,
+                                .n_batch = c->n_batch, .layer_begin = c->layers.layer_begin,
+                                .layer_end = c->layers.layer_end, .type_k = p->type_k,
+                                .type_v = p->type_v, .flash_attn = (rtm_flash_attn_t)p->flash_attn};
+    if (st == RT_OK) st = rtm_kv_cache_init(&c->kv, m, &kc);
     if (st == RT_OK) st = check_seq_max(c);
     if (st == RT_OK) st = make_sched(c, p->n_threads);
     if (st == RT_OK) st = reserve_all(c);
@@ -704,6 +709,7 @@ int32_t rtm_context_n_past(const rtm_context_t *c) { return c->kv.seq_n_past[0];
 int32_t rtm_context_n_ctx(const rtm_context_t *c) { return c->n_ctx; }
 int32_t rtm_context_n_batch(const rtm_context_t *c) { return c->n_batch; }
 int32_t rtm_context_n_seq_max(const rtm_context_t *c) { return c->kv.n_seq_max; }
+bool rtm_context_flash_attn(const rtm_context_t *c) { return c != NULL && c->kv.fused; }
 
 int32_t rtm_seq_n_past(const rtm_context_t *c, int32_t seq) {
     return c != NULL && seq >= 0 && seq < c->kv.n_seq_max ? c->kv.seq_n_past[seq] : -1;

@@ -105,14 +105,16 @@ static rt_status_t make_contexts(rtm_kv_cache_t *kv, const rtm_model_t *m) {
     return RT_OK;
 }
 
+/* V a token a row for the fused attention, transposed for the unfused. */
 static void declare(rtm_kv_cache_t *kv, const rtm_model_t *m) {
     const int64_t n_embd_kv = rtm_n_embd_kv(&m->hp);
     for (int32_t il = kv->layer_begin; il < kv->layer_end; il++) {
         rt_context_t *ctx = kv->ctx[m->layout.layer[il]];
-        kv->k[il] = rt_format_name(rt_new_tensor_2d(ctx, RT_TYPE_F32, n_embd_kv, kv->n_ctx),
+        kv->k[il] = rt_format_name(rt_new_tensor_2d(ctx, kv->type_k, n_embd_kv, kv->n_ctx),
                                    "cache_k_l%d", il);
-        kv->v[il] = rt_format_name(rt_new_tensor_2d(ctx, RT_TYPE_F32, kv->n_ctx, n_embd_kv),
-                                   "cache_v_l%d", il);
+        rt_tensor_t *v = kv->fused ? rt_new_tensor_2d(ctx, kv->type_v, n_embd_kv, kv->n_ctx)
+                                   : rt_new_tensor_2d(ctx, kv->type_v, kv->n_ctx, n_embd_kv);
+        kv->v[il] = rt_format_name(v, "cache_v_l%d", il);
     }
 }
 
@@ -140,7 +142,8 @@ static bool device_sets_rows(const rtm_kv_cache_t *kv, const rtm_model_t *m, int
     rt_tensor_t *ck = kv->k[il], *cv = kv->v[il];
     rt_tensor_t *k = rt_set_rows(ctx, ck, rt_new_tensor_2d(ctx, RT_TYPE_F32, n_embd_kv, 1),
                                  rt_new_tensor_1d(ctx, RT_TYPE_I32, 1));
-    rt_tensor_t *v = rt_set_rows(ctx, rt_transpose(ctx, cv), rt_new_tensor_2d(ctx, RT_TYPE_F32, n_embd_kv, 1),
+    rt_tensor_t *v = rt_set_rows(ctx, kv->fused ? cv : rt_transpose(ctx, cv),
+                                 rt_new_tensor_2d(ctx, RT_TYPE_F32, n_embd_kv, 1),
                                  rt_new_tensor_1d(ctx, RT_TYPE_I32, 1));
     const bool ok = rt_device_supports_op(dev, k) && rt_device_supports_op(dev, v);
     rt_context_destroy(ctx);
@@ -159,14 +162,23 @@ static bool all_set_rows(const rtm_kv_cache_t *kv, const rtm_model_t *m) {
     return true;
 }
 
-rt_status_t rtm_kv_cache_init(rtm_kv_cache_t *kv, const rtm_model_t *m, int32_t n_ctx,
-                              int32_t n_seq_max, int32_t layer_begin, int32_t layer_end) {
-    *kv = (rtm_kv_cache_t){.n_ctx = n_ctx, .layer_begin = layer_begin, .layer_end = layer_end};
+static rt_status_t check_type(const char *which, rt_type_t type) {
+    if (type == RT_TYPE_F32 || type == RT_TYPE_F16) return RT_OK;
+    return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_context_create: the KV cache's %s type is %s; "
+                     "it can be f32 or f16", which, rt_type_name(type));
+}
+
+rt_status_t rtm_kv_cache_init(rtm_kv_cache_t *kv, const rtm_model_t *m, const rtm_kv_config_t *cfg) {
+    *kv = (rtm_kv_cache_t){.n_ctx = cfg->n_ctx, .type_k = cfg->type_k, .type_v = cfg->type_v,
+                           .layer_begin = cfg->layer_begin, .layer_end = cfg->layer_end};
     kv->k = calloc((size_t)m->hp.n_layer, sizeof kv->k[0]);
     kv->v = calloc((size_t)m->hp.n_layer, sizeof kv->v[0]);
     if (kv->k == NULL || kv->v == NULL)
         return rtm_error(RT_ERR_OUT_OF_MEMORY, "rtm_context_create: no memory for the KV cache");
-    rt_status_t st = cells_init(kv, n_seq_max);
+    rt_status_t st = check_type("K", cfg->type_k);
+    if (st == RT_OK) st = check_type("V", cfg->type_v);
+    if (st == RT_OK) st = rtm_attn_fused_choose(kv, m, cfg, &kv->fused);
+    if (st == RT_OK) st = cells_init(kv, cfg->n_seq_max);
     if (st == RT_OK) st = make_contexts(kv, m);
     if (st == RT_OK) declare(kv, m);
     if (st == RT_OK) st = allocate(kv, m);

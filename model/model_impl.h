@@ -161,10 +161,14 @@ RTM_INTERNAL rt_status_t rtm_weights_load(rtm_model_t *m, bool no_mmap, bool pro
 
 /* Per layer, K as {n_embd_kv, n_ctx} (a token's keys are a row) and V
  * transposed as {n_ctx, n_embd_kv} (a channel's values over time are a
- * row, so attention reads V^T with no copy), F32, on the layer's device:
- * one context and one buffer per device. */
+ * row, so the unfused attention reads V^T with no copy), or with fused
+ * attention V as K is, {n_embd_kv, n_ctx} (FLASH_ATTN reads V a token a
+ * row); of type_k and type_v, on the layer's device: one context and one
+ * buffer per device. */
 typedef struct rtm_kv_cache {
     int32_t n_ctx;
+    rt_type_t type_k, type_v;               /* F32 or F16 */
+    bool fused;                             /* attention is FLASH_ATTN (V not transposed) */
     int32_t layer_begin, layer_end;         /* the layers cached */
     rt_tensor_t **k, **v;                   /* n_layer each; NULL outside the layers cached */
     rt_context_t *ctx[RTM_MAX_DEVICES];
@@ -180,10 +184,29 @@ typedef struct rtm_kv_cache {
     int32_t n_used;                         /* rows held by any sequence */
 } rtm_kv_cache_t;
 
+/* What a context asks of its cache. */
+typedef struct rtm_kv_config {
+    int32_t n_ctx, n_seq_max, n_batch;
+    int32_t layer_begin, layer_end;         /* the layers cached */
+    rt_type_t type_k, type_v;
+    rtm_flash_attn_t flash_attn;
+} rtm_kv_config_t;
+
 /* Caches layers [layer_begin, layer_end) only (the others' k, v stay NULL),
- * for up to n_seq_max sequences. */
-RTM_INTERNAL rt_status_t rtm_kv_cache_init(rtm_kv_cache_t *kv, const rtm_model_t *m, int32_t n_ctx,
-                                           int32_t n_seq_max, int32_t layer_begin, int32_t layer_end);
+ * for up to n_seq_max sequences, fused or not as flash_attn and the
+ * devices decide (attn_fused.c). RT_ERR_INVALID_ARGUMENT for a type other
+ * than F32 and F16; RT_ERR_UNSUPPORTED for flash attention ON that a
+ * device cannot run. */
+RTM_INTERNAL rt_status_t rtm_kv_cache_init(rtm_kv_cache_t *kv, const rtm_model_t *m,
+                                           const rtm_kv_config_t *cfg);
+
+//===--- attn_fused.c: whether attention is one fused op ---===//
+
+/* Whether every device that holds a cached layer runs FLASH_ATTN on this
+ * cache's types and shapes (q of one token and of n_batch tokens); for
+ * ON, RT_ERR_UNSUPPORTED naming the first device that does not. */
+RTM_INTERNAL rt_status_t rtm_attn_fused_choose(const rtm_kv_cache_t *kv, const rtm_model_t *m,
+                                               const rtm_kv_config_t *cfg, bool *fused);
 RTM_INTERNAL void rtm_kv_cache_deinit(rtm_kv_cache_t *kv);
 /* The first free row, now holding the next position of seq (-1 when every
  * row is held). */

@@ -252,7 +252,26 @@ typedef struct rtm_context_params {
                            cells of its KV cache (rtm_decode_batch); 0: 1. Above 1, every
                            device must write cache rows by index (RT_ERR_UNSUPPORTED
                            otherwise), and rtm_decode_part is refused */
+    /* added with fused attention: */
+    rt_type_t type_k, type_v; /* the KV cache's element types: RT_TYPE_F32 (0, the default) or
+                                 RT_TYPE_F16 (half the bytes; the products read it as they
+                                 read F16 weights) */
+    int32_t flash_attn; /* rtm_flash_attn_t: attention fused into one FLASH_ATTN per layer */
 } rtm_context_params_t;
+
+/* Whether a context's attention is one fused op (RT_OP_FLASH_ATTN) per
+ * layer, which never materialises the scores of the whole context, or the
+ * products and softmax of the unfused graph. AUTO fuses when every device
+ * that runs an attention layer supports the op for the cache's types
+ * (asked at context creation), else keeps the unfused graph; ON fails
+ * rtm_context_create with RT_ERR_UNSUPPORTED naming a device that does not
+ * (or type_k != type_v, which the op cannot read). The fused cache keeps V
+ * as K is kept, a token a row; the unfused one keeps it transposed. */
+typedef enum rtm_flash_attn {
+    RTM_FLASH_ATTN_AUTO = 0,
+    RTM_FLASH_ATTN_ON = 1,
+    RTM_FLASH_ATTN_OFF = 2
+} rtm_flash_attn_t;
 
 /* Creates the KV cache (each layer's on that layer's device) and the
  * scheduler over the model's devices, and reserves the compute buffers the
@@ -322,6 +341,8 @@ RTM_API int32_t rtm_context_n_batch(const rtm_context_t *ctx);
 RTM_API rt_sched_t *rtm_context_sched(const rtm_context_t *ctx);
 /* Sequences the context holds at once (rtm_context_params_t.n_seq_max). */
 RTM_API int32_t rtm_context_n_seq_max(const rtm_context_t *ctx);
+/* Whether the context's attention is fused (rtm_flash_attn_t: what AUTO chose). */
+RTM_API bool rtm_context_flash_attn(const rtm_context_t *ctx);
 /* Forgets every sequence: the next decode starts at position 0. */
 RTM_API void rtm_context_clear(rtm_context_t *ctx);
 /* Positions sequence seq holds; -1 for a sequence out of range. */

@@ -20,7 +20,9 @@
  *            and 3 (sequence 0 alone)
  *   batch-7  batch-1 on the random-weight model of every other decoder
  *            architecture (tests/arch): sliding windows, learned positions,
- *            rope factors */
+ *            rope factors
+ *   batch-8  batch-1 and batch-7 with fused attention (FLASH_ATTN), the
+ *            references fused too; skipped while cpu0 has no kernel for it */
 #include "testutil.h"
 
 #include "../model/rt_model.h"
@@ -52,6 +54,9 @@ static const char *const PROMPTS[] = {
 
 //===--- set-up ---===//
 
+/* The attention every context of a case uses (batch-8 fuses it). */
+static int32_t flash_attn = RTM_FLASH_ATTN_AUTO;
+
 /* The model with its last n_gpu layers on `gpu` (NULL: all on cpu0). */
 /* The model at path (NULL: the bundled one) with its last n_gpu layers
  * on `gpu` (NULL: all on cpu0). */
@@ -77,7 +82,7 @@ static rtm_model_t *load(rt_registry_t *reg, const char *gpu, int32_t n_gpu) {
 
 static rtm_context_t *context(rtm_model_t *m, int32_t n_ctx, int32_t n_seq_max) {
     const rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = n_ctx, .n_batch = N_BATCH,
-                                     .n_seq_max = n_seq_max};
+                                     .n_seq_max = n_seq_max, .flash_attn = flash_attn};
     rtm_context_t *c = NULL;
     if (rtm_context_create(m, &cp, &c) != RT_OK) fail_msg("rtm_context_create: %s", rtm_last_error());
     return c;
@@ -374,6 +379,41 @@ static void test_architectures(void **state) {
     rt_registry_destroy(reg);
 }
 
+/* batch-8: the fused graph keeps each sequence to its own cells as well. */
+static void test_fused(void **state) {
+    (void)state;
+    static const char *const names[] = {"gemma3", "gpt2", "qwen3"};
+    rt_registry_t *reg = tu_registry_open("cpu", 0);
+    rtm_model_t *m = load(reg, NULL, 0);
+    rtm_context_t *c = NULL;
+    const rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = 256, .n_batch = N_BATCH,
+                                     .n_seq_max = N_SEQ};
+    assert_int_equal(rtm_context_create(m, &cp, &c), RT_OK);
+    const bool fuses = rtm_context_flash_attn(c);
+    rtm_context_destroy(c);
+    rtm_model_destroy(m);
+    if (!fuses) {
+        rt_registry_destroy(reg);
+        print_message("batch-8: cpu0 has no FLASH_ATTN kernel: skipped\n");
+        skip();
+    }
+    flash_attn = RTM_FLASH_ATTN_ON;
+    interleaved_vs_cpu(reg, NULL, 0, TOL_SAME, "batch-8 (cpu0, fused)");
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char path[256], what[64];
+        snprintf(path, sizeof path, "tests/arch/models/random-%s.gguf", names[i]);
+        snprintf(what, sizeof what, "batch-8 (%s, fused)", names[i]);
+        m = load_file(reg, path, NULL, 0);
+        seq_run_t refs[4] = {0};
+        alone_all(m, refs, true);
+        interleaved(m, refs, TOL_SAME, what);
+        free_all(refs);
+        rtm_model_destroy(m);
+    }
+    flash_attn = RTM_FLASH_ATTN_AUTO;
+    rt_registry_destroy(reg);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_interleaved),
@@ -383,6 +423,7 @@ int main(void) {
         cmocka_unit_test(test_vulkan),
         cmocka_unit_test(test_decode_unchanged),
         cmocka_unit_test(test_architectures),
+        cmocka_unit_test(test_fused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

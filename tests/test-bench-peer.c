@@ -11,7 +11,12 @@
  *   peer-3  a DIR without llama-bench: rt's figures, and the reason
  *   peer-4  ops: the plain MUL_MAT row of the same type and shape is the one
  *           compared (not a broadcast one), with rt's GFLOPS over its; the
- *           peer is asked for the weight types and m that rt ran alone */
+ *           peer is asked for the weight types and m that rt ran alone
+ *   peer-5  model at depths (-d 0,16): llama-bench is run with the same -d
+ *           and -fa 0,1, and each depth's row carries the peer's figures of
+ *           that depth with and without its flash attention, the ratio
+ *           against the one of rt's attention (here unfused: fa 0); its
+ *           markdown rows "pp8 @ d16" are read as well */
 #include "testutil.h"
 
 #include <math.h>
@@ -160,12 +165,55 @@ static void test_ops(void **state) {
     expect_args("perf -o MUL_MAT -b CPU -p type_a=(f32),type_b=f32,m=(256),", "peer-4.2");
 }
 
+/* One llama-bench JSON result object. */
+static void json_test(char *buf, size_t size, int np, int ng, int depth, int fa, double ts, bool last) {
+    const size_t n = strlen(buf);
+    snprintf(buf + n, size - n, "  {\n    \"flash_attn\": %d,\n    \"n_prompt\": %d,\n    \"n_gen\": %d,\n"
+             "    \"n_depth\": %d,\n    \"avg_ts\": %.6f\n  }%s\n", fa, np, ng, depth, ts, last ? "" : ",");
+}
+
+static void test_model_depths(void **state) {
+    (void)state;
+    char body[4096] = "[\n";
+    const int depths[2] = {0, 16};
+    for (int d = 0; d < 2; d++)
+        for (int fa = 0; fa < 2; fa++) {
+            /* figures that say which they are: 100 * (1 + d) + 10 * fa (+ 1 for tg) */
+            json_test(body, sizeof body, 8, 0, depths[d], fa, 100.0 * (1 + d) + 10 * fa, false);
+            json_test(body, sizeof body, 0, 4, depths[d], fa, 100.0 * (1 + d) + 10 * fa + 1, d == 1 && fa == 1);
+        }
+    strncat(body, "]\n", sizeof body - strlen(body) - 1);
+    fake_program("llama-bench", body);
+    char *out = rt_bench("model -p 8 -n 4 -d 0,16 --reps 1 --threads 2 -fa off --json");
+    expect_args("-fa 0,1 -d 0,16 -p 8 -n 4 -t 2 -o json", "peer-5.1");
+    static const double want[4][2] = {{100, 110}, {101, 111}, {200, 210}, {201, 211}};
+    for (int row = 0; row < 4; row++) {
+        assert_true(json_value(out, "depth", row) == depths[row / 2]);
+        assert_true(json_value(out, "peer_fa0_tokens_per_s", row) == want[row][0]);
+        assert_true(json_value(out, "peer_fa1_tokens_per_s", row) == want[row][1]);
+        expect_ratio(out, row, row, want[row][0], "tokens_per_s", "ratio", "peer_tokens_per_s", "peer-5.2");
+    }
+    free(out);
+    fake_program("llama-bench",
+                 "| model | size | params | backend | threads | test | t/s |\n"
+                 "| ----- | ---: | -----: | ------- | ------: | ---: | --: |\n"
+                 "| llama | 1.0 MiB | 292.35 K | CPU | 2 | pp8 | 300.00 ± 3.00 |\n"
+                 "| llama | 1.0 MiB | 292.35 K | CPU | 2 | pp8 @ d16 | 250.00 ± 3.00 |\n"
+                 "| llama | 1.0 MiB | 292.35 K | CPU | 2 | tg4 @ d16 | 70.00 ± 1.00 |\n");
+    out = rt_bench("model -p 8 -n 4 -d 0,16 --reps 1 --json");
+    expect_ratio(out, 0, 0, 300, "tokens_per_s", "ratio", "peer_tokens_per_s", "peer-5.3");
+    expect_ratio(out, 2, 2, 250, "tokens_per_s", "ratio", "peer_tokens_per_s", "peer-5.4");
+    expect_ratio(out, 3, 3, 70, "tokens_per_s", "ratio", "peer_tokens_per_s", "peer-5.5");
+    free(out);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_model_json),
         cmocka_unit_test(test_model_markdown),
         cmocka_unit_test(test_no_peer_binary),
         cmocka_unit_test(test_ops),
+        cmocka_unit_test(test_model_depths),
     };
     return cmocka_run_group_tests_name("bench-peer", tests, make_dir, remove_dir);
 }

@@ -83,36 +83,42 @@ static bool json_number(const char *p, const char *end, const char *key, double 
     return after != v && after <= end;
 }
 
-/* One result object of llama-bench -o json: a pp or a tg test. */
-static void take_test(double n_prompt, double n_gen, double ts, int want_p, int want_n, double *pp,
-                      double *tg) {
-    if (n_gen == 0 && n_prompt == want_p) *pp = ts;
-    if (n_prompt == 0 && n_gen == want_n) *tg = ts;
+/* One result of llama-bench: a pp or a tg test at a depth with flash
+ * attention 0 or 1 (fa -1: the output does not say, which matches any). */
+static void take_test(double n_prompt, double n_gen, double depth, double fa, double ts,
+                      const bench_peer_want_t *w, double *pp, double *tg) {
+    if (depth != w->n_depth || (w->flash_attn >= 0 && fa >= 0 && fa != w->flash_attn)) return;
+    if (n_gen == 0 && n_prompt == w->n_prompt) *pp = ts;
+    if (n_prompt == 0 && n_gen == w->n_gen) *tg = ts;
 }
 
-static bool parse_json(const char *text, int want_p, int want_n, double *pp, double *tg) {
+static bool parse_json(const char *text, const bench_peer_want_t *w, double *pp, double *tg) {
     bool any = false;
     for (const char *o = strchr(text, '{'); o != NULL; o = strchr(o + 1, '{')) {
         const char *end = strchr(o, '}');
         if (end == NULL) break;
-        double np, ng, ts;
+        double np, ng, ts, depth = 0, fa = -1; /* older llama-bench: no n_depth */
         if (json_number(o, end, "n_prompt", &np) && json_number(o, end, "n_gen", &ng) &&
             json_number(o, end, "avg_ts", &ts)) {
-            take_test(np, ng, ts, want_p, want_n, pp, tg);
+            json_number(o, end, "n_depth", &depth);
+            json_number(o, end, "flash_attn", &fa);
+            take_test(np, ng, depth, fa, ts, w, pp, tg);
             any = true;
         }
     }
     return any;
 }
 
-/* A markdown row "| ... | pp128 | 1234.56 ± 7.89 |": the test's name is a
- * cell of its own, its tokens per second the next cell. */
-static void parse_markdown_row(const char *line, const char *eol, int want_p, int want_n,
-                               double *pp, double *tg) {
+/* A markdown row "| ... | pp128 @ d512 | 1234.56 ± 7.89 |": the test's
+ * name (with its depth when not 0) is a cell of its own, its tokens per
+ * second the next cell. The table has a flash-attention column only when
+ * asked for several, so a row is taken whatever its flash attention. */
+static void parse_markdown_row(const char *line, const char *eol, const bench_peer_want_t *w, double *pp,
+                               double *tg) {
     for (const char *c = line; c != NULL && c < eol; c = memchr(c + 1, '|', (size_t)(eol - c - 1))) {
         const char *next = memchr(c + 1, '|', (size_t)(eol - c - 1));
         if (next == NULL) return;
-        char cell[32] = "";
+        char cell[48] = "";
         const char *b = c + 1;
         while (b < next && *b == ' ') b++;
         size_t n = (size_t)(next - b);
@@ -120,51 +126,64 @@ static void parse_markdown_row(const char *line, const char *eol, int want_p, in
         if (n >= sizeof cell) continue;
         memcpy(cell, b, n);
         cell[n] = '\0';
-        int count = 0, used = 0;
-        const bool is_pp = sscanf(cell, "pp%d%n", &count, &used) == 1 && cell[used] == '\0';
-        const bool is_tg = !is_pp && sscanf(cell, "tg%d%n", &count, &used) == 1 && cell[used] == '\0';
+        int count = 0, used = 0, depth = 0, used_d = 0;
+        const bool is_pp = sscanf(cell, "pp%d%n", &count, &used) == 1;
+        const bool is_tg = !is_pp && sscanf(cell, "tg%d%n", &count, &used) == 1;
         if (!is_pp && !is_tg) continue;
+        if (cell[used] != '\0' && (sscanf(cell + used, " @ d%d%n", &depth, &used_d) != 1 ||
+                                   cell[used + used_d] != '\0'))
+            continue;
         const double ts = strtod(next + 1, NULL);
-        take_test(is_pp ? count : 0, is_tg ? count : 0, ts, want_p, want_n, pp, tg);
+        take_test(is_pp ? count : 0, is_tg ? count : 0, depth, -1, ts, w, pp, tg);
         return;
+    }
+}
+
+void bench_peer_parse_llama_bench_at(const char *text, const bench_peer_want_t *w, double *pp, double *tg) {
+    *pp = *tg = 0;
+    if (parse_json(text, w, pp, tg)) return;
+    for (const char *l = text; *l != '\0';) {
+        const char *eol = strchr(l, '\n');
+        if (eol == NULL) eol = l + strlen(l);
+        if (*l == '|') parse_markdown_row(l, eol, w, pp, tg);
+        l = *eol != '\0' ? eol + 1 : eol;
     }
 }
 
 void bench_peer_parse_llama_bench(const char *text, int n_prompt, int n_gen, double *pp,
                                   double *tg) {
-    *pp = *tg = 0;
-    if (parse_json(text, n_prompt, n_gen, pp, tg)) return;
-    for (const char *l = text; *l != '\0';) {
-        const char *eol = strchr(l, '\n');
-        if (eol == NULL) eol = l + strlen(l);
-        if (*l == '|') parse_markdown_row(l, eol, n_prompt, n_gen, pp, tg);
-        l = *eol != '\0' ? eol + 1 : eol;
-    }
+    const bench_peer_want_t w = {n_prompt, n_gen, 0, -1};
+    bench_peer_parse_llama_bench_at(text, &w, pp, tg);
 }
 
-bool bench_peer_model(const char *dir, const char *model, int n_prompt, int n_gen, int threads,
-                      double *pp, double *tg, char *why, size_t why_size) {
+char *bench_peer_llama_bench(const char *dir, const char *model, const char *args, char *why,
+                             size_t why_size) {
     char exe[4096], cmd[PEER_CMD_MAX] = "";
-    *pp = *tg = 0;
     if (!bench_peer_find(dir, "llama-bench", exe, sizeof exe)) {
         snprintf(why, why_size, "no llama-bench in %s or %s/bin", dir, dir);
-        return false;
+        return NULL;
     }
     append_quoted(cmd, sizeof cmd, exe);
     strncat(cmd, " -m ", sizeof cmd - strlen(cmd) - 1);
     append_quoted(cmd, sizeof cmd, model);
     const size_t n = strlen(cmd);
-    snprintf(cmd + n, sizeof cmd - n, " -p %d -n %d -t %d -o json 2>/dev/null", n_prompt, n_gen,
-             threads);
+    snprintf(cmd + n, sizeof cmd - n, " %s -o json 2>/dev/null", args);
     char *out = run_capture(cmd);
-    if (out == NULL) {
-        snprintf(why, why_size, "%s failed", exe);
-        return false;
-    }
+    if (out == NULL) snprintf(why, why_size, "%s failed", exe);
+    return out;
+}
+
+bool bench_peer_model(const char *dir, const char *model, int n_prompt, int n_gen, int threads,
+                      double *pp, double *tg, char *why, size_t why_size) {
+    char args[128];
+    *pp = *tg = 0;
+    snprintf(args, sizeof args, "-p %d -n %d -t %d", n_prompt, n_gen, threads);
+    char *out = bench_peer_llama_bench(dir, model, args, why, why_size);
+    if (out == NULL) return false;
     bench_peer_parse_llama_bench(out, n_prompt, n_gen, pp, tg);
     free(out);
     if (*pp > 0 || *tg > 0) return true;
-    snprintf(why, why_size, "no pp%d or tg%d figure in %s's output", n_prompt, n_gen, exe);
+    snprintf(why, why_size, "no pp%d or tg%d figure in llama-bench's output", n_prompt, n_gen);
     return false;
 }
 

@@ -26,6 +26,21 @@ bool bench_peer_find(const char *dir, const char *name, char *buf, size_t size);
  * from its JSON (-o json) or markdown (-o md) output; 0 where absent. */
 void bench_peer_parse_llama_bench(const char *text, int n_prompt, int n_gen, double *pp,
                                   double *tg);
+/* What one figure of llama-bench is: its pp<n_prompt> or tg<n_gen> test
+ * at n_depth tokens already in the cache (its -d), with flash attention
+ * 0 or 1 (its -fa; -1: either). */
+typedef struct bench_peer_want {
+    int n_prompt, n_gen, n_depth, flash_attn;
+} bench_peer_want_t;
+/* The pp and tg figures that w names (0 where absent). JSON carries
+ * n_depth and flash_attn; a markdown row its depth (" @ d512"), and is
+ * taken whatever its flash attention. */
+void bench_peer_parse_llama_bench_at(const char *text, const bench_peer_want_t *w, double *pp, double *tg);
+/* DIR's llama-bench run on model with args (its options, trusted text:
+ * "-p 512 -n 128 -d 0,1024 -fa 0,1 -t 2") and -o json: its output, which
+ * the caller frees, or NULL with the reason in why. */
+char *bench_peer_llama_bench(const char *dir, const char *model, const char *args, char *why,
+                             size_t why_size);
 /* Runs DIR's llama-bench on model with threads CPU threads; false, with
  * the reason in why, when there is no llama-bench or it gave no figure. */
 bool bench_peer_model(const char *dir, const char *model, int n_prompt, int n_gen, int threads,

@@ -162,7 +162,8 @@ static int load(run_t *r) {
     rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = r->o->n_ctx,
                                .n_batch = r->o->n_batch, .n_threads = r->o->n_threads,
                                .logits_all = r->o->dump_logits != NULL,
-                               .check_numerics = r->o->check_numerics};
+                               .check_numerics = r->o->check_numerics, .type_k = r->o->type_k,
+                               .type_v = r->o->type_v, .flash_attn = r->o->flash_attn};
     /* Every rank must agree on the ubatch: over several processes the
      * context's own default stands. */
     if (cp.n_batch == 0 && r->dist == NULL)
@@ -309,10 +310,12 @@ static void report(const run_t *r) {
             r->t_prompt > 0 ? r->n_prompt / r->t_prompt : 0.0);
     fprintf(stderr, "generation: %d tokens in %.3f s (%.1f tokens/s)\n", r->n_generated, r->t_gen,
             r->t_gen > 0 ? r->n_generated / r->t_gen : 0.0);
-    fprintf(stderr, "context: n_ctx %d, n_batch %d, KV cache %.2f MiB, compute buffers %.2f MiB, "
-            "%d split(s) per token, %d graph(s), %d reserve(s)\n", rtm_context_n_ctx(r->ctx),
-            rtm_context_n_batch(r->ctx), (double)cs.kv_bytes / 1048576.0,
-            (double)cs.compute_bytes / 1048576.0, cs.tg_splits, cs.n_graphs, cs.n_reserves);
+    fprintf(stderr, "context: n_ctx %d, n_batch %d, KV cache %.2f MiB (K %s, V %s), attention %s, "
+            "compute buffers %.2f MiB, %d split(s) per token, %d graph(s), %d reserve(s)\n",
+            rtm_context_n_ctx(r->ctx), rtm_context_n_batch(r->ctx), (double)cs.kv_bytes / 1048576.0,
+            rt_type_name((rt_type_t)r->o->type_k), rt_type_name((rt_type_t)r->o->type_v),
+            rtm_context_flash_attn(r->ctx) ? "fused" : "unfused", (double)cs.compute_bytes / 1048576.0,
+            cs.tg_splits, cs.n_graphs, cs.n_reserves);
     fprintf(stderr, "layers (%s, %d):\n", rtm_model_arch(r->model), rtm_model_n_layer(r->model));
     rtm_model_write_placement(r->model, write_stderr, NULL);
     run_explain_report(r);

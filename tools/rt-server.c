@@ -44,6 +44,8 @@ typedef struct server_options {
     int32_t port, n_ctx, n_threads, timeout_s, max_body;
     int32_t n_parallel;            /* slots: sequences decoded together */
     int32_t n_batch;               /* tokens per graph run */
+    int32_t flash_attn;            /* rtm_flash_attn_t */
+    int32_t type_k, type_v;        /* the KV cache's rt_type_t */
 } server_options_t;
 
 typedef struct server {
@@ -70,6 +72,7 @@ static void usage(FILE *f) {
                "  -np, --parallel N     slots: requests decoded together, in one batch (default: 4)\n"
                "  -b, --batch-size N    most tokens per graph run (default: 8)\n"
                "  -t, --threads N       CPU threads (default: the plugin's)\n"
+               RT_CLI_ATTN_HELP
                "      --timeout S       seconds an idle connection is kept (default: 60)\n"
                "      --max-body N      largest request body, bytes (default: 1048576)\n"
                "  -h, --help            this text\n"
@@ -78,7 +81,8 @@ static void usage(FILE *f) {
 }
 
 static int parse_args(int argc, char **argv, server_options_t *o) {
-    enum { OPT_HOST = 1000, OPT_PORT, OPT_KEY, OPT_TIMEOUT, OPT_MAX_BODY, OPT_VERSION, OPT_PARALLEL };
+    enum { OPT_HOST = 1000, OPT_PORT, OPT_KEY, OPT_TIMEOUT, OPT_MAX_BODY, OPT_VERSION, OPT_PARALLEL,
+           OPT_FA, OPT_CTK, OPT_CTV };
     static const struct option opts[] = {
         {"model", required_argument, NULL, 'm'}, {"host", required_argument, NULL, OPT_HOST},
         {"port", required_argument, NULL, OPT_PORT}, {"api-key", required_argument, NULL, OPT_KEY},
@@ -87,7 +91,7 @@ static int parse_args(int argc, char **argv, server_options_t *o) {
         {"max-body", required_argument, NULL, OPT_MAX_BODY}, {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, OPT_VERSION}, {"parallel", required_argument, NULL, OPT_PARALLEL},
         {"np", required_argument, NULL, OPT_PARALLEL}, {"batch-size", required_argument, NULL, 'b'},
-        {NULL, 0, NULL, 0}};
+        RT_CLI_ATTN_OPTIONS(OPT_FA, OPT_CTK, OPT_CTV), {NULL, 0, NULL, 0}};
     *o = (server_options_t){.host = "127.0.0.1", .port = 8080, .timeout_s = 60, .max_body = 1 << 20,
                             .n_parallel = 4, .n_batch = SERVER_N_BATCH};
     for (int c; (c = getopt_long_only(argc, argv, "m:a:c:t:b:h", opts, NULL)) != -1;) {
@@ -104,6 +108,9 @@ static int parse_args(int argc, char **argv, server_options_t *o) {
         case OPT_MAX_BODY: ok = rt_cli_int(TOOL, "--max-body", optarg, 64, 1 << 30, &o->max_body); break;
         case OPT_PARALLEL: ok = rt_cli_int(TOOL, "--parallel", optarg, 1, 256, &o->n_parallel); break;
         case 'b': ok = rt_cli_int(TOOL, "--batch-size", optarg, 1, 4096, &o->n_batch); break;
+        case OPT_FA: ok = rt_cli_flash_attn(TOOL, optarg, &o->flash_attn); break;
+        case OPT_CTK: ok = rt_cli_cache_type(TOOL, "--cache-type-k", optarg, &o->type_k); break;
+        case OPT_CTV: ok = rt_cli_cache_type(TOOL, "--cache-type-v", optarg, &o->type_v); break;
         case 'h': usage(stdout); return 1;
         case OPT_VERSION: rt_cli_print_version(stdout, TOOL); return 1;
         default: return rt_cli_bad_usage(TOOL);
@@ -419,7 +426,8 @@ static int load(server_t *s) {
         s->n_ctx_slot = s->o.n_ctx ? s->o.n_ctx : train > 0 && train < 2048 ? train : 2048;
         const rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = s->n_ctx_slot * np,
                                          .n_threads = s->o.n_threads, .n_seq_max = np,
-                                         .n_batch = s->o.n_batch};
+                                         .n_batch = s->o.n_batch, .type_k = s->o.type_k,
+                                         .type_v = s->o.type_v, .flash_attn = s->o.flash_attn};
         st = rtm_context_create(s->model, &cp, &s->ctx);
     }
     if (st == RT_OK) st = srv_slots_create(s->ctx, np, s->n_ctx_slot, &s->slots);

@@ -44,6 +44,7 @@ static void usage(FILE *f) {
         "                            while the prompt graph's estimate exceeds a\n"
         "                            quarter of a device's free memory; at least 32)\n"
         "  -t, --threads N           CPU threads (default: the CPU plugin's)\n"
+        RT_CLI_ATTN_HELP
         "  -dev, --device, --devices LIST  comma-separated devices (default: all)\n"
         "      --list-devices        list the devices and exit\n"
         "  -ngl, --n-gpu-layers, --gpu-layers N  the last N layers on the first GPU (-1: all)\n"
@@ -86,7 +87,8 @@ static void usage(FILE *f) {
 enum {
     OPT_TEMP = 1000, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P, OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N,
     OPT_SPLIT, OPT_LIST_DEVICES, OPT_DEVICE, OPT_NGL, OPT_CNV, OPT_NO_CNV, OPT_SYS, OPT_COLOR,
-    OPT_SPECIAL, OPT_DUMP_LOGITS, OPT_CHECK_NUMERICS, OPT_VERSION, OPT_EXPLAIN, OPT_TP, OPT_DIST
+    OPT_SPECIAL, OPT_DUMP_LOGITS, OPT_CHECK_NUMERICS, OPT_VERSION, OPT_EXPLAIN, OPT_TP, OPT_DIST,
+    OPT_FA, OPT_CTK, OPT_CTV
 };
 
 static const struct option long_options[] = {
@@ -111,6 +113,7 @@ static const struct option long_options[] = {
     {"list-devices", no_argument, NULL, OPT_LIST_DEVICES},
     RT_CLI_DEVICE_OPTIONS(OPT_DEVICE),
     RT_CLI_NGL_OPTIONS(OPT_NGL),
+    RT_CLI_ATTN_OPTIONS(OPT_FA, OPT_CTK, OPT_CTV),
     {"cnv", no_argument, NULL, OPT_CNV},
     {"conversation", no_argument, NULL, OPT_CNV},
     {"interactive", no_argument, NULL, OPT_CNV},
@@ -223,6 +226,9 @@ static int one_option(int c, const char *name, const char *v, run_options_t *o) 
     case OPT_EXPLAIN: o->explain = true; break;
     case OPT_TP: ok = rt_cli_int(TOOL, name, v, 1, RTD_MAX_RANKS, &o->tp); break;
     case OPT_DIST: ok = dist_option(v, o); break;
+    case OPT_FA: ok = rt_cli_flash_attn(TOOL, v, &o->flash_attn); break;
+    case OPT_CTK: ok = rt_cli_cache_type(TOOL, name, v, &o->type_k); break;
+    case OPT_CTV: ok = rt_cli_cache_type(TOOL, name, v, &o->type_v); break;
     case 'h': usage(stdout); return 1;
     case OPT_VERSION: rt_cli_print_version(stdout, TOOL); return 1;
     default: return 2; /* getopt said why */

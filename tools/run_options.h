@@ -22,6 +22,8 @@ typedef struct run_options {
     rtm_split_t split;
     int32_t n_gpu_layers;
     int32_t n_threads, n_batch, n_ctx;
+    int32_t flash_attn;      /* -fa: rtm_flash_attn_t */
+    int32_t type_k, type_v;  /* -ctk, -ctv: rt_type_t of the KV cache */
     const char *dump_logits; /* file, or NULL */
     bool check_numerics;
     bool explain;            /* the placement plan before the run, the measured time after */

@@ -67,6 +67,28 @@ bool rt_cli_split(const char *tool, const char *value, int32_t *out) {
     return false;
 }
 
+bool rt_cli_flash_attn(const char *tool, const char *value, int32_t *out) {
+    static const struct { const char *name; int32_t mode; } modes[] = {
+        {"auto", RTM_FLASH_ATTN_AUTO}, {"on", RTM_FLASH_ATTN_ON}, {"1", RTM_FLASH_ATTN_ON},
+        {"off", RTM_FLASH_ATTN_OFF}, {"0", RTM_FLASH_ATTN_OFF}};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+        if (strcmp(value, modes[i].name) == 0) {
+            *out = modes[i].mode;
+            return true;
+        }
+    fprintf(stderr, "%s: --flash-attn knows 'on', 'off' and 'auto', not '%s'\n", tool, value);
+    return false;
+}
+
+bool rt_cli_cache_type(const char *tool, const char *option, const char *value, int32_t *out) {
+    if (strcmp(value, "f32") == 0 || strcmp(value, "f16") == 0) {
+        *out = value[1] == '3' ? RT_TYPE_F32 : RT_TYPE_F16;
+        return true;
+    }
+    fprintf(stderr, "%s: %s knows 'f32' and 'f16', not '%s'\n", tool, option, value);
+    return false;
+}
+
 const char *rt_cli_option_name(char **argv, int optind_after) {
     return argv[optind_after - 1] == optarg ? argv[optind_after - 2] : argv[optind_after - 1];
 }

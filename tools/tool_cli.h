@@ -41,6 +41,25 @@ bool rt_cli_u64(const char *tool, const char *option, const char *value, uint64_
  * model/rt_model.h); false after "TOOL: --split knows ...". */
 bool rt_cli_split(const char *tool, const char *value, int32_t *out);
 
+/* Attention and the KV cache's types, llama.cpp's spellings: -fa,
+ * --flash-attn on|off|auto; -ctk, --cache-type-k and -ctv, --cache-type-v
+ * f32|f16. One table entry set and one help text, so that the tools agree. */
+#define RT_CLI_ATTN_OPTIONS(fa, ctk, ctv)                                                      \
+    {"fa", required_argument, NULL, (fa)}, {"flash-attn", required_argument, NULL, (fa)},     \
+    {"ctk", required_argument, NULL, (ctk)}, {"cache-type-k", required_argument, NULL, (ctk)}, \
+    {"ctv", required_argument, NULL, (ctv)}, {"cache-type-v", required_argument, NULL, (ctv)}
+#define RT_CLI_ATTN_HELP                                                                       \
+    "  -fa, --flash-attn on|off|auto  attention fused into one op per layer; auto: where\n"   \
+    "                            every device holding a layer runs it (default: auto)\n"       \
+    "  -ctk, --cache-type-k f32|f16  the KV cache's K type (default: f32)\n"                  \
+    "  -ctv, --cache-type-v f32|f16  its V type (default: f32)\n"
+
+/* -fa's value into *out (an rtm_flash_attn_t of model/rt_model.h): on,
+ * off, auto (also 1, 0 as llama.cpp took them); false after a message. */
+bool rt_cli_flash_attn(const char *tool, const char *value, int32_t *out);
+/* -ctk/-ctv's value, f32 or f16, into *out (an rt_type_t); false after a message. */
+bool rt_cli_cache_type(const char *tool, const char *option, const char *value, int32_t *out);
+
 /* The option as typed ("-c", "--ctx-size", "--ctx=x"), for messages,
  * right after getopt_long returned one with a value: the word before
  * optarg when optarg is a word of its own. optind_after is optind. */
