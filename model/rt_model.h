@@ -263,10 +263,14 @@ typedef struct rtm_context_params {
  * layer, which never materialises the scores of the whole context, or the
  * products and softmax of the unfused graph. AUTO fuses when every device
  * that runs an attention layer supports the op for the cache's types
- * (asked at context creation), else keeps the unfused graph; ON fails
+ * (asked at context creation) and the scores one ubatch would materialise
+ * unfused (n_head x n_batch x n_ctx F32) exceed RTM_FLASH_ATTN_AUTO_BYTES,
+ * where fusing saves memory that matters; else it keeps the unfused graph,
+ * which the CPU and lavapipe still run faster for decode. ON fails
  * rtm_context_create with RT_ERR_UNSUPPORTED naming a device that does not
  * (or type_k != type_v, which the op cannot read). The fused cache keeps V
  * as K is kept, a token a row; the unfused one keeps it transposed. */
+#define RTM_FLASH_ATTN_AUTO_BYTES (64u << 20)
 typedef enum rtm_flash_attn {
     RTM_FLASH_ATTN_AUTO = 0,
     RTM_FLASH_ATTN_ON = 1,
