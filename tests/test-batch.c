@@ -317,13 +317,7 @@ static void test_split(void **state) {
 
 static void test_vulkan(void **state) {
     (void)state;
-    rt_registry_t *reg = tu_registry_open("cpu,vulkan", 0);
-    if (rt_registry_device_by_name(reg, "vulkan0") == NULL) {
-        rt_registry_destroy(reg);
-        if (tu_plugin_built("vulkan")) fail_msg("batch-5: rt-plugin-vulkan.so is built but no vulkan0 loaded");
-        print_message("batch-5: the Vulkan plugin was not built (no loader or glslc): skipped\n");
-        skip();
-    }
+    rt_registry_t *reg = tu_registry_vulkan("batch-5");
     /* the batch on vulkan0 against cpu0 alone: test-model's vulkan bound */
     interleaved_vs_cpu(reg, "vulkan0", 5, TOL_DEVICE, "batch-5 (vulkan0)");
     rt_registry_destroy(reg);

@@ -347,13 +347,7 @@ static void test_numerics_reuse(void **state) {
 
 static void test_vulkan(void **state) {
     (void)state;
-    rt_registry_t *reg = tu_registry_open("cpu,vulkan", 0);
-    if (rt_registry_device_by_name(reg, "vulkan0") == NULL) {
-        rt_registry_destroy(reg);
-        if (tu_plugin_built("vulkan")) fail_msg("flash-7: rt-plugin-vulkan.so is built but no vulkan0 loaded");
-        print_message("flash-7: the Vulkan plugin was not built (no loader or glslc): skipped\n");
-        skip();
-    }
+    rt_registry_t *reg = tu_registry_vulkan("flash-7");
     char path[1024];
     stories(path, sizeof path);
     rtm_model_t *mv = load_on(reg, path, "vulkan0");

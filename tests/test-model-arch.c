@@ -218,15 +218,7 @@ static void test_split(void **state) {
 
 static void test_vulkan(void **state) {
     (void)state;
-    char path[PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/lib/rt-plugins/rt-plugin-vulkan.so", tu_build_dir_abs());
-    rt_registry_t *reg = tu_registry_open("cpu,vulkan", 0);
-    if (rt_registry_device_by_name(reg, "vulkan0") == NULL) {
-        rt_registry_destroy(reg);
-        if (access(path, F_OK) == 0) fail_msg("arch-2.2: rt-plugin-vulkan.so is built but no vulkan0 loaded");
-        print_message("arch-2.2: the Vulkan plugin was not built: skipped\n");
-        skip();
-    }
+    rt_registry_t *reg = tu_registry_vulkan("arch-2.2");
     split_runs(reg, "vulkan0", "arch-2.2 (cpu0 + vulkan0)");
     rt_registry_destroy(reg);
 }

@@ -69,6 +69,16 @@ rt_registry_t *tu_registry_open(const char *plugins, int n_mock) {
     return reg;
 }
 
+rt_registry_t *tu_registry_vulkan(const char *id) {
+    rt_registry_t *reg = tu_registry_open("cpu,vulkan", 0);
+    if (rt_registry_device_by_name(reg, "vulkan0") != NULL) return reg;
+    rt_registry_destroy(reg);
+    if (tu_plugin_built("vulkan")) fail_msg("%s: rt-plugin-vulkan.so is built but no vulkan0 loaded", id);
+    print_message("%s: the Vulkan plugin was not built (no loader or glslc): skipped\n", id);
+    skip();
+    return NULL;
+}
+
 bool tu_plugin_built(const char *name) {
     char path[PATH_MAX + 128];
     snprintf(path, sizeof path, "%s/lib/rt-plugins/rt-plugin-%s.so", tu_build_dir_abs(), name);

@@ -50,6 +50,10 @@ bool tu_plugin_built(const char *name);
  * mock GPUs of 1 GiB when mockgpu is among them; fails the test when it
  * cannot be made. */
 rt_registry_t *tu_registry_open(const char *plugins, int n_mock);
+/* tu_registry_open("cpu,vulkan", 0) with vulkan0 in it. Skips the test
+ * (id names it in the message) when the Vulkan plugin was not built; fails
+ * it when the plugin was built but no vulkan0 loaded. */
+rt_registry_t *tu_registry_vulkan(const char *id);
 
 /* models/file, the repository's bundled models (RT_TEST_MODELS_DIR
  * overrides the directory),
