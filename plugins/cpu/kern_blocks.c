@@ -396,24 +396,41 @@ static inline __m256i iq4nl_values(__m256i nibbles) {
     return _mm256_shuffle_epi8(cat128(t, t), nibbles);
 }
 
+/* The one-row loop's products, d_w*d_a and m_w*s_a, cost each row a scalar
+ * product, a broadcast and a scalar sum a block, more than its dot product:
+ * with several rows, ds (rows_scales) holds each block's d_a and s_a of
+ * the rows side by side, so that one vector product makes every row's;
+ * the same products summed in the same order, so a row's result does not
+ * depend on how many rows share the pass. */
 #define ROWS32_AVX2(T, LEVELS, M, DOT)                                                      \
-    RT_INLINE void rows_##T##_n(const char *wr, const rt_cpu_q8s_t *const *a, int64_t nb,   \
-                                int NB, float *out) {                                       \
+    RT_INLINE void rows_##T##_n(const char *wr, const rt_cpu_q8s_t *const *a, const float *ds, \
+                                int64_t nb, int NB, float *out) {                           \
         const rt_block_##T##_t *w = (const rt_block_##T##_t *)wr;                           \
         const __m256i ones = _mm256_set1_epi16(1);                                          \
-        __m256 acc[MR];                                                                     \
+        __m256 acc[MR], accmv = _mm256_setzero_ps();                                        \
         float accm[MR] = {0};                                                               \
         for (int r = 0; r < NB; r++) acc[r] = _mm256_setzero_ps();                          \
         for (int64_t i = 0; i < nb; i++) {                                                  \
             const __m256i u = LEVELS;                                                       \
             const float d = h16(w[i].d), m = (M);                                           \
+            if (ds == NULL) {                                                               \
+                for (int r = 0; r < NB; r++) {                                              \
+                    const rt_cpu_q8s_t *ar = a[r] + i;                                      \
+                    const __m256i p = DOT(u, _mm256_loadu_si256((const __m256i *)ar->qs), ones); \
+                    acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * ar->d), _mm256_cvtepi32_ps(p), acc[r]); \
+                    accm[r] += m * ar->s;                                                   \
+                }                                                                           \
+                continue;                                                                   \
+            }                                                                               \
+            const __m256 dd = _mm256_mul_ps(_mm256_set1_ps(d), _mm256_loadu_ps(ds + 16 * i)); \
+            accmv = _mm256_add_ps(accmv, _mm256_mul_ps(_mm256_set1_ps(m), _mm256_loadu_ps(ds + 16 * i + 8))); \
             for (int r = 0; r < NB; r++) {                                                  \
-                const rt_cpu_q8s_t *ar = a[r] + i;                                          \
-                const __m256i p = DOT(u, _mm256_loadu_si256((const __m256i *)ar->qs), ones);  \
-                acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * ar->d), _mm256_cvtepi32_ps(p), acc[r]); \
-                accm[r] += m * ar->s;                                                       \
+                const __m256i p = DOT(u, _mm256_loadu_si256((const __m256i *)a[r][i].qs), ones); \
+                const __m256 dr = _mm256_permutevar8x32_ps(dd, _mm256_set1_epi32(r));       \
+                acc[r] = _mm256_fmadd_ps(dr, _mm256_cvtepi32_ps(p), acc[r]);                \
             }                                                                               \
         }                                                                                   \
+        if (ds != NULL) _mm256_storeu_ps(accm, accmv);                                      \
         for (int r = 0; r < NB; r++) out[r] = hsum_ps(acc[r]) + accm[r];                    \
     }
 /* Q5_0: x = d*(q - 16) = d*q + (-16 d) */
@@ -615,32 +632,41 @@ RT_INLINE void rows_iq4_xs_n(const char *wr, const rt_block_q8_k_t *const *a, in
 }
 
 /* Specialised for 1..MR activation rows (the count a constant in each). */
-typedef void (*rows_fn)(const char *w, const void *const *a, int64_t nb, int n, float *out);
-#define ROWS_WRAP(T, A)                                                                      \
-    static void rows_##T(const char *w, const void *const *a, int64_t nb, int n, float *out) { \
+typedef void (*rows_fn)(const char *w, const void *const *a, const float *ds, int64_t nb, int n,
+                        float *out);
+/* DS: WITH_DS for the blocks of 32 (ROWS32_AVX2 takes the table), NO_DS
+ * for the others. */
+#define WITH_DS ds,
+#define NO_DS
+#define ROWS_WRAP(T, A, DS)                                                                  \
+    static void rows_##T(const char *w, const void *const *a, const float *ds, int64_t nb,   \
+                         int n, float *out) {                                                \
         const A *const *aa = (const A *const *)a;                                            \
+        (void)ds;                                                                            \
         switch (n) {                                                                         \
-        case 1: rows_##T##_n(w, aa, nb, 1, out); break;                                      \
-        case 2: rows_##T##_n(w, aa, nb, 2, out); break;                                      \
-        case 3: rows_##T##_n(w, aa, nb, 3, out); break;                                      \
-        case 4: rows_##T##_n(w, aa, nb, 4, out); break;                                      \
-        case 5: rows_##T##_n(w, aa, nb, 5, out); break;                                      \
-        case 6: rows_##T##_n(w, aa, nb, 6, out); break;                                      \
-        case 7: rows_##T##_n(w, aa, nb, 7, out); break;                                      \
-        default: rows_##T##_n(w, aa, nb, MR, out); break;                                    \
+        case 1: rows_##T##_n(w, aa, DS nb, 1, out); break;                                   \
+        case 2: rows_##T##_n(w, aa, DS nb, 2, out); break;                                   \
+        case 3: rows_##T##_n(w, aa, DS nb, 3, out); break;                                   \
+        case 4: rows_##T##_n(w, aa, DS nb, 4, out); break;                                   \
+        case 5: rows_##T##_n(w, aa, DS nb, 5, out); break;                                   \
+        case 6: rows_##T##_n(w, aa, DS nb, 6, out); break;                                   \
+        case 7: rows_##T##_n(w, aa, DS nb, 7, out); break;                                   \
+        default: rows_##T##_n(w, aa, DS nb, MR, out); break;                                 \
         }                                                                                    \
     }
-ROWS_WRAP(q4_1, rt_cpu_q8s_t)
-ROWS_WRAP(q5_0, rt_cpu_q8s_t)
-ROWS_WRAP(q5_1, rt_cpu_q8s_t)
-ROWS_WRAP(q4_k, rt_block_q8_k_t)
-ROWS_WRAP(q5_k, rt_block_q8_k_t)
-ROWS_WRAP(q6_k, rt_block_q8_k_t)
-ROWS_WRAP(iq4_nl, rt_cpu_q8s_t)
-ROWS_WRAP(q2_k, rt_block_q8_k_t)
-ROWS_WRAP(q3_k, rt_block_q8_k_t)
-ROWS_WRAP(iq4_xs, rt_block_q8_k_t)
+ROWS_WRAP(q4_1, rt_cpu_q8s_t, WITH_DS)
+ROWS_WRAP(q5_0, rt_cpu_q8s_t, WITH_DS)
+ROWS_WRAP(q5_1, rt_cpu_q8s_t, WITH_DS)
+ROWS_WRAP(q4_k, rt_block_q8_k_t, NO_DS)
+ROWS_WRAP(q5_k, rt_block_q8_k_t, NO_DS)
+ROWS_WRAP(q6_k, rt_block_q8_k_t, NO_DS)
+ROWS_WRAP(iq4_nl, rt_cpu_q8s_t, WITH_DS)
+ROWS_WRAP(q2_k, rt_block_q8_k_t, NO_DS)
+ROWS_WRAP(q3_k, rt_block_q8_k_t, NO_DS)
+ROWS_WRAP(iq4_xs, rt_block_q8_k_t, NO_DS)
 #undef ROWS_WRAP
+#undef WITH_DS
+#undef NO_DS
 
 static rows_fn rows_for(rt_type_t t) {
     switch (t) {
@@ -658,7 +684,8 @@ static rows_fn rows_for(rt_type_t t) {
     }
 }
 #else
-typedef void (*rows_fn)(const char *w, const void *const *a, int64_t nb, int n, float *out);
+typedef void (*rows_fn)(const char *w, const void *const *a, const float *ds, int64_t nb, int n,
+                        float *out);
 static rows_fn rows_for(rt_type_t t) { (void)t; return NULL; }
 #endif
 
@@ -684,17 +711,34 @@ static float row_dot(rt_type_t t, const char *w, const void *act, int64_t K) {
     }
 }
 
+#define DS_MAX_BLOCKS 256 /* rows_scales' table on the stack: K up to 8192 */
+
+/* The n activation rows' scales block by block for the blocks of 32
+ * (ROWS32_AVX2's ds): MR_ROWS d then MR_ROWS s, zero past n. */
+static void rows_scales(const void *const *a, int n, int64_t nb, float *ds) {
+    for (int64_t i = 0; i < nb; i++)
+        for (int r = 0; r < MR_ROWS; r++) {
+            const rt_cpu_q8s_t *b = r < n ? (const rt_cpu_q8s_t *)a[r] + i : NULL;
+            ds[16 * i + r] = b ? b->d : 0.0f;
+            ds[16 * i + MR_ROWS + r] = b ? b->s : 0.0f;
+        }
+}
+
 /* Passes of up to MR activation rows over the item's weight rows, which
  * stay in L2 from one pass to the next. */
 static void matvec_rows(const rt_cpu_mm_t *g, rows_fn f, int64_t m0, int64_t m1) {
-    const int64_t nb = g->K / (rt_cpu_act_is_q8k(g->atype) ? RT_QK_K : 32);
+    const bool q8k = rt_cpu_act_is_q8k(g->atype);
+    const int64_t nb = g->K / (q8k ? RT_QK_K : 32);
+    float ds[DS_MAX_BLOCKS * 2 * MR_ROWS];
     for (int64_t n0 = 0; n0 < g->N; n0 += MR_ROWS) {
         const int n = (int)(g->N - n0 < MR_ROWS ? g->N - n0 : MR_ROWS);
         const void *a[MR_ROWS];
         for (int r = 0; r < n; r++) a[r] = g->b + (size_t)(n0 + r) * g->ldb;
+        const bool table = !q8k && n > 1 && nb <= DS_MAX_BLOCKS;
+        if (table) rows_scales(a, n, nb, ds);
         for (int64_t m = m0; m < m1; m++) {
             float out[MR_ROWS];
-            f(g->a + (size_t)m * g->lda, a, nb, n, out);
+            f(g->a + (size_t)m * g->lda, a, table ? ds : NULL, nb, n, out);
             for (int r = 0; r < n; r++) ((float *)(g->c + (size_t)(n0 + r) * g->ldc))[m] = out[r];
         }
     }
