@@ -70,15 +70,59 @@ static inline float through_f16(float v) { return rt_fp16_to_fp32(rt_fp32_to_fp1
  * With d kept in F32 instead, SmolLM2-135M's logits moved by ~0.1 and its
  * 5th greedy token flipped. For the Q8_0 types s is the F16 d times the
  * sum, exact in F32 (11 bits by at most 12), the integer sum they fold in. */
-static void q8s_quantize(const float *x, rt_type_t wtype, rt_cpu_q8s_t *b) {
+#if defined(__AVX2__)
+#  include <immintrin.h>
+
+/* The loop below in AVX2, the same values: |x|'s max is exact in any
+ * order, x * id is the same product, vcvtps2dq rounds to the nearest
+ * even (MXCSR's default, as nearbyintf), and the levels' sum is exact. */
+static float block_amax(const float *x) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 m = _mm256_andnot_ps(sign, _mm256_loadu_ps(x));
+    for (int j = 8; j < 32; j += 8) m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + j)));
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    return _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
+}
+
+static int block_levels(const float *x, float id, int8_t qs[32]) {
+    const __m256 vid = _mm256_set1_ps(id);
+    const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
+    __m256i q[4], sum = _mm256_setzero_si256();
+    for (int j = 0; j < 4; j++) {
+        q[j] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * j), vid));
+        q[j] = _mm256_min_epi32(_mm256_max_epi32(q[j], lo), hi);
+        sum = _mm256_add_epi32(sum, q[j]);
+    }
+    /* the packs interleave the 128-bit lanes: put the groups of 4 back in order */
+    const __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+    _mm256_storeu_si256((__m256i *)qs, _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    __m128i t = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4e));
+    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xb1));
+    return _mm_cvtsi128_si32(t);
+}
+#else
+static float block_amax(const float *x) {
     float amax = 0.0f;
     for (int i = 0; i < 32; i++) amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
-    const float d = amax / 127.0f, id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    return amax;
+}
+
+static int block_levels(const float *x, float id, int8_t qs[32]) {
     int sum = 0;
     for (int i = 0; i < 32; i++) {
-        b->qs[i] = (int8_t)rt_quant_clamp(round_even(x[i] * id), -127, 127);
-        sum += b->qs[i];
+        qs[i] = (int8_t)rt_quant_clamp(round_even(x[i] * id), -127, 127);
+        sum += qs[i];
     }
+    return sum;
+}
+#endif
+
+static void q8s_quantize(const float *x, rt_type_t wtype, rt_cpu_q8s_t *b) {
+    const float amax = block_amax(x);
+    const float d = amax / 127.0f, id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    const int sum = block_levels(x, id, b->qs);
     b->d = through_f16(d);
     const bool q8_1 = wtype == RT_TYPE_Q4_1 || wtype == RT_TYPE_Q5_1;
     b->s = q8_1 ? through_f16(d * (float)sum) : b->d * (float)sum;
