@@ -679,16 +679,18 @@ RT_INLINE void rows_iq4_xs_n(const char *wr, const rt_block_q8_k_t *const *a, in
 typedef void (*rows_fn)(const char *w, const void *const *a, const float *ds, int64_t nb, int n,
                         float *out);
 /* DS: WITH_DS for the blocks of 32 (ROWS32_AVX2 takes the table), NO_DS
- * for the others. */
+ * for the others; DS1, one row's (never a table: the constant leaves the
+ * one-row loop alone in its copy), NO_TABLE or NO_DS. */
 #define WITH_DS ds,
+#define NO_TABLE NULL,
 #define NO_DS
-#define ROWS_WRAP(T, A, DS)                                                                  \
+#define ROWS_WRAP(T, A, DS, DS1)                                                             \
     static void rows_##T(const char *w, const void *const *a, const float *ds, int64_t nb,   \
                          int n, float *out) {                                                \
         const A *const *aa = (const A *const *)a;                                            \
         (void)ds;                                                                            \
         switch (n) {                                                                         \
-        case 1: rows_##T##_n(w, aa, DS nb, 1, out); break;                                   \
+        case 1: rows_##T##_n(w, aa, DS1 nb, 1, out); break;                                  \
         case 2: rows_##T##_n(w, aa, DS nb, 2, out); break;                                   \
         case 3: rows_##T##_n(w, aa, DS nb, 3, out); break;                                   \
         case 4: rows_##T##_n(w, aa, DS nb, 4, out); break;                                   \
@@ -698,18 +700,19 @@ typedef void (*rows_fn)(const char *w, const void *const *a, const float *ds, in
         default: rows_##T##_n(w, aa, DS nb, MR, out); break;                                 \
         }                                                                                    \
     }
-ROWS_WRAP(q4_1, rt_cpu_q8s_t, WITH_DS)
-ROWS_WRAP(q5_0, rt_cpu_q8s_t, WITH_DS)
-ROWS_WRAP(q5_1, rt_cpu_q8s_t, WITH_DS)
-ROWS_WRAP(q4_k, rt_block_q8_k_t, NO_DS)
-ROWS_WRAP(q5_k, rt_block_q8_k_t, NO_DS)
-ROWS_WRAP(q6_k, rt_block_q8_k_t, NO_DS)
-ROWS_WRAP(iq4_nl, rt_cpu_q8s_t, WITH_DS)
-ROWS_WRAP(q2_k, rt_block_q8_k_t, NO_DS)
-ROWS_WRAP(q3_k, rt_block_q8_k_t, NO_DS)
-ROWS_WRAP(iq4_xs, rt_block_q8_k_t, NO_DS)
+ROWS_WRAP(q4_1, rt_cpu_q8s_t, WITH_DS, NO_TABLE)
+ROWS_WRAP(q5_0, rt_cpu_q8s_t, WITH_DS, NO_TABLE)
+ROWS_WRAP(q5_1, rt_cpu_q8s_t, WITH_DS, NO_TABLE)
+ROWS_WRAP(q4_k, rt_block_q8_k_t, NO_DS, NO_DS)
+ROWS_WRAP(q5_k, rt_block_q8_k_t, NO_DS, NO_DS)
+ROWS_WRAP(q6_k, rt_block_q8_k_t, NO_DS, NO_DS)
+ROWS_WRAP(iq4_nl, rt_cpu_q8s_t, WITH_DS, NO_TABLE)
+ROWS_WRAP(q2_k, rt_block_q8_k_t, NO_DS, NO_DS)
+ROWS_WRAP(q3_k, rt_block_q8_k_t, NO_DS, NO_DS)
+ROWS_WRAP(iq4_xs, rt_block_q8_k_t, NO_DS, NO_DS)
 #undef ROWS_WRAP
 #undef WITH_DS
+#undef NO_TABLE
 #undef NO_DS
 
 static rows_fn rows_for(rt_type_t t) {
