@@ -13,7 +13,10 @@
  *           plugin's integer path rounds them (per 256 through Q8_K for the
  *           super-block types, per 32 likewise for the others): only F32
  *           rounding counts, normalised error (tu_nmse_error) <= 1e-5.
- *   cpub-2  GET_ROWS: the rows are rt_dequantize's, bit for bit. */
+ *   cpub-2  GET_ROWS: the rows are rt_dequantize's, bit for bit.
+ *   cpub-3  each column of a mat-vec of 2..9 columns is, bit for bit, its
+ *           product alone (one column): how many rows share a pass changes
+ *           no result. */
 #include "testutil.h"
 
 #include "../abi/rt_quant.h"
@@ -77,7 +80,10 @@ static void act_round(rt_type_t t, const float *x, int64_t K, double *out) {
 
 //===--- cpub-1: MUL_MAT ---===//
 
-static void mul_mat_case(rt_type_t t, int64_t M, int64_t K, int64_t N, int64_t pad) {
+/* c = w x on the plugin: M rows of K in type t (bytes a), N activation
+ * rows of K in rows of K + pad floats (xv); c into got (M * N). */
+static rt_status_t run_mul_mat(rt_type_t t, const void *a, int64_t M, int64_t K, const float *xv,
+                               int64_t N, int64_t pad, float *got) {
     rt_context_t *ctx = context();
     rt_buffer_t *buf = NULL;
     rt_tensor_t *w = rt_new_tensor_2d(ctx, t, K, M);
@@ -87,6 +93,17 @@ static void mul_mat_case(rt_type_t t, int64_t M, int64_t K, int64_t N, int64_t p
     rt_graph_t *g = rt_graph_create(ctx, 8);
     rt_graph_build_forward_expand(g, c);
     assert_int_equal(rt_alloc_ctx_tensors(ctx, rt_device_buffer_type(dev, 0), &buf), RT_OK);
+    assert_int_equal(rt_tensor_set(w, a, 0, rt_nbytes(w)), RT_OK);
+    assert_int_equal(rt_tensor_set(xs, xv, 0, rt_nbytes(xs)), RT_OK);
+    rt_status_t st = rt_device_supports_op(dev, c) ? RT_OK : RT_ERR_UNSUPPORTED;
+    if (st == RT_OK) st = rt_queue_compute(queue, g);
+    if (st == RT_OK) st = rt_tensor_get(c, got, 0, rt_nbytes(c));
+    rt_buffer_free(buf);
+    rt_context_destroy(ctx);
+    return st;
+}
+
+static void mul_mat_case(rt_type_t t, int64_t M, int64_t K, int64_t N, int64_t pad) {
     double *wd = malloc((size_t)(M * K) * sizeof *wd), *xr = malloc((size_t)(N * K) * sizeof *xr);
     double *ref = malloc((size_t)(M * N) * sizeof *ref);
     float *xv = malloc((size_t)(N * (K + pad)) * sizeof *xv), *got = malloc((size_t)(M * N) * sizeof *got);
@@ -99,19 +116,13 @@ static void mul_mat_case(rt_type_t t, int64_t M, int64_t K, int64_t N, int64_t p
             for (int64_t k = 0; k < K; k++) s += wd[m * K + k] * xr[n * K + k];
             ref[n * M + m] = s;
         }
-    assert_int_equal(rt_tensor_set(w, a, 0, rt_nbytes(w)), RT_OK);
-    assert_int_equal(rt_tensor_set(xs, xv, 0, rt_nbytes(xs)), RT_OK);
-    rt_status_t st = rt_device_supports_op(dev, c) ? RT_OK : RT_ERR_UNSUPPORTED;
-    if (st == RT_OK) st = rt_queue_compute(queue, g);
-    if (st == RT_OK) st = rt_tensor_get(c, got, 0, rt_nbytes(c));
+    const rt_status_t st = run_mul_mat(t, a, M, K, xv, N, pad, got);
     const double e = st == RT_OK ? tu_nmse_error(ref, got, (size_t)(M * N)) : INFINITY;
     const double tol = t == RT_TYPE_Q4_1 || t == RT_TYPE_Q5_1 ? TOL_Q8_1_SUMS : TOL_DOT;
     if (!(e <= tol))
         tu_report("cpub-1 %s M %lld K %lld N %lld pad %lld: %s, nmse %.3g", rt_type_name(t),
                   (long long)M, (long long)K, (long long)N, (long long)pad, rt_status_name(st), e);
     free(wd), free(xr), free(ref), free(xv), free(got), free(a);
-    rt_buffer_free(buf);
-    rt_context_destroy(ctx);
 }
 
 static void test_mul_mat(void **state) {
@@ -125,6 +136,42 @@ static void test_mul_mat(void **state) {
             for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++)
                 mul_mat_case(types[i], 37, blocks[j] * rt_blck_size(types[i]), ns[k],
                              (int64_t)(k % 2) * 7);
+    if (tu_n_failed) fail_msg("%d failing case(s), listed above", tu_n_failed);
+}
+
+//===--- cpub-3: a column alone ---===//
+
+/* Each of the N columns of a mat-vec, bit for bit, the same column's
+ * product computed alone: a sequence's logits do not depend on how many
+ * others share its batch (rt-server's slots). */
+static void alone_case(rt_type_t t, int64_t M, int64_t K, int64_t N) {
+    double *wd = malloc((size_t)(M * K) * sizeof *wd);
+    float *xv = malloc((size_t)(N * K) * sizeof *xv), *got = malloc((size_t)(M * N) * sizeof *got);
+    float *one = malloc((size_t)M * sizeof *one);
+    void *a = weights(t, M, K, wd);
+    tu_fill(xv, (size_t)(N * K), -1.0f, 1.0f);
+    rt_status_t st = run_mul_mat(t, a, M, K, xv, N, 0, got);
+    int64_t bad = st == RT_OK ? -1 : 0;
+    for (int64_t n = 0; n < N && st == RT_OK && bad < 0; n++) {
+        st = run_mul_mat(t, a, M, K, xv + n * K, 1, 0, one);
+        for (int64_t m = 0; m < M && st == RT_OK && bad < 0; m++)
+            if (memcmp(&one[m], &got[n * M + m], sizeof one[m]) != 0) bad = n * M + m;
+    }
+    if (bad >= 0)
+        tu_report("cpub-3 %s M %lld K %lld N %lld: %s, element %lld differs from its column alone",
+                  rt_type_name(t), (long long)M, (long long)K, (long long)N, rt_status_name(st),
+                  (long long)bad);
+    free(wd), free(xv), free(got), free(one), free(a);
+}
+
+static void test_column_alone(void **state) {
+    (void)state;
+    tu_seed(0x1314);
+    tu_n_failed = 0;
+    static const int64_t ns[] = {2, 4, 7, 9}; /* passes of 8: full, short, and one over */
+    for (size_t i = 0; i < N_TYPES; i++)
+        for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++)
+            alone_case(types[i], 19, 3 * rt_blck_size(types[i]), ns[k]);
     if (tu_n_failed) fail_msg("%d failing case(s), listed above", tu_n_failed);
 }
 
@@ -184,6 +231,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mul_mat),
         cmocka_unit_test(test_get_rows),
+        cmocka_unit_test(test_column_alone),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

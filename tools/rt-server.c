@@ -419,7 +419,10 @@ static int load(server_t *s) {
         s->o.alias = slash ? slash + 1 : s->model_file;
     }
     const int32_t np = s->o.n_parallel;
-    const rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = s->reg, .n_ctx = s->o.n_ctx * np};
+    /* rt-run's default plan: the memory split (RTM_SPLIT_AUTO) would put
+     * layers on a software device such as lavapipe, ~40x slower here */
+    const rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = s->reg, .n_ctx = s->o.n_ctx * np,
+                                   .split = RTM_SPLIT_FASTEST};
     rt_status_t st = rtm_model_load(s->model_file, &mp, &s->model);
     if (st == RT_OK) {
         const int32_t train = rtm_model_n_ctx_train(s->model);

@@ -70,15 +70,59 @@ static inline float through_f16(float v) { return rt_fp16_to_fp32(rt_fp32_to_fp1
  * With d kept in F32 instead, SmolLM2-135M's logits moved by ~0.1 and its
  * 5th greedy token flipped. For the Q8_0 types s is the F16 d times the
  * sum, exact in F32 (11 bits by at most 12), the integer sum they fold in. */
-static void q8s_quantize(const float *x, rt_type_t wtype, rt_cpu_q8s_t *b) {
+#if defined(__AVX2__)
+#  include <immintrin.h>
+
+/* The loop below in AVX2, the same values: |x|'s max is exact in any
+ * order, x * id is the same product, vcvtps2dq rounds to the nearest
+ * even (MXCSR's default, as nearbyintf), and the levels' sum is exact. */
+static float block_amax(const float *x) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 m = _mm256_andnot_ps(sign, _mm256_loadu_ps(x));
+    for (int j = 8; j < 32; j += 8) m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + j)));
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    return _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
+}
+
+static int block_levels(const float *x, float id, int8_t qs[32]) {
+    const __m256 vid = _mm256_set1_ps(id);
+    const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
+    __m256i q[4], sum = _mm256_setzero_si256();
+    for (int j = 0; j < 4; j++) {
+        q[j] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * j), vid));
+        q[j] = _mm256_min_epi32(_mm256_max_epi32(q[j], lo), hi);
+        sum = _mm256_add_epi32(sum, q[j]);
+    }
+    /* the packs interleave the 128-bit lanes: put the groups of 4 back in order */
+    const __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+    _mm256_storeu_si256((__m256i *)qs, _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    __m128i t = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4e));
+    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xb1));
+    return _mm_cvtsi128_si32(t);
+}
+#else
+static float block_amax(const float *x) {
     float amax = 0.0f;
     for (int i = 0; i < 32; i++) amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
-    const float d = amax / 127.0f, id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    return amax;
+}
+
+static int block_levels(const float *x, float id, int8_t qs[32]) {
     int sum = 0;
     for (int i = 0; i < 32; i++) {
-        b->qs[i] = (int8_t)rt_quant_clamp(round_even(x[i] * id), -127, 127);
-        sum += b->qs[i];
+        qs[i] = (int8_t)rt_quant_clamp(round_even(x[i] * id), -127, 127);
+        sum += qs[i];
     }
+    return sum;
+}
+#endif
+
+static void q8s_quantize(const float *x, rt_type_t wtype, rt_cpu_q8s_t *b) {
+    const float amax = block_amax(x);
+    const float d = amax / 127.0f, id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    const int sum = block_levels(x, id, b->qs);
     b->d = through_f16(d);
     const bool q8_1 = wtype == RT_TYPE_Q4_1 || wtype == RT_TYPE_Q5_1;
     b->s = q8_1 ? through_f16(d * (float)sum) : b->d * (float)sum;
@@ -396,24 +440,41 @@ static inline __m256i iq4nl_values(__m256i nibbles) {
     return _mm256_shuffle_epi8(cat128(t, t), nibbles);
 }
 
+/* The one-row loop's products, d_w*d_a and m_w*s_a, cost each row a scalar
+ * product, a broadcast and a scalar sum a block, more than its dot product:
+ * with several rows, ds (rows_scales) holds each block's d_a and s_a of
+ * the rows side by side, so that one vector product makes every row's;
+ * the same products summed in the same order, so a row's result does not
+ * depend on how many rows share the pass. */
 #define ROWS32_AVX2(T, LEVELS, M, DOT)                                                      \
-    RT_INLINE void rows_##T##_n(const char *wr, const rt_cpu_q8s_t *const *a, int64_t nb,   \
-                                int NB, float *out) {                                       \
+    RT_INLINE void rows_##T##_n(const char *wr, const rt_cpu_q8s_t *const *a, const float *ds, \
+                                int64_t nb, int NB, float *out) {                           \
         const rt_block_##T##_t *w = (const rt_block_##T##_t *)wr;                           \
         const __m256i ones = _mm256_set1_epi16(1);                                          \
-        __m256 acc[MR];                                                                     \
+        __m256 acc[MR], accmv = _mm256_setzero_ps();                                        \
         float accm[MR] = {0};                                                               \
         for (int r = 0; r < NB; r++) acc[r] = _mm256_setzero_ps();                          \
         for (int64_t i = 0; i < nb; i++) {                                                  \
             const __m256i u = LEVELS;                                                       \
             const float d = h16(w[i].d), m = (M);                                           \
+            if (ds == NULL) {                                                               \
+                for (int r = 0; r < NB; r++) {                                              \
+                    const rt_cpu_q8s_t *ar = a[r] + i;                                      \
+                    const __m256i p = DOT(u, _mm256_loadu_si256((const __m256i *)ar->qs), ones); \
+                    acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * ar->d), _mm256_cvtepi32_ps(p), acc[r]); \
+                    accm[r] += m * ar->s;                                                   \
+                }                                                                           \
+                continue;                                                                   \
+            }                                                                               \
+            const __m256 dd = _mm256_mul_ps(_mm256_set1_ps(d), _mm256_loadu_ps(ds + 16 * i)); \
+            accmv = _mm256_add_ps(accmv, _mm256_mul_ps(_mm256_set1_ps(m), _mm256_loadu_ps(ds + 16 * i + 8))); \
             for (int r = 0; r < NB; r++) {                                                  \
-                const rt_cpu_q8s_t *ar = a[r] + i;                                          \
-                const __m256i p = DOT(u, _mm256_loadu_si256((const __m256i *)ar->qs), ones);  \
-                acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * ar->d), _mm256_cvtepi32_ps(p), acc[r]); \
-                accm[r] += m * ar->s;                                                       \
+                const __m256i p = DOT(u, _mm256_loadu_si256((const __m256i *)a[r][i].qs), ones); \
+                const __m256 dr = _mm256_permutevar8x32_ps(dd, _mm256_set1_epi32(r));       \
+                acc[r] = _mm256_fmadd_ps(dr, _mm256_cvtepi32_ps(p), acc[r]);                \
             }                                                                               \
         }                                                                                   \
+        if (ds != NULL) _mm256_storeu_ps(accm, accmv);                                      \
         for (int r = 0; r < NB; r++) out[r] = hsum_ps(acc[r]) + accm[r];                    \
     }
 /* Q5_0: x = d*(q - 16) = d*q + (-16 d) */
@@ -615,32 +676,44 @@ RT_INLINE void rows_iq4_xs_n(const char *wr, const rt_block_q8_k_t *const *a, in
 }
 
 /* Specialised for 1..MR activation rows (the count a constant in each). */
-typedef void (*rows_fn)(const char *w, const void *const *a, int64_t nb, int n, float *out);
-#define ROWS_WRAP(T, A)                                                                      \
-    static void rows_##T(const char *w, const void *const *a, int64_t nb, int n, float *out) { \
+typedef void (*rows_fn)(const char *w, const void *const *a, const float *ds, int64_t nb, int n,
+                        float *out);
+/* DS: WITH_DS for the blocks of 32 (ROWS32_AVX2 takes the table), NO_DS
+ * for the others; DS1, one row's (never a table: the constant leaves the
+ * one-row loop alone in its copy), NO_TABLE or NO_DS. */
+#define WITH_DS ds,
+#define NO_TABLE NULL,
+#define NO_DS
+#define ROWS_WRAP(T, A, DS, DS1)                                                             \
+    static void rows_##T(const char *w, const void *const *a, const float *ds, int64_t nb,   \
+                         int n, float *out) {                                                \
         const A *const *aa = (const A *const *)a;                                            \
+        (void)ds;                                                                            \
         switch (n) {                                                                         \
-        case 1: rows_##T##_n(w, aa, nb, 1, out); break;                                      \
-        case 2: rows_##T##_n(w, aa, nb, 2, out); break;                                      \
-        case 3: rows_##T##_n(w, aa, nb, 3, out); break;                                      \
-        case 4: rows_##T##_n(w, aa, nb, 4, out); break;                                      \
-        case 5: rows_##T##_n(w, aa, nb, 5, out); break;                                      \
-        case 6: rows_##T##_n(w, aa, nb, 6, out); break;                                      \
-        case 7: rows_##T##_n(w, aa, nb, 7, out); break;                                      \
-        default: rows_##T##_n(w, aa, nb, MR, out); break;                                    \
+        case 1: rows_##T##_n(w, aa, DS1 nb, 1, out); break;                                  \
+        case 2: rows_##T##_n(w, aa, DS nb, 2, out); break;                                   \
+        case 3: rows_##T##_n(w, aa, DS nb, 3, out); break;                                   \
+        case 4: rows_##T##_n(w, aa, DS nb, 4, out); break;                                   \
+        case 5: rows_##T##_n(w, aa, DS nb, 5, out); break;                                   \
+        case 6: rows_##T##_n(w, aa, DS nb, 6, out); break;                                   \
+        case 7: rows_##T##_n(w, aa, DS nb, 7, out); break;                                   \
+        default: rows_##T##_n(w, aa, DS nb, MR, out); break;                                 \
         }                                                                                    \
     }
-ROWS_WRAP(q4_1, rt_cpu_q8s_t)
-ROWS_WRAP(q5_0, rt_cpu_q8s_t)
-ROWS_WRAP(q5_1, rt_cpu_q8s_t)
-ROWS_WRAP(q4_k, rt_block_q8_k_t)
-ROWS_WRAP(q5_k, rt_block_q8_k_t)
-ROWS_WRAP(q6_k, rt_block_q8_k_t)
-ROWS_WRAP(iq4_nl, rt_cpu_q8s_t)
-ROWS_WRAP(q2_k, rt_block_q8_k_t)
-ROWS_WRAP(q3_k, rt_block_q8_k_t)
-ROWS_WRAP(iq4_xs, rt_block_q8_k_t)
+ROWS_WRAP(q4_1, rt_cpu_q8s_t, WITH_DS, NO_TABLE)
+ROWS_WRAP(q5_0, rt_cpu_q8s_t, WITH_DS, NO_TABLE)
+ROWS_WRAP(q5_1, rt_cpu_q8s_t, WITH_DS, NO_TABLE)
+ROWS_WRAP(q4_k, rt_block_q8_k_t, NO_DS, NO_DS)
+ROWS_WRAP(q5_k, rt_block_q8_k_t, NO_DS, NO_DS)
+ROWS_WRAP(q6_k, rt_block_q8_k_t, NO_DS, NO_DS)
+ROWS_WRAP(iq4_nl, rt_cpu_q8s_t, WITH_DS, NO_TABLE)
+ROWS_WRAP(q2_k, rt_block_q8_k_t, NO_DS, NO_DS)
+ROWS_WRAP(q3_k, rt_block_q8_k_t, NO_DS, NO_DS)
+ROWS_WRAP(iq4_xs, rt_block_q8_k_t, NO_DS, NO_DS)
 #undef ROWS_WRAP
+#undef WITH_DS
+#undef NO_TABLE
+#undef NO_DS
 
 static rows_fn rows_for(rt_type_t t) {
     switch (t) {
@@ -658,7 +731,8 @@ static rows_fn rows_for(rt_type_t t) {
     }
 }
 #else
-typedef void (*rows_fn)(const char *w, const void *const *a, int64_t nb, int n, float *out);
+typedef void (*rows_fn)(const char *w, const void *const *a, const float *ds, int64_t nb, int n,
+                        float *out);
 static rows_fn rows_for(rt_type_t t) { (void)t; return NULL; }
 #endif
 
@@ -684,17 +758,34 @@ static float row_dot(rt_type_t t, const char *w, const void *act, int64_t K) {
     }
 }
 
+#define DS_MAX_BLOCKS 256 /* rows_scales' table on the stack: K up to 8192 */
+
+/* The n activation rows' scales block by block for the blocks of 32
+ * (ROWS32_AVX2's ds): MR_ROWS d then MR_ROWS s, zero past n. */
+static void rows_scales(const void *const *a, int n, int64_t nb, float *ds) {
+    for (int64_t i = 0; i < nb; i++)
+        for (int r = 0; r < MR_ROWS; r++) {
+            const rt_cpu_q8s_t *b = r < n ? (const rt_cpu_q8s_t *)a[r] + i : NULL;
+            ds[16 * i + r] = b ? b->d : 0.0f;
+            ds[16 * i + MR_ROWS + r] = b ? b->s : 0.0f;
+        }
+}
+
 /* Passes of up to MR activation rows over the item's weight rows, which
  * stay in L2 from one pass to the next. */
 static void matvec_rows(const rt_cpu_mm_t *g, rows_fn f, int64_t m0, int64_t m1) {
-    const int64_t nb = g->K / (rt_cpu_act_is_q8k(g->atype) ? RT_QK_K : 32);
+    const bool q8k = rt_cpu_act_is_q8k(g->atype);
+    const int64_t nb = g->K / (q8k ? RT_QK_K : 32);
+    float ds[DS_MAX_BLOCKS * 2 * MR_ROWS];
     for (int64_t n0 = 0; n0 < g->N; n0 += MR_ROWS) {
         const int n = (int)(g->N - n0 < MR_ROWS ? g->N - n0 : MR_ROWS);
         const void *a[MR_ROWS];
         for (int r = 0; r < n; r++) a[r] = g->b + (size_t)(n0 + r) * g->ldb;
+        const bool table = !q8k && n > 1 && nb <= DS_MAX_BLOCKS;
+        if (table) rows_scales(a, n, nb, ds);
         for (int64_t m = m0; m < m1; m++) {
             float out[MR_ROWS];
-            f(g->a + (size_t)m * g->lda, a, nb, n, out);
+            f(g->a + (size_t)m * g->lda, a, table ? ds : NULL, nb, n, out);
             for (int r = 0; r < n; r++) ((float *)(g->c + (size_t)(n0 + r) * g->ldc))[m] = out[r];
         }
     }

@@ -421,7 +421,15 @@ RT_INLINE void q_tile(const rt_cpu_mm_t *g, rt_type_t t, int64_t m, int64_t m1, 
 }
 
 /* Tile shapes by the activation rows of the pass: four weight rows when
- * there are one or two (a weight step then serves four), two otherwise. */
+ * there are one or two (a weight step then serves four); with three or
+ * four, four where 32 vector registers hold the 16 sums and the weights
+ * (AVX-512: each activation step then serves four rows too, a batch of
+ * four sequences' decode step 12% faster), else two. */
+#if defined(RT_SIMD_AVX512)
+#  define QK_RM_WIDE 4
+#else
+#  define QK_RM_WIDE 2
+#endif
 #define QK_ROWS(T, RM, NB)                                                      \
     do {                                                                        \
         int64_t m = m0;                                                         \
@@ -434,8 +442,8 @@ RT_INLINE void q_tile(const rt_cpu_mm_t *g, rt_type_t t, int64_t m, int64_t m1, 
         switch (nb) {                                                           \
         case 1: QK_ROWS(RT_TYPE_##T, 4, 1); break;                              \
         case 2: QK_ROWS(RT_TYPE_##T, 4, 2); break;                              \
-        case 3: QK_ROWS(RT_TYPE_##T, 2, 3); break;                              \
-        default: QK_ROWS(RT_TYPE_##T, 2, 4); break;                             \
+        case 3: QK_ROWS(RT_TYPE_##T, QK_RM_WIDE, 3); break;                     \
+        default: QK_ROWS(RT_TYPE_##T, QK_RM_WIDE, 4); break;                    \
         }                                                                       \
     }
 
