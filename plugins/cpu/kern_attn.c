@@ -125,32 +125,93 @@ RT_INLINE void fa_load_rows_as(const char *base, size_t ld, int64_t n, int64_t t
 
 //===--- narrow blocks: keys in the lanes ---===//
 
-/* The scores of q row q against RT_W keys (rows of kf, ldk apart, zeros
- * past D): one accumulator per key along d, then the register transpose
- * and a sum of the RT_W vectors gives the RT_W dot products in one vector. */
-RT_INLINE rt_vf fa_dot_keys(const float *q, int64_t D, const float *kf, int64_t ldk) {
+/* Bytes [b0, b0 + n) of rows [0, nr) of base, ld apart, prefetched: the
+ * narrow layout reads the cache in place, and the next tile's rows are
+ * fetched a few at a time along the current one's (all at once, they
+ * would overrun the fill buffers and be dropped). A cache's rows of one
+ * head are another head's rows apart, each 4 KiB page holding few of
+ * them: the hardware prefetchers see no stream. */
+RT_INLINE void fa_prefetch_rows(const char *base, size_t ld, int64_t n, int64_t b0, int64_t nr) {
+    for (int64_t t = 0; t < nr; t++)
+        for (int64_t b = b0; b < b0 + n; b += 64) __builtin_prefetch(base + (size_t)t * ld + b, 0, 3);
+}
+
+/* Elements [e, e + RT_W) of a raw k or v row of n, zeros past n. */
+RT_INLINE rt_vf fa_vec_n(const char *row, bool f16, int64_t e, int64_t n) {
+    if (n - e >= RT_W) return fa_vec(row, f16, e);
+    float x[RT_W];
+    for (int i = 0; i < RT_W; i++) x[i] = e + i < n ? fa_elem(row, f16, e + i) : 0.0f;
+    return vf_load(x);
+}
+
+/* Rows per score block of the narrow layout: rg rows by kg keys fill the
+ * RT_W accumulators that one register transpose reduces. */
+#define FA_KR (RT_W < 4 ? RT_W : 4)
+
+/* s[r0 + i][t + j] for rg rows and kg keys, the keys read raw from the
+ * cache (each converted once for the rg rows, not once per row): one
+ * accumulator per (row, key) along d, then the transpose and a sum of the
+ * RT_W vectors gives the rg * kg dot products in one vector. Keys past nt
+ * read the tile's first row; the mask's -inf drops their scores. */
+RT_INLINE void fa_kq_block(const rt_cpu_fa_t *a, int64_t r0, int64_t t0, int64_t t, int64_t nt, int64_t n_next,
+                           float *s, const bool f16, const int rg, const int kg) {
+    const char *krow[RT_W];
     rt_vf acc[RT_W];
     RT_UNROLL(16)
-    for (int t = 0; t < RT_W; t++) acc[t] = vf_zero();
-    for (int64_t d = 0; d < D; d += RT_W) {
-        const rt_vf qv = vf_load_n(q, d, D);
+    for (int i = 0; i < RT_W; i++) acc[i] = vf_zero();
+    RT_UNROLL(16)
+    for (int j = 0; j < kg; j++) krow[j] = a->k + (size_t)(t0 + (t + j < nt ? t + j : 0)) * a->ldk;
+    if (r0 == 0) fa_prefetch_rows(a->k + (size_t)(t0 + FA_T + t) * a->ldk, a->ldk, a->D * (f16 ? 2 : 4), 0,
+                                  n_next - t < kg ? n_next - t : kg);
+    const float *q = a->q + r0 * a->D;
+    for (int64_t d = 0; d < a->D; d += RT_W) {
+        rt_vf kv[RT_W];
         RT_UNROLL(16)
-        for (int t = 0; t < RT_W; t++) acc[t] = vf_fma(qv, vf_load(kf + t * ldk + d), acc[t]);
+        for (int j = 0; j < kg; j++) kv[j] = fa_vec_n(krow[j], f16, d, a->D);
+        RT_UNROLL(4)
+        for (int i = 0; i < rg; i++) {
+            const rt_vf qv = vf_load_n(q + i * a->D, d, a->D);
+            RT_UNROLL(16)
+            for (int j = 0; j < kg; j++) acc[i * kg + j] = vf_fma(qv, kv[j], acc[i * kg + j]);
+        }
     }
     vf_transpose(acc);
     RT_UNROLL(16)
     for (int w = RT_W / 2; w > 0; w /= 2)
         RT_UNROLL(8)
-        for (int t = 0; t < w; t++) acc[t] = vf_add(acc[t], acc[t + w]);
-    return acc[0];
+        for (int i = 0; i < w; i++) acc[i] = vf_add(acc[i], acc[i + w]);
+    float x[RT_W];
+    vf_store(x, acc[0]);
+    for (int i = 0; i < rg; i++)
+        for (int j = 0; j < kg; j++) s[(r0 + i) * FA_T + t + j] = x[i * kg + j];
 }
 
-/* s[r][t] for every row, the tile's keys F32 rows of kf. */
-static void fa_scores(const rt_cpu_fa_t *a, const float *kf, float *s) {
-    const int64_t ldk = RT_CPU_FA_PAD(a->D);
-    for (int64_t r = 0; r < a->R; r++)
-        for (int64_t t = 0; t < FA_T; t += RT_W)
-            vf_store(s + r * FA_T + t, fa_dot_keys(a->q + r * a->D, a->D, kf + t * ldk, ldk));
+RT_INLINE void fa_kq_rows(const rt_cpu_fa_t *a, int64_t r0, int64_t t0, int64_t nt, int64_t n_next, float *s,
+                          const bool f16, const int rg, const int kg) {
+    for (int64_t t = 0; t < FA_T; t += kg) fa_kq_block(a, r0, t0, t, nt, n_next, s, f16, rg, kg);
+}
+
+/* s[r][t] for every row against the tile's keys [t0, t0 + nt). */
+RT_INLINE void fa_scores_as(const rt_cpu_fa_t *a, int64_t t0, int64_t nt, int64_t n_next, float *s,
+                            const bool f16) {
+    for (int64_t r0 = 0; r0 < a->R; r0 += FA_KR) {
+        const int64_t rg = a->R - r0 < FA_KR ? a->R - r0 : FA_KR;
+        if (rg >= 4)
+            fa_kq_rows(a, r0, t0, nt, n_next, s, f16, FA_KR, RT_W / FA_KR);
+        else if (rg == 3)
+            fa_kq_rows(a, r0, t0, nt, n_next, s, f16, 3, RT_W / FA_KR);
+        else if (rg == 2)
+            fa_kq_rows(a, r0, t0, nt, n_next, s, f16, 2, RT_W / 2);
+        else
+            fa_kq_rows(a, r0, t0, nt, n_next, s, f16, 1, RT_W);
+    }
+}
+
+static void fa_scores(const rt_cpu_fa_t *a, int64_t t0, int64_t nt, int64_t n_next, float *s) {
+    if (a->f16)
+        fa_scores_as(a, t0, nt, n_next, s, true);
+    else
+        fa_scores_as(a, t0, nt, n_next, s, false);
 }
 
 //===--- the online softmax ---===//
@@ -287,23 +348,28 @@ static void fa_wide_softmax(const rt_cpu_fa_t *a, int64_t rp, float *s, const fl
 //===--- acc += P V ---===//
 
 /* Rows [0, rb) of acc, vectors [e, e + cv * RT_W), over the tile's nt keys;
- * row i's weight of key t is p[i * pr + t * pt]. */
-RT_INLINE void fa_pv_block(const float *p, int64_t pr, int64_t pt, const float *vt, int64_t dvp, float *acc,
-                           int64_t e, int64_t nt, const int rb, const int cv) {
+ * row i's weight of key t is p[i * pr + t * pt]. The values are rows of n
+ * elements ldv bytes apart (the F32 value tile, or the cache itself, each
+ * element converted once for the rb rows), zeros past n. */
+RT_INLINE void fa_pv_block(const float *p, int64_t pr, int64_t pt, const char *v, size_t ldv, int64_t n,
+                           int64_t dvp, float *acc, int64_t e, int64_t nt, int64_t n_next, const bool f16,
+                           const int rb, const int cv) {
+    const int64_t es = f16 ? 2 : 4, b1 = (e + cv * RT_W < n ? e + cv * RT_W : n) * es;
     rt_vf c[FA_PRB][FA_CV];
     RT_UNROLL(4)
     for (int i = 0; i < rb; i++)
         RT_UNROLL(4)
         for (int j = 0; j < cv; j++) c[i][j] = vf_load(acc + i * dvp + e + j * RT_W);
     for (int64_t t = 0; t < nt; t++) {
-        rt_vf v[FA_CV];
+        if (t < n_next && e * es < b1) fa_prefetch_rows(v + (size_t)(t + FA_T) * ldv, ldv, b1 - e * es, e * es, 1);
+        rt_vf vv[FA_CV];
         RT_UNROLL(4)
-        for (int j = 0; j < cv; j++) v[j] = vf_load(vt + t * dvp + e + j * RT_W);
+        for (int j = 0; j < cv; j++) vv[j] = fa_vec_n(v + (size_t)t * ldv, f16, e + j * RT_W, n);
         RT_UNROLL(4)
         for (int i = 0; i < rb; i++) {
             const rt_vf pv = vf_set1(p[i * pr + t * pt]);
             RT_UNROLL(4)
-            for (int j = 0; j < cv; j++) c[i][j] = vf_fma(pv, v[j], c[i][j]);
+            for (int j = 0; j < cv; j++) c[i][j] = vf_fma(pv, vv[j], c[i][j]);
         }
     }
     RT_UNROLL(4)
@@ -312,19 +378,33 @@ RT_INLINE void fa_pv_block(const float *p, int64_t pr, int64_t pt, const float *
         for (int j = 0; j < cv; j++) vf_store(acc + i * dvp + e + j * RT_W, c[i][j]);
 }
 
-RT_INLINE void fa_pv_rows(const float *p, int64_t pr, int64_t pt, const float *vt, int64_t dvp, float *acc,
-                          int64_t nt, const int rb) {
+RT_INLINE void fa_pv_rows(const float *p, int64_t pr, int64_t pt, const char *v, size_t ldv, int64_t n,
+                          int64_t dvp, float *acc, int64_t nt, int64_t n_next, const bool f16, const int rb) {
     int64_t e = 0;
-    for (; e + FA_CV * RT_W <= dvp; e += FA_CV * RT_W) fa_pv_block(p, pr, pt, vt, dvp, acc, e, nt, rb, FA_CV);
-    for (; e < dvp; e += RT_W) fa_pv_block(p, pr, pt, vt, dvp, acc, e, nt, rb, 1);
+    for (; e + FA_CV * RT_W <= dvp; e += FA_CV * RT_W)
+        fa_pv_block(p, pr, pt, v, ldv, n, dvp, acc, e, nt, n_next, f16, rb, FA_CV);
+    for (; e < dvp; e += RT_W) fa_pv_block(p, pr, pt, v, ldv, n, dvp, acc, e, nt, n_next, f16, rb, 1);
 }
 
-static void fa_pv(const rt_cpu_fa_t *a, const float *p, int64_t pr, int64_t pt, const float *vt, float *acc,
-                  int64_t nt) {
+RT_INLINE void fa_pv_as(const rt_cpu_fa_t *a, const float *p, int64_t pr, int64_t pt, const char *v, size_t ldv,
+                        int64_t n, float *acc, int64_t nt, int64_t n_next, const bool f16) {
     const int64_t dvp = RT_CPU_FA_PAD(a->Dv);
     int64_t r = 0;
-    for (; r + FA_PRB <= a->R; r += FA_PRB) fa_pv_rows(p + r * pr, pr, pt, vt, dvp, acc + r * dvp, nt, FA_PRB);
-    for (; r < a->R; r++) fa_pv_rows(p + r * pr, pr, pt, vt, dvp, acc + r * dvp, nt, 1);
+    /* Only the first rows' pass prefetches the next tile's values. */
+    for (; r + FA_PRB <= a->R; r += FA_PRB)
+        fa_pv_rows(p + r * pr, pr, pt, v, ldv, n, dvp, acc + r * dvp, nt, r == 0 ? n_next : 0, f16, FA_PRB);
+    for (; r < a->R; r++)
+        fa_pv_rows(p + r * pr, pr, pt, v, ldv, n, dvp, acc + r * dvp, nt, r == 0 ? n_next : 0, f16, 1);
+}
+
+/* acc += P V over the tile's nt keys: v rows of n elements, ldv bytes
+ * apart, F16 when f16; the next tile's n_next rows prefetched. */
+static void fa_pv(const rt_cpu_fa_t *a, const float *p, int64_t pr, int64_t pt, const char *v, size_t ldv,
+                  int64_t n, float *acc, int64_t nt, int64_t n_next, bool f16) {
+    if (f16)
+        fa_pv_as(a, p, pr, pt, v, ldv, n, acc, nt, n_next, true);
+    else
+        fa_pv_as(a, p, pr, pt, v, ldv, n, acc, nt, n_next, false);
 }
 
 //===--- the key walk ---===//
@@ -363,24 +443,24 @@ static void fa_attend(const rt_cpu_fa_t *a, int64_t j0, int64_t j1, float *m, fl
         const fa_tile_kind_t kind = fa_mask_tile(a, nq, t0, nt, b.mq);
         if (kind == FA_HIDDEN) continue;
         const int64_t n_next = j1 - t0 - FA_T < FA_T ? j1 - t0 - FA_T : FA_T; /* <= 0 on the last */
-        if (a->f16)
-            fa_load_tile(a, &b, t0, nt, n_next, true);
-        else
-            fa_load_tile(a, &b, t0, nt, n_next, false);
         if (wide) {
+            if (a->f16)
+                fa_load_tile(a, &b, t0, nt, n_next, true);
+            else
+                fa_load_tile(a, &b, t0, nt, n_next, false);
             const bool masked = kind == FA_MASKED;
             if (masked) fa_spread_mask(a, rp, b.mq, b.mt);
             fa_wide_scores(a, rp, b.qt, b.kt, b.s);
             fa_wide_softmax(a, rp, b.s, masked ? b.mt : NULL, m, l, b.alpha);
             for (int64_t r = 0; r < a->R; r++)
                 if (b.alpha[r] != 1.0f) fa_rescale(acc + r * dvp, dvp, b.alpha[r]);
-            fa_pv(a, b.s, 1, rp, b.vt, acc, nt);
+            fa_pv(a, b.s, 1, rp, (const char *)b.vt, (size_t)dvp * sizeof b.vt[0], dvp, acc, nt, 0, false);
             continue;
         }
-        fa_scores(a, b.kt, b.s);
+        fa_scores(a, t0, nt, n_next, b.s);
         for (int64_t r = 0; r < a->R; r++)
             fa_softmax_row(a, b.s + r * FA_T, b.mq + r / a->rpq * FA_T, &m[r], &l[r], acc + r * dvp);
-        fa_pv(a, b.s, FA_T, 1, b.vt, acc, nt);
+        fa_pv(a, b.s, FA_T, 1, a->v + (size_t)t0 * a->ldv, a->ldv, a->Dv, acc, nt, n_next, a->f16);
     }
 }
 
