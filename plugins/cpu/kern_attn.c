@@ -2,7 +2,7 @@
 /* kern_attn.c: FLASH_ATTN's arithmetic (kern.h's attend), in simd.h's
  * vocabulary, compiled per variant. A block of R query rows (the heads
  * that share a kv head, for one or a few queries) walks its key range in
- * tiles of FA_T keys; per tile:
+ * tiles of FA_T keys (FA_NT in the narrow layout); per tile:
  *
  *   1. the mask tile, one row per query: a tile that no query of the block
  *      sees (every entry -inf: another sequence's cells, a sliding window)
@@ -76,21 +76,22 @@ RT_INLINE rt_vf fa_vec(const char *row, bool f16, int64_t e) {
 /* What a tile's mask does to the block's queries. */
 typedef enum { FA_HIDDEN, FA_MASKED, FA_OPEN } fa_tile_kind_t;
 
-/* The mask tile mt[qi][t] for the block's queries, -inf past the range (a
+/* The mask tile mt[qi][t] (tl keys) for the block's queries, -inf past the range (a
  * mask of zeros when there is none). FA_HIDDEN when no entry is finite;
  * FA_OPEN when every entry is 0 (a causal mask's tiles off the diagonal):
  * the wide layout then adds nothing. */
-static fa_tile_kind_t fa_mask_tile(const rt_cpu_fa_t *a, int64_t nq, int64_t t0, int64_t nt, float *mt) {
+static fa_tile_kind_t fa_mask_tile(const rt_cpu_fa_t *a, int64_t nq, int64_t t0, int64_t nt, int64_t tl,
+                                   float *mt) {
     const rt_vf ninf = vf_set1(-INFINITY);
     rt_vf seen = ninf, mag = vf_zero();
     for (int64_t qi = 0; qi < nq; qi++) {
-        float *row = mt + qi * FA_T;
+        float *row = mt + qi * tl;
         const char *m = a->mask ? a->mask + (size_t)qi * a->ldm : NULL;
         int64_t t = 0;
-        if (m && nt == FA_T)
-            for (; t < FA_T; t += RT_W) vf_store(row + t, fa_vec(m, a->mask_f16, t0 + t));
-        for (; t < FA_T; t++) row[t] = t >= nt ? -INFINITY : m ? fa_elem(m, a->mask_f16, t0 + t) : 0.0f;
-        for (t = 0; t < FA_T; t += RT_W) {
+        if (m && nt == tl)
+            for (; t < tl; t += RT_W) vf_store(row + t, fa_vec(m, a->mask_f16, t0 + t));
+        for (; t < tl; t++) row[t] = t >= nt ? -INFINITY : m ? fa_elem(m, a->mask_f16, t0 + t) : 0.0f;
+        for (t = 0; t < tl; t += RT_W) {
             const rt_vf x = vf_load(row + t);
             seen = vf_max(seen, x);
             mag = vf_max(mag, vf_abs(x));
@@ -147,6 +148,14 @@ RT_INLINE rt_vf fa_vec_n(const char *row, bool f16, int64_t e, int64_t n) {
 /* Rows per score block of the narrow layout: rg rows by kg keys fill the
  * RT_W accumulators that one register transpose reduces. */
 #define FA_KR (RT_W < 4 ? RT_W : 4)
+/* Keys per narrow tile: two of the wide layout's, halving the tile's
+ * fixed costs (the mask, each row's softmax steps and horizontal max and
+ * sum, the accumulators' loads and stores in P V), 10-15% of decode at
+ * D = 128; the wide layout measured better at FA_T. The narrow layout
+ * needs only s and the mask tile, which fit at the start of the wide
+ * one's scratch (rt_cpu_fa_scratch: 2 FA_T (rp + nq) <= FA_T (D + Dv + 2 rp
+ * + nq) as nq <= R < RT_W <= 16 <= the padded D). */
+#define FA_NT (2 * FA_T)
 
 /* s[r0 + i][t + j] for rg rows and kg keys, the keys read raw from the
  * cache (each converted once for the rg rows, not once per row): one
@@ -161,7 +170,7 @@ RT_INLINE void fa_kq_block(const rt_cpu_fa_t *a, int64_t r0, int64_t t0, int64_t
     for (int i = 0; i < RT_W; i++) acc[i] = vf_zero();
     RT_UNROLL(16)
     for (int j = 0; j < kg; j++) krow[j] = a->k + (size_t)(t0 + (t + j < nt ? t + j : 0)) * a->ldk;
-    if (r0 == 0) fa_prefetch_rows(a->k + (size_t)(t0 + FA_T + t) * a->ldk, a->ldk, a->D * (f16 ? 2 : 4), 0,
+    if (r0 == 0) fa_prefetch_rows(a->k + (size_t)(t0 + FA_NT + t) * a->ldk, a->ldk, a->D * (f16 ? 2 : 4), 0,
                                   n_next - t < kg ? n_next - t : kg);
     const float *q = a->q + r0 * a->D;
     for (int64_t d = 0; d < a->D; d += RT_W) {
@@ -183,12 +192,12 @@ RT_INLINE void fa_kq_block(const rt_cpu_fa_t *a, int64_t r0, int64_t t0, int64_t
     float x[RT_W];
     vf_store(x, acc[0]);
     for (int i = 0; i < rg; i++)
-        for (int j = 0; j < kg; j++) s[(r0 + i) * FA_T + t + j] = x[i * kg + j];
+        for (int j = 0; j < kg; j++) s[(r0 + i) * FA_NT + t + j] = x[i * kg + j];
 }
 
 RT_INLINE void fa_kq_rows(const rt_cpu_fa_t *a, int64_t r0, int64_t t0, int64_t nt, int64_t n_next, float *s,
                           const bool f16, const int rg, const int kg) {
-    for (int64_t t = 0; t < FA_T; t += kg) fa_kq_block(a, r0, t0, t, nt, n_next, s, f16, rg, kg);
+    for (int64_t t = 0; t < FA_NT; t += kg) fa_kq_block(a, r0, t0, t, nt, n_next, s, f16, rg, kg);
 }
 
 /* s[r][t] for every row against the tile's keys [t0, t0 + nt). */
@@ -235,9 +244,10 @@ static void fa_rescale(float *acc, int64_t dvp, float alpha) {
  * score yet keeps m = -inf and gets zero weights. */
 static void fa_softmax_row(const rt_cpu_fa_t *a, float *s, const float *mrow, float *m, float *l,
                            float *acc) {
+    const int tl = FA_NT;
     const rt_vf ninf = vf_set1(-INFINITY), cap = vf_set1(a->softcap);
     rt_vf mx = ninf;
-    for (int t = 0; t < FA_T; t += RT_W) {
+    for (int t = 0; t < tl; t += RT_W) {
         rt_vf x = vf_load(s + t);
         if (a->softcap != 0.0f) x = fa_cap(x, cap);
         x = vf_add(x, vf_load(mrow + t));
@@ -246,12 +256,12 @@ static void fa_softmax_row(const rt_cpu_fa_t *a, float *s, const float *mrow, fl
     }
     const float mnew = fmaxf(*m, vf_hmax(mx));
     if (mnew == -INFINITY) {
-        memset(s, 0, FA_T * sizeof s[0]);
+        memset(s, 0, tl * sizeof s[0]);
         return;
     }
     const rt_vf mv = vf_set1(mnew);
     rt_vf sum = vf_zero();
-    for (int t = 0; t < FA_T; t += RT_W) {
+    for (int t = 0; t < tl; t += RT_W) {
         const rt_vf p = vf_exp(vf_sub(vf_load(s + t), mv));
         vf_store(s + t, p);
         sum = vf_add(sum, p);
@@ -361,7 +371,7 @@ RT_INLINE void fa_pv_block(const float *p, int64_t pr, int64_t pt, const char *v
         RT_UNROLL(4)
         for (int j = 0; j < cv; j++) c[i][j] = vf_load(acc + i * dvp + e + j * RT_W);
     for (int64_t t = 0; t < nt; t++) {
-        if (t < n_next && e * es < b1) fa_prefetch_rows(v + (size_t)(t + FA_T) * ldv, ldv, b1 - e * es, e * es, 1);
+        if (t < n_next && e * es < b1) fa_prefetch_rows(v + (size_t)(t + FA_NT) * ldv, ldv, b1 - e * es, e * es, 1);
         rt_vf vv[FA_CV];
         RT_UNROLL(4)
         for (int j = 0; j < cv; j++) vv[j] = fa_vec_n(v + (size_t)t * ldv, f16, e + j * RT_W, n);
@@ -436,13 +446,19 @@ static void fa_attend(const rt_cpu_fa_t *a, int64_t j0, int64_t j1, float *m, fl
                       float *scratch) {
     const int64_t nq = (a->R + a->rpq - 1) / a->rpq, dvp = RT_CPU_FA_PAD(a->Dv), rp = RT_CPU_FA_PAD(a->R);
     const bool wide = a->R >= RT_W;
-    const fa_tiles_t b = fa_carve(a, scratch);
-    if (wide) fa_transpose_q(a, rp, b.qt);
-    for (int64_t t0 = j0; t0 < j1; t0 += FA_T) {
-        const int64_t nt = j1 - t0 < FA_T ? j1 - t0 : FA_T;
-        const fa_tile_kind_t kind = fa_mask_tile(a, nq, t0, nt, b.mq);
+    const int64_t tl = wide ? FA_T : FA_NT;
+    fa_tiles_t b = fa_carve(a, scratch);
+    if (wide) {
+        fa_transpose_q(a, rp, b.qt);
+    } else { /* only s and mq, over the whole scratch */
+        b.s = scratch;
+        b.mq = b.s + FA_NT * rp;
+    }
+    for (int64_t t0 = j0; t0 < j1; t0 += tl) {
+        const int64_t nt = j1 - t0 < tl ? j1 - t0 : tl;
+        const fa_tile_kind_t kind = fa_mask_tile(a, nq, t0, nt, tl, b.mq);
         if (kind == FA_HIDDEN) continue;
-        const int64_t n_next = j1 - t0 - FA_T < FA_T ? j1 - t0 - FA_T : FA_T; /* <= 0 on the last */
+        const int64_t n_next = j1 - t0 - tl < tl ? j1 - t0 - tl : tl; /* <= 0 on the last */
         if (wide) {
             if (a->f16)
                 fa_load_tile(a, &b, t0, nt, n_next, true);
@@ -459,8 +475,8 @@ static void fa_attend(const rt_cpu_fa_t *a, int64_t j0, int64_t j1, float *m, fl
         }
         fa_scores(a, t0, nt, n_next, b.s);
         for (int64_t r = 0; r < a->R; r++)
-            fa_softmax_row(a, b.s + r * FA_T, b.mq + r / a->rpq * FA_T, &m[r], &l[r], acc + r * dvp);
-        fa_pv(a, b.s, FA_T, 1, a->v + (size_t)t0 * a->ldv, a->ldv, a->Dv, acc, nt, n_next, a->f16);
+            fa_softmax_row(a, b.s + r * FA_NT, b.mq + r / a->rpq * FA_NT, &m[r], &l[r], acc + r * dvp);
+        fa_pv(a, b.s, FA_NT, 1, a->v + (size_t)t0 * a->ldv, a->ldv, a->Dv, acc, nt, n_next, a->f16);
     }
 }
 
