@@ -80,8 +80,8 @@ typedef enum { FA_HIDDEN, FA_MASKED, FA_OPEN } fa_tile_kind_t;
  * mask of zeros when there is none). FA_HIDDEN when no entry is finite;
  * FA_OPEN when every entry is 0 (a causal mask's tiles off the diagonal):
  * the wide layout then adds nothing. */
-static fa_tile_kind_t fa_mask_tile(const rt_cpu_fa_t *a, int64_t nq, int64_t t0, int64_t nt, int64_t tl,
-                                   float *mt) {
+RT_INLINE fa_tile_kind_t fa_mask_tile(const rt_cpu_fa_t *a, int64_t nq, int64_t t0, int64_t nt, const int tl,
+                                      float *mt) {
     const rt_vf ninf = vf_set1(-INFINITY);
     rt_vf seen = ninf, mag = vf_zero();
     for (int64_t qi = 0; qi < nq; qi++) {
@@ -365,6 +365,7 @@ RT_INLINE void fa_pv_block(const float *p, int64_t pr, int64_t pt, const char *v
                            int64_t dvp, float *acc, int64_t e, int64_t nt, int64_t n_next, const bool f16,
                            const int rb, const int cv) {
     const int64_t es = f16 ? 2 : 4, b1 = (e + cv * RT_W < n ? e + cv * RT_W : n) * es;
+    const bool full = e + cv * RT_W <= n; /* no partial vector: the branch out of the key loop */
     rt_vf c[FA_PRB][FA_CV];
     RT_UNROLL(4)
     for (int i = 0; i < rb; i++)
@@ -374,7 +375,8 @@ RT_INLINE void fa_pv_block(const float *p, int64_t pr, int64_t pt, const char *v
         if (t < n_next && e * es < b1) fa_prefetch_rows(v + (size_t)(t + FA_NT) * ldv, ldv, b1 - e * es, e * es, 1);
         rt_vf vv[FA_CV];
         RT_UNROLL(4)
-        for (int j = 0; j < cv; j++) vv[j] = fa_vec_n(v + (size_t)t * ldv, f16, e + j * RT_W, n);
+        for (int j = 0; j < cv; j++)
+            vv[j] = full ? fa_vec(v + (size_t)t * ldv, f16, e + j * RT_W) : fa_vec_n(v + (size_t)t * ldv, f16, e + j * RT_W, n);
         RT_UNROLL(4)
         for (int i = 0; i < rb; i++) {
             const rt_vf pv = vf_set1(p[i * pr + t * pt]);
@@ -456,7 +458,8 @@ static void fa_attend(const rt_cpu_fa_t *a, int64_t j0, int64_t j1, float *m, fl
     }
     for (int64_t t0 = j0; t0 < j1; t0 += tl) {
         const int64_t nt = j1 - t0 < tl ? j1 - t0 : tl;
-        const fa_tile_kind_t kind = fa_mask_tile(a, nq, t0, nt, tl, b.mq);
+        const fa_tile_kind_t kind =
+            wide ? fa_mask_tile(a, nq, t0, nt, FA_T, b.mq) : fa_mask_tile(a, nq, t0, nt, FA_NT, b.mq);
         if (kind == FA_HIDDEN) continue;
         const int64_t n_next = j1 - t0 - tl < tl ? j1 - t0 - tl : tl; /* <= 0 on the last */
         if (wide) {
