@@ -14,6 +14,10 @@
  *   4. acc += P V, the values converted to F32 once per tile, an FA_PRB x
  *      FA_CV grid of accumulators over Dv.
  *
+ * The wide layout converts a tile's keys and values into F32 tiles first;
+ * the narrow one reads them in place from the cache (each element
+ * converted once per block of rows), its next tile prefetched along.
+ *
  * Two layouts of the scores. Wide blocks (R >= RT_W: prompts) put the
  * rows in the lanes: q is transposed once per call, the scores of a key
  * are FMAs of the broadcast key element by vectors of q, and the softmax
