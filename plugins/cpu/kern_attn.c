@@ -2,7 +2,7 @@
 /* kern_attn.c: FLASH_ATTN's arithmetic (kern.h's attend), in simd.h's
  * vocabulary, compiled per variant. A block of R query rows (the heads
  * that share a kv head, for one or a few queries) walks its key range in
- * tiles of FA_T keys; per tile:
+ * tiles of FA_T keys (FA_NT in the narrow layout); per tile:
  *
  *   1. the mask tile, one row per query: a tile that no query of the block
  *      sees (every entry -inf: another sequence's cells, a sliding window)
@@ -13,6 +13,10 @@
  *      the accumulator rescaled when the max moves);
  *   4. acc += P V, the values converted to F32 once per tile, an FA_PRB x
  *      FA_CV grid of accumulators over Dv.
+ *
+ * The wide layout converts a tile's keys and values into F32 tiles first;
+ * the narrow one reads them in place from the cache (each element
+ * converted once per block of rows), its next tile prefetched along.
  *
  * Two layouts of the scores. Wide blocks (R >= RT_W: prompts) put the
  * rows in the lanes: q is transposed once per call, the scores of a key
@@ -76,21 +80,22 @@ RT_INLINE rt_vf fa_vec(const char *row, bool f16, int64_t e) {
 /* What a tile's mask does to the block's queries. */
 typedef enum { FA_HIDDEN, FA_MASKED, FA_OPEN } fa_tile_kind_t;
 
-/* The mask tile mt[qi][t] for the block's queries, -inf past the range (a
+/* The mask tile mt[qi][t] (tl keys) for the block's queries, -inf past the range (a
  * mask of zeros when there is none). FA_HIDDEN when no entry is finite;
  * FA_OPEN when every entry is 0 (a causal mask's tiles off the diagonal):
  * the wide layout then adds nothing. */
-static fa_tile_kind_t fa_mask_tile(const rt_cpu_fa_t *a, int64_t nq, int64_t t0, int64_t nt, float *mt) {
+RT_INLINE fa_tile_kind_t fa_mask_tile(const rt_cpu_fa_t *a, int64_t nq, int64_t t0, int64_t nt, const int tl,
+                                      float *mt) {
     const rt_vf ninf = vf_set1(-INFINITY);
     rt_vf seen = ninf, mag = vf_zero();
     for (int64_t qi = 0; qi < nq; qi++) {
-        float *row = mt + qi * FA_T;
+        float *row = mt + qi * tl;
         const char *m = a->mask ? a->mask + (size_t)qi * a->ldm : NULL;
         int64_t t = 0;
-        if (m && nt == FA_T)
-            for (; t < FA_T; t += RT_W) vf_store(row + t, fa_vec(m, a->mask_f16, t0 + t));
-        for (; t < FA_T; t++) row[t] = t >= nt ? -INFINITY : m ? fa_elem(m, a->mask_f16, t0 + t) : 0.0f;
-        for (t = 0; t < FA_T; t += RT_W) {
+        if (m && nt == tl)
+            for (; t < tl; t += RT_W) vf_store(row + t, fa_vec(m, a->mask_f16, t0 + t));
+        for (; t < tl; t++) row[t] = t >= nt ? -INFINITY : m ? fa_elem(m, a->mask_f16, t0 + t) : 0.0f;
+        for (t = 0; t < tl; t += RT_W) {
             const rt_vf x = vf_load(row + t);
             seen = vf_max(seen, x);
             mag = vf_max(mag, vf_abs(x));
@@ -125,32 +130,101 @@ RT_INLINE void fa_load_rows_as(const char *base, size_t ld, int64_t n, int64_t t
 
 //===--- narrow blocks: keys in the lanes ---===//
 
-/* The scores of q row q against RT_W keys (rows of kf, ldk apart, zeros
- * past D): one accumulator per key along d, then the register transpose
- * and a sum of the RT_W vectors gives the RT_W dot products in one vector. */
-RT_INLINE rt_vf fa_dot_keys(const float *q, int64_t D, const float *kf, int64_t ldk) {
+/* Bytes [b0, b0 + n) of rows [0, nr) of base, ld apart, prefetched: the
+ * narrow layout reads the cache in place, and the next tile's rows are
+ * fetched a few at a time along the current one's (all at once, they
+ * would overrun the fill buffers and be dropped). A cache's rows of one
+ * head are another head's rows apart, each 4 KiB page holding few of
+ * them: the hardware prefetchers see no stream. */
+RT_INLINE void fa_prefetch_rows(const char *base, size_t ld, int64_t n, int64_t b0, int64_t nr) {
+    for (int64_t t = 0; t < nr; t++)
+        for (int64_t b = b0; b < b0 + n; b += 64) __builtin_prefetch(base + (size_t)t * ld + b, 0, 3);
+}
+
+/* Elements [e, e + RT_W) of a raw k or v row of n, zeros past n. */
+RT_INLINE rt_vf fa_vec_n(const char *row, bool f16, int64_t e, int64_t n) {
+    if (n - e >= RT_W) return fa_vec(row, f16, e);
+    float x[RT_W];
+    for (int i = 0; i < RT_W; i++) x[i] = e + i < n ? fa_elem(row, f16, e + i) : 0.0f;
+    return vf_load(x);
+}
+
+/* Rows per score block of the narrow layout: rg rows by kg keys fill the
+ * RT_W accumulators that one register transpose reduces. */
+#define FA_KR (RT_W < 4 ? RT_W : 4)
+/* Keys per narrow tile: two of the wide layout's, halving the tile's
+ * fixed costs (the mask, each row's softmax steps and horizontal max and
+ * sum, the accumulators' loads and stores in P V), 10-15% of decode at
+ * D = 128; the wide layout measured better at FA_T. The narrow layout
+ * needs only s and the mask tile, which fit at the start of the wide
+ * one's scratch (rt_cpu_fa_scratch: 2 FA_T (rp + nq) <= FA_T (D + Dv + 2 rp
+ * + nq) as nq <= R < RT_W <= 16 <= the padded D). */
+#define FA_NT (2 * FA_T)
+
+/* s[r0 + i][t + j] for rg rows and kg keys, the keys read raw from the
+ * cache (each converted once for the rg rows, not once per row): one
+ * accumulator per (row, key) along d, then the transpose and a sum of the
+ * RT_W vectors gives the rg * kg dot products in one vector. Keys past nt
+ * read the tile's first row; the mask's -inf drops their scores. */
+RT_INLINE void fa_kq_block(const rt_cpu_fa_t *a, int64_t r0, int64_t t0, int64_t t, int64_t nt, int64_t n_next,
+                           float *s, const bool f16, const int rg, const int kg) {
+    const char *krow[RT_W];
     rt_vf acc[RT_W];
     RT_UNROLL(16)
-    for (int t = 0; t < RT_W; t++) acc[t] = vf_zero();
-    for (int64_t d = 0; d < D; d += RT_W) {
-        const rt_vf qv = vf_load_n(q, d, D);
+    for (int i = 0; i < RT_W; i++) acc[i] = vf_zero();
+    RT_UNROLL(16)
+    for (int j = 0; j < kg; j++) krow[j] = a->k + (size_t)(t0 + (t + j < nt ? t + j : 0)) * a->ldk;
+    if (r0 == 0) fa_prefetch_rows(a->k + (size_t)(t0 + FA_NT + t) * a->ldk, a->ldk, a->D * (f16 ? 2 : 4), 0,
+                                  n_next - t < kg ? n_next - t : kg);
+    const float *q = a->q + r0 * a->D;
+    for (int64_t d = 0; d < a->D; d += RT_W) {
+        rt_vf kv[RT_W];
         RT_UNROLL(16)
-        for (int t = 0; t < RT_W; t++) acc[t] = vf_fma(qv, vf_load(kf + t * ldk + d), acc[t]);
+        for (int j = 0; j < kg; j++) kv[j] = fa_vec_n(krow[j], f16, d, a->D);
+        RT_UNROLL(4)
+        for (int i = 0; i < rg; i++) {
+            const rt_vf qv = vf_load_n(q + i * a->D, d, a->D);
+            RT_UNROLL(16)
+            for (int j = 0; j < kg; j++) acc[i * kg + j] = vf_fma(qv, kv[j], acc[i * kg + j]);
+        }
     }
     vf_transpose(acc);
     RT_UNROLL(16)
     for (int w = RT_W / 2; w > 0; w /= 2)
         RT_UNROLL(8)
-        for (int t = 0; t < w; t++) acc[t] = vf_add(acc[t], acc[t + w]);
-    return acc[0];
+        for (int i = 0; i < w; i++) acc[i] = vf_add(acc[i], acc[i + w]);
+    float x[RT_W];
+    vf_store(x, acc[0]);
+    for (int i = 0; i < rg; i++)
+        for (int j = 0; j < kg; j++) s[(r0 + i) * FA_NT + t + j] = x[i * kg + j];
 }
 
-/* s[r][t] for every row, the tile's keys F32 rows of kf. */
-static void fa_scores(const rt_cpu_fa_t *a, const float *kf, float *s) {
-    const int64_t ldk = RT_CPU_FA_PAD(a->D);
-    for (int64_t r = 0; r < a->R; r++)
-        for (int64_t t = 0; t < FA_T; t += RT_W)
-            vf_store(s + r * FA_T + t, fa_dot_keys(a->q + r * a->D, a->D, kf + t * ldk, ldk));
+RT_INLINE void fa_kq_rows(const rt_cpu_fa_t *a, int64_t r0, int64_t t0, int64_t nt, int64_t n_next, float *s,
+                          const bool f16, const int rg, const int kg) {
+    for (int64_t t = 0; t < FA_NT; t += kg) fa_kq_block(a, r0, t0, t, nt, n_next, s, f16, rg, kg);
+}
+
+/* s[r][t] for every row against the tile's keys [t0, t0 + nt). */
+RT_INLINE void fa_scores_as(const rt_cpu_fa_t *a, int64_t t0, int64_t nt, int64_t n_next, float *s,
+                            const bool f16) {
+    for (int64_t r0 = 0; r0 < a->R; r0 += FA_KR) {
+        const int64_t rg = a->R - r0 < FA_KR ? a->R - r0 : FA_KR;
+        if (rg >= 4)
+            fa_kq_rows(a, r0, t0, nt, n_next, s, f16, FA_KR, RT_W / FA_KR);
+        else if (rg == 3)
+            fa_kq_rows(a, r0, t0, nt, n_next, s, f16, 3, RT_W / FA_KR);
+        else if (rg == 2)
+            fa_kq_rows(a, r0, t0, nt, n_next, s, f16, 2, RT_W / 2);
+        else
+            fa_kq_rows(a, r0, t0, nt, n_next, s, f16, 1, RT_W);
+    }
+}
+
+static void fa_scores(const rt_cpu_fa_t *a, int64_t t0, int64_t nt, int64_t n_next, float *s) {
+    if (a->f16)
+        fa_scores_as(a, t0, nt, n_next, s, true);
+    else
+        fa_scores_as(a, t0, nt, n_next, s, false);
 }
 
 //===--- the online softmax ---===//
@@ -174,9 +248,10 @@ static void fa_rescale(float *acc, int64_t dvp, float alpha) {
  * score yet keeps m = -inf and gets zero weights. */
 static void fa_softmax_row(const rt_cpu_fa_t *a, float *s, const float *mrow, float *m, float *l,
                            float *acc) {
+    const int tl = FA_NT;
     const rt_vf ninf = vf_set1(-INFINITY), cap = vf_set1(a->softcap);
     rt_vf mx = ninf;
-    for (int t = 0; t < FA_T; t += RT_W) {
+    for (int t = 0; t < tl; t += RT_W) {
         rt_vf x = vf_load(s + t);
         if (a->softcap != 0.0f) x = fa_cap(x, cap);
         x = vf_add(x, vf_load(mrow + t));
@@ -185,12 +260,12 @@ static void fa_softmax_row(const rt_cpu_fa_t *a, float *s, const float *mrow, fl
     }
     const float mnew = fmaxf(*m, vf_hmax(mx));
     if (mnew == -INFINITY) {
-        memset(s, 0, FA_T * sizeof s[0]);
+        memset(s, 0, tl * sizeof s[0]);
         return;
     }
     const rt_vf mv = vf_set1(mnew);
     rt_vf sum = vf_zero();
-    for (int t = 0; t < FA_T; t += RT_W) {
+    for (int t = 0; t < tl; t += RT_W) {
         const rt_vf p = vf_exp(vf_sub(vf_load(s + t), mv));
         vf_store(s + t, p);
         sum = vf_add(sum, p);
@@ -287,23 +362,30 @@ static void fa_wide_softmax(const rt_cpu_fa_t *a, int64_t rp, float *s, const fl
 //===--- acc += P V ---===//
 
 /* Rows [0, rb) of acc, vectors [e, e + cv * RT_W), over the tile's nt keys;
- * row i's weight of key t is p[i * pr + t * pt]. */
-RT_INLINE void fa_pv_block(const float *p, int64_t pr, int64_t pt, const float *vt, int64_t dvp, float *acc,
-                           int64_t e, int64_t nt, const int rb, const int cv) {
+ * row i's weight of key t is p[i * pr + t * pt]. The values are rows of n
+ * elements ldv bytes apart (the F32 value tile, or the cache itself, each
+ * element converted once for the rb rows), zeros past n. */
+RT_INLINE void fa_pv_block(const float *p, int64_t pr, int64_t pt, const char *v, size_t ldv, int64_t n,
+                           int64_t dvp, float *acc, int64_t e, int64_t nt, int64_t n_next, const bool f16,
+                           const int rb, const int cv) {
+    const int64_t es = f16 ? 2 : 4, b1 = (e + cv * RT_W < n ? e + cv * RT_W : n) * es;
+    const bool full = e + cv * RT_W <= n; /* no partial vector: the branch out of the key loop */
     rt_vf c[FA_PRB][FA_CV];
     RT_UNROLL(4)
     for (int i = 0; i < rb; i++)
         RT_UNROLL(4)
         for (int j = 0; j < cv; j++) c[i][j] = vf_load(acc + i * dvp + e + j * RT_W);
     for (int64_t t = 0; t < nt; t++) {
-        rt_vf v[FA_CV];
+        if (t < n_next && e * es < b1) fa_prefetch_rows(v + (size_t)(t + FA_NT) * ldv, ldv, b1 - e * es, e * es, 1);
+        rt_vf vv[FA_CV];
         RT_UNROLL(4)
-        for (int j = 0; j < cv; j++) v[j] = vf_load(vt + t * dvp + e + j * RT_W);
+        for (int j = 0; j < cv; j++)
+            vv[j] = full ? fa_vec(v + (size_t)t * ldv, f16, e + j * RT_W) : fa_vec_n(v + (size_t)t * ldv, f16, e + j * RT_W, n);
         RT_UNROLL(4)
         for (int i = 0; i < rb; i++) {
             const rt_vf pv = vf_set1(p[i * pr + t * pt]);
             RT_UNROLL(4)
-            for (int j = 0; j < cv; j++) c[i][j] = vf_fma(pv, v[j], c[i][j]);
+            for (int j = 0; j < cv; j++) c[i][j] = vf_fma(pv, vv[j], c[i][j]);
         }
     }
     RT_UNROLL(4)
@@ -312,19 +394,33 @@ RT_INLINE void fa_pv_block(const float *p, int64_t pr, int64_t pt, const float *
         for (int j = 0; j < cv; j++) vf_store(acc + i * dvp + e + j * RT_W, c[i][j]);
 }
 
-RT_INLINE void fa_pv_rows(const float *p, int64_t pr, int64_t pt, const float *vt, int64_t dvp, float *acc,
-                          int64_t nt, const int rb) {
+RT_INLINE void fa_pv_rows(const float *p, int64_t pr, int64_t pt, const char *v, size_t ldv, int64_t n,
+                          int64_t dvp, float *acc, int64_t nt, int64_t n_next, const bool f16, const int rb) {
     int64_t e = 0;
-    for (; e + FA_CV * RT_W <= dvp; e += FA_CV * RT_W) fa_pv_block(p, pr, pt, vt, dvp, acc, e, nt, rb, FA_CV);
-    for (; e < dvp; e += RT_W) fa_pv_block(p, pr, pt, vt, dvp, acc, e, nt, rb, 1);
+    for (; e + FA_CV * RT_W <= dvp; e += FA_CV * RT_W)
+        fa_pv_block(p, pr, pt, v, ldv, n, dvp, acc, e, nt, n_next, f16, rb, FA_CV);
+    for (; e < dvp; e += RT_W) fa_pv_block(p, pr, pt, v, ldv, n, dvp, acc, e, nt, n_next, f16, rb, 1);
 }
 
-static void fa_pv(const rt_cpu_fa_t *a, const float *p, int64_t pr, int64_t pt, const float *vt, float *acc,
-                  int64_t nt) {
+RT_INLINE void fa_pv_as(const rt_cpu_fa_t *a, const float *p, int64_t pr, int64_t pt, const char *v, size_t ldv,
+                        int64_t n, float *acc, int64_t nt, int64_t n_next, const bool f16) {
     const int64_t dvp = RT_CPU_FA_PAD(a->Dv);
     int64_t r = 0;
-    for (; r + FA_PRB <= a->R; r += FA_PRB) fa_pv_rows(p + r * pr, pr, pt, vt, dvp, acc + r * dvp, nt, FA_PRB);
-    for (; r < a->R; r++) fa_pv_rows(p + r * pr, pr, pt, vt, dvp, acc + r * dvp, nt, 1);
+    /* Only the first rows' pass prefetches the next tile's values. */
+    for (; r + FA_PRB <= a->R; r += FA_PRB)
+        fa_pv_rows(p + r * pr, pr, pt, v, ldv, n, dvp, acc + r * dvp, nt, r == 0 ? n_next : 0, f16, FA_PRB);
+    for (; r < a->R; r++)
+        fa_pv_rows(p + r * pr, pr, pt, v, ldv, n, dvp, acc + r * dvp, nt, r == 0 ? n_next : 0, f16, 1);
+}
+
+/* acc += P V over the tile's nt keys: v rows of n elements, ldv bytes
+ * apart, F16 when f16; the next tile's n_next rows prefetched. */
+static void fa_pv(const rt_cpu_fa_t *a, const float *p, int64_t pr, int64_t pt, const char *v, size_t ldv,
+                  int64_t n, float *acc, int64_t nt, int64_t n_next, bool f16) {
+    if (f16)
+        fa_pv_as(a, p, pr, pt, v, ldv, n, acc, nt, n_next, true);
+    else
+        fa_pv_as(a, p, pr, pt, v, ldv, n, acc, nt, n_next, false);
 }
 
 //===--- the key walk ---===//
@@ -356,31 +452,38 @@ static void fa_attend(const rt_cpu_fa_t *a, int64_t j0, int64_t j1, float *m, fl
                       float *scratch) {
     const int64_t nq = (a->R + a->rpq - 1) / a->rpq, dvp = RT_CPU_FA_PAD(a->Dv), rp = RT_CPU_FA_PAD(a->R);
     const bool wide = a->R >= RT_W;
-    const fa_tiles_t b = fa_carve(a, scratch);
-    if (wide) fa_transpose_q(a, rp, b.qt);
-    for (int64_t t0 = j0; t0 < j1; t0 += FA_T) {
-        const int64_t nt = j1 - t0 < FA_T ? j1 - t0 : FA_T;
-        const fa_tile_kind_t kind = fa_mask_tile(a, nq, t0, nt, b.mq);
+    const int64_t tl = wide ? FA_T : FA_NT;
+    fa_tiles_t b = fa_carve(a, scratch);
+    if (wide) {
+        fa_transpose_q(a, rp, b.qt);
+    } else { /* only s and mq, over the whole scratch */
+        b.s = scratch;
+        b.mq = b.s + FA_NT * rp;
+    }
+    for (int64_t t0 = j0; t0 < j1; t0 += tl) {
+        const int64_t nt = j1 - t0 < tl ? j1 - t0 : tl;
+        const fa_tile_kind_t kind =
+            wide ? fa_mask_tile(a, nq, t0, nt, FA_T, b.mq) : fa_mask_tile(a, nq, t0, nt, FA_NT, b.mq);
         if (kind == FA_HIDDEN) continue;
-        const int64_t n_next = j1 - t0 - FA_T < FA_T ? j1 - t0 - FA_T : FA_T; /* <= 0 on the last */
-        if (a->f16)
-            fa_load_tile(a, &b, t0, nt, n_next, true);
-        else
-            fa_load_tile(a, &b, t0, nt, n_next, false);
+        const int64_t n_next = j1 - t0 - tl < tl ? j1 - t0 - tl : tl; /* <= 0 on the last */
         if (wide) {
+            if (a->f16)
+                fa_load_tile(a, &b, t0, nt, n_next, true);
+            else
+                fa_load_tile(a, &b, t0, nt, n_next, false);
             const bool masked = kind == FA_MASKED;
             if (masked) fa_spread_mask(a, rp, b.mq, b.mt);
             fa_wide_scores(a, rp, b.qt, b.kt, b.s);
             fa_wide_softmax(a, rp, b.s, masked ? b.mt : NULL, m, l, b.alpha);
             for (int64_t r = 0; r < a->R; r++)
                 if (b.alpha[r] != 1.0f) fa_rescale(acc + r * dvp, dvp, b.alpha[r]);
-            fa_pv(a, b.s, 1, rp, b.vt, acc, nt);
+            fa_pv(a, b.s, 1, rp, (const char *)b.vt, (size_t)dvp * sizeof b.vt[0], dvp, acc, nt, 0, false);
             continue;
         }
-        fa_scores(a, b.kt, b.s);
+        fa_scores(a, t0, nt, n_next, b.s);
         for (int64_t r = 0; r < a->R; r++)
-            fa_softmax_row(a, b.s + r * FA_T, b.mq + r / a->rpq * FA_T, &m[r], &l[r], acc + r * dvp);
-        fa_pv(a, b.s, FA_T, 1, b.vt, acc, nt);
+            fa_softmax_row(a, b.s + r * FA_NT, b.mq + r / a->rpq * FA_NT, &m[r], &l[r], acc + r * dvp);
+        fa_pv(a, b.s, FA_NT, 1, a->v + (size_t)t0 * a->ldv, a->ldv, a->Dv, acc, nt, n_next, a->f16);
     }
 }
 

@@ -479,6 +479,17 @@ const cf_case_t cf_perf_cases[] = {
     {RT_OP_FLASH_ATTN, "prompt of 512 over 4096 keys all visible, 32 heads over 8, f16 cache",
      {INP(F32, 0, 2, 1, 3, 128, 512, 32), INP(F16, 0, 2, 1, 3, 128, 4096, 8), INP(F16, 0, 2, 1, 3, 128, 4096, 8),
       IN(F16, 4096, 512)}, .f = {0.0884f, 0.0f}, .tol = 0},
+    /* A small model's decode (SmolLM2: head_dim 64, 9 heads over 3), fused
+       and unfused, the narrow layout at 3 rows a block. */
+    {RT_OP_FLASH_ATTN, "decode, 9 heads over 3 of 64, f16 cache of 4096",
+     {INP(F32, 0, 2, 1, 3, 64, 1, 9), INP(F16, 0, 2, 1, 3, 64, 4096, 3), INP(F16, 0, 2, 1, 3, 64, 4096, 3),
+      IN(F16, 4096, 1)}, .f = {0.125f, 0.0f}, .tol = 0},
+    {RT_OP_MUL_MAT, "unfused decode k.q, 4096 keys, 9 heads over 3 of 64, f16 cache",
+     {IN(F16, 64, 4096, 3), IN(F32, 64, 1, 9)}, .tol = 0},
+    {RT_OP_SOFT_MAX, "unfused decode softmax 4096x1x9, mask", {IN(F32, 4096, 1, 9), IN(F32, 4096, 1)},
+     .f = {0.125f}, .ext = true},
+    {RT_OP_MUL_MAT, "unfused decode p.v, 4096 keys, 9 heads over 3 of 64, f16 cache",
+     {IN(F16, 4096, 64, 3), IN(F32, 4096, 1, 9)}, .tol = 0},
 };
 
 const size_t cf_n_perf_cases = sizeof cf_perf_cases / sizeof cf_perf_cases[0];
