@@ -82,7 +82,8 @@ RT_API void rt_abort_set(rt_abort_fn fn, void *user_data);
 typedef void (*rt_write_fn)(const char *text, size_t len, void *user_data);
 /* abi >= 1.3: printf into such a writer, as the dumps write their lines
  * (libraries over rt that report through the same callback use it): one
- * call of write per call, a text longer than 1023 bytes cut there. */
+ * call of write per call, a text longer than 1023 bytes cut there;
+ * nothing when write or fmt is NULL. */
 RT_API void rt_write_text(rt_write_fn write, void *user_data, const char *fmt, ...) RT_PRINTF(3, 4);
 
 //===--- types ---===//

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 void rt_write_text(rt_write_fn write, void *user_data, const char *fmt, ...) {
+    if (write == NULL || fmt == NULL) return;
     char line[1024];
     va_list ap;
     va_start(ap, fmt);
