@@ -164,7 +164,6 @@ static void compare(rtm_model_t *m, const attn_cfg_t *a, const attn_cfg_t *b, bo
 
 static char *stories(char *buf, size_t size) { return tu_model_path("stories260K.gguf", buf, size); }
 
-/* SmolLM2's path, or false (after a message) when it is not installed. */
 /* SmolLM2 with its weights converted to F32 (rt-quantize, once, into the
  * test's directory). Not the Q4_1 file itself: its products round each
  * activation row to int8 blocks, a step function that turns the last-bit
