@@ -11,9 +11,16 @@
  * The rows are cells shared by up to n_seq_max sequences (llama.cpp's
  * unified cache): each cell is free or holds one position of one
  * sequence, a sequence's cells need not be adjacent, and the mask
- * (rtm_kv_mask_row) lets a token see only its own sequence's cells. Cells
- * are taken first-fit, so one sequence alone holds rows 0..n_past - 1,
- * its positions, as before there were several. */
+ * (rtm_kv_mask_row) lets a token see only its own sequence's cells.
+ *
+ * A sequence's cells are kept in runs: it takes the row after its last
+ * one while that is free, else the first wholly free aligned run of
+ * RTM_KV_RUN rows, else (a full, fragmented cache) the first free row.
+ * Fused attention skips a tile of keys that no query of a block sees
+ * (kern_attn.c), so with runs a decode step of several sequences reads
+ * each one's keys, not every sequence's: taken first-fit, sequences that
+ * decode together interleave row by row and every tile is seen by all.
+ * One sequence alone still holds rows 0..n_past - 1, its positions. */
 #include "model_impl.h"
 
 #include <math.h>
@@ -29,6 +36,7 @@ void rtm_kv_cache_deinit(rtm_kv_cache_t *kv) {
     free(kv->cell_seq);
     free(kv->cell_pos);
     free(kv->seq_n_past);
+    free(kv->seq_next);
     *kv = (rtm_kv_cache_t){0};
 }
 
@@ -39,25 +47,51 @@ static rt_status_t cells_init(rtm_kv_cache_t *kv, int32_t n_seq_max) {
     kv->cell_seq = malloc((size_t)kv->n_ctx * sizeof kv->cell_seq[0]);
     kv->cell_pos = calloc((size_t)kv->n_ctx, sizeof kv->cell_pos[0]);
     kv->seq_n_past = calloc((size_t)n_seq_max, sizeof kv->seq_n_past[0]);
-    if (kv->cell_seq == NULL || kv->cell_pos == NULL || kv->seq_n_past == NULL)
+    kv->seq_next = malloc((size_t)n_seq_max * sizeof kv->seq_next[0]);
+    if (kv->cell_seq == NULL || kv->cell_pos == NULL || kv->seq_n_past == NULL || kv->seq_next == NULL)
         return rtm_error(RT_ERR_OUT_OF_MEMORY, "rtm_context_create: no memory for %d cells", kv->n_ctx);
     for (int32_t r = 0; r < kv->n_ctx; r++) kv->cell_seq[r] = -1;
+    for (int32_t s = 0; s < n_seq_max; s++) kv->seq_next[s] = -1;
     return RT_OK;
 }
 
-int32_t rtm_kv_cell_take(rtm_kv_cache_t *kv, int32_t seq) {
-    for (int32_t r = 0; r < kv->n_ctx; r++) {
-        if (kv->cell_seq[r] >= 0) continue;
-        kv->cell_seq[r] = seq;
-        kv->cell_pos[r] = kv->seq_n_past[seq]++;
-        kv->n_used++;
-        return r;
+static bool cell_free(const rtm_kv_cache_t *kv, int32_t r) {
+    return r >= 0 && r < kv->n_ctx && kv->cell_seq[r] < 0;
+}
+
+/* The first row of the first aligned run (the last may be short) that no
+ * sequence holds a row of, or -1. */
+static int32_t free_run(const rtm_kv_cache_t *kv) {
+    for (int32_t r0 = 0; r0 < kv->n_ctx; r0 += RTM_KV_RUN) {
+        int32_t r = r0;
+        while (r < r0 + RTM_KV_RUN && cell_free(kv, r)) r++;
+        if (r == r0 + RTM_KV_RUN || r == kv->n_ctx) return r0;
     }
     return -1;
 }
 
+static int32_t first_free(const rtm_kv_cache_t *kv) {
+    for (int32_t r = 0; r < kv->n_ctx; r++)
+        if (cell_free(kv, r)) return r;
+    return -1;
+}
+
+int32_t rtm_kv_cell_take(rtm_kv_cache_t *kv, int32_t seq) {
+    int32_t r = kv->seq_next[seq];
+    if (!cell_free(kv, r)) r = free_run(kv);
+    if (r < 0) r = first_free(kv);
+    if (r < 0) return -1;
+    kv->cell_seq[r] = seq;
+    kv->cell_pos[r] = kv->seq_n_past[seq]++;
+    kv->seq_next[seq] = r + 1;
+    kv->n_used++;
+    return r;
+}
+
 void rtm_kv_cell_untake(rtm_kv_cache_t *kv, int32_t row) {
-    kv->seq_n_past[kv->cell_seq[row]]--;
+    const int32_t seq = kv->cell_seq[row];
+    kv->seq_n_past[seq]--;
+    kv->seq_next[seq] = row;
     kv->cell_seq[row] = -1;
     kv->n_used--;
 }
@@ -69,7 +103,10 @@ void rtm_kv_seq_clear(rtm_kv_cache_t *kv, int32_t seq) {
             kv->n_used--;
         }
     for (int32_t s = 0; s < kv->n_seq_max; s++)
-        if (seq < 0 || s == seq) kv->seq_n_past[s] = 0;
+        if (seq < 0 || s == seq) {
+            kv->seq_n_past[s] = 0;
+            kv->seq_next[s] = -1;
+        }
 }
 
 int32_t rtm_kv_rows_used(const rtm_kv_cache_t *kv) {

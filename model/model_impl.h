@@ -181,6 +181,7 @@ typedef struct rtm_kv_cache {
     int32_t n_seq_max;
     int32_t *cell_seq, *cell_pos;           /* n_ctx each */
     int32_t *seq_n_past;                    /* n_seq_max: positions each sequence holds */
+    int32_t *seq_next;                      /* n_seq_max: the row after its last, or -1 */
     int32_t n_used;                         /* rows held by any sequence */
 } rtm_kv_cache_t;
 
@@ -208,8 +209,9 @@ RTM_INTERNAL rt_status_t rtm_kv_cache_init(rtm_kv_cache_t *kv, const rtm_model_t
 RTM_INTERNAL rt_status_t rtm_attn_fused_choose(const rtm_kv_cache_t *kv, const rtm_model_t *m,
                                                const rtm_kv_config_t *cfg, bool *fused);
 RTM_INTERNAL void rtm_kv_cache_deinit(rtm_kv_cache_t *kv);
-/* The first free row, now holding the next position of seq (-1 when every
- * row is held). */
+/* A free row, now holding the next position of seq (-1 when every row is
+ * held): the row after seq's last if free, else the first free run of
+ * RTM_KV_RUN rows, else the first free row (kv_cache.c says why). */
 RTM_INTERNAL int32_t rtm_kv_cell_take(rtm_kv_cache_t *kv, int32_t seq);
 /* Gives back row, the last one its sequence took (a failed run undone). */
 RTM_INTERNAL void rtm_kv_cell_untake(rtm_kv_cache_t *kv, int32_t row);
@@ -244,6 +246,9 @@ typedef struct rtm_ubatch {
 /* n_kv grows in steps of RTM_KV_PAD rows, so a decode graph is rebuilt once
  * every RTM_KV_PAD tokens: 32 keeps the masked rows' extra work small. */
 #define RTM_KV_PAD 32
+/* Rows a sequence's cells come in (kv_cache.c): two of the CPU's fused
+ * attention tiles of 32 keys, and a multiple of RTM_KV_PAD. */
+#define RTM_KV_RUN 64
 
 /* The graph's inputs and output. */
 typedef struct rtm_graph_io {

@@ -17,7 +17,8 @@
  *            cpu0 alone)
  *   batch-5  batch-1 on vulkan0 (lavapipe in CI) when the plugin is built
  *   batch-6  rtm_decode is unchanged: the same logits with n_seq_max 1
- *            and 3 (sequence 0 alone)
+ *            and 3 (sequence 0 alone), attention fused or not (AUTO fuses
+ *            for several sequences, so it is set)
  *   batch-7  batch-1 on the random-weight model of every other decoder
  *            architecture (tests/arch): sliding windows, learned positions,
  *            rope factors
@@ -333,21 +334,26 @@ static void test_decode_unchanged(void **state) {
     assert_int_equal(rtm_vocab_tokenize(rtm_model_vocab(m), PROMPTS[0], strlen(PROMPTS[0]), true, false, t,
                                         64, &n), RT_OK);
     float *l[2];
-    for (int32_t k = 0; k < 2; k++) {
-        rtm_context_t *c = context(m, 256, k == 0 ? 1 : N_SEQ);
-        assert_int_equal(rtm_decode(c, t, n), RT_OK);
-        assert_int_equal(rtm_decode(c, t, 3), RT_OK);
-        assert_int_equal(rtm_context_n_past(c), n + 3);
-        assert_ptr_equal(rtm_get_logits_ith(c, 2), rtm_get_logits(c)); /* the last token's */
-        assert_null(rtm_get_logits_ith(c, 1));
-        l[k] = malloc((size_t)n_vocab * sizeof(float));
-        memcpy(l[k], rtm_get_logits(c), (size_t)n_vocab * sizeof(float));
-        rtm_context_destroy(c);
+    const int32_t modes[] = {RTM_FLASH_ATTN_OFF, RTM_FLASH_ATTN_ON};
+    for (int32_t mode = 0; mode < 2; mode++) {
+        flash_attn = modes[mode];
+        for (int32_t k = 0; k < 2; k++) {
+            rtm_context_t *c = context(m, 256, k == 0 ? 1 : N_SEQ);
+            assert_int_equal(rtm_decode(c, t, n), RT_OK);
+            assert_int_equal(rtm_decode(c, t, 3), RT_OK);
+            assert_int_equal(rtm_context_n_past(c), n + 3);
+            assert_ptr_equal(rtm_get_logits_ith(c, 2), rtm_get_logits(c)); /* the last token's */
+            assert_null(rtm_get_logits_ith(c, 1));
+            l[k] = malloc((size_t)n_vocab * sizeof(float));
+            memcpy(l[k], rtm_get_logits(c), (size_t)n_vocab * sizeof(float));
+            rtm_context_destroy(c);
+        }
+        /* batch-6: bit-identical */
+        assert_memory_equal(l[0], l[1], (size_t)n_vocab * sizeof(float));
+        free(l[0]);
+        free(l[1]);
     }
-    /* batch-6: bit-identical */
-    assert_memory_equal(l[0], l[1], (size_t)n_vocab * sizeof(float));
-    free(l[0]);
-    free(l[1]);
+    flash_attn = RTM_FLASH_ATTN_AUTO;
     rtm_model_destroy(m);
     rt_registry_destroy(reg);
 }

@@ -434,6 +434,26 @@ static inline __m256i dot_ss(__m256i v, __m256i a, __m256i sc) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(a, v)), sc);
 }
 
+#if defined(__AVX512BW__)
+/* dot_us1 and dot_ss for two activation rows at once, one in each half of
+ * a 512-bit register against the same levels in both: lane for lane the
+ * same integer sums (AVX-512 has no vpsignb: a's sign flipped by mask). */
+#  define RT_ROWS_PAIRS 1
+static inline __m512i dot_us1_x2(__m512i u, __m512i a) {
+#  if defined(__AVX512VNNI__)
+    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, a);
+#  else
+    return _mm512_madd_epi16(_mm512_maddubs_epi16(u, a), _mm512_set1_epi16(1));
+#  endif
+}
+
+static inline __m512i dot_ss_x2(__m512i v, __m512i a) {
+    const __mmask64 neg = _mm512_movepi8_mask(v);
+    const __m512i sa = _mm512_mask_sub_epi8(a, neg, _mm512_setzero_si512(), a);
+    return _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_abs_epi8(v), sa), _mm512_set1_epi16(1));
+}
+#endif
+
 /* IQ4_NL's grid values of 32 nibbles (vpshufb: 16 entries fit a lane). */
 static inline __m256i iq4nl_values(__m256i nibbles) {
     const __m128i t = _mm_loadu_si128((const __m128i *)rt_iq4nl_values);
@@ -445,15 +465,59 @@ static inline __m256i iq4nl_values(__m256i nibbles) {
  * with several rows, ds (rows_scales) holds each block's d_a and s_a of
  * the rows side by side, so that one vector product makes every row's;
  * the same products summed in the same order, so a row's result does not
- * depend on how many rows share the pass. */
-#define ROWS32_AVX2(T, LEVELS, M, DOT)                                                      \
+ * depend on how many rows share the pass (nor on the pairs below: a
+ * greedy decode of SmolLM2's Q4_1 gives llama.cpp's logits to 4e-6 only
+ * in its order, which its one-row dot sets; any other order of the lanes'
+ * sums moves logits by 0.2 there, as the activations' int8 levels flip).
+ *
+ * With AVX-512 and aq (rows_pairs: the pass's rows' levels two by two,
+ * block by block), two rows share each dot product, conversion and FMA,
+ * one in each half of a 512-bit register: the per-row work of a block,
+ * more than its levels' at n >= 2, halves, every lane's value the same. */
+#if defined(RT_ROWS_PAIRS)
+#  define ROWS32_PAIRS(DOT, DOT2)                                                           \
+    if (aq != NULL) {                                                                       \
+        const __m512i u2 = _mm512_inserti64x4(_mm512_castsi256_si512(u), u, 1);             \
+        const __m512 dd2 = _mm512_castps256_ps512(dd);                                      \
+        for (int p = 0; p < NB / 2; p++) {                                                  \
+            const __m512i pr = DOT2(u2, _mm512_loadu_si512(aq + (i * (MR / 2) + p) * 64));  \
+            const __m512 dr = _mm512_permutexvar_ps(pair_idx[p], dd2);                      \
+            acc2[p] = _mm512_fmadd_ps(dr, _mm512_cvtepi32_ps(pr), acc2[p]);                 \
+        }                                                                                   \
+        if (NB % 2) {                                                                       \
+            const int r = NB - 1;                                                           \
+            const __m256i p = DOT(u, _mm256_loadu_si256((const __m256i *)a[r][i].qs), ones); \
+            const __m256 dr = _mm256_permutevar8x32_ps(dd, _mm256_set1_epi32(r));           \
+            acc[r] = _mm256_fmadd_ps(dr, _mm256_cvtepi32_ps(p), acc[r]);                    \
+        }                                                                                   \
+        continue;                                                                           \
+    }
+#  define ROWS32_PAIRS_DECL                                                                 \
+    __m512 acc2[MR / 2];                                                                    \
+    __m512i pair_idx[MR / 2];                                                               \
+    for (int p = 0; p < MR / 2; p++) {                                                      \
+        acc2[p] = _mm512_setzero_ps();                                                      \
+        pair_idx[p] = _mm512_inserti64x4(_mm512_set1_epi32(2 * p), _mm256_set1_epi32(2 * p + 1), 1); \
+    }
+#  define ROWS32_PAIRS_END                                                                  \
+    for (int p = 0; aq != NULL && p < NB / 2; p++) {                                        \
+        acc[2 * p] = _mm512_castps512_ps256(acc2[p]);                                       \
+        acc[2 * p + 1] = _mm512_extractf32x8_ps(acc2[p], 1);                                \
+    }
+#else
+#  define ROWS32_PAIRS(DOT, DOT2)
+#  define ROWS32_PAIRS_DECL (void)aq;
+#  define ROWS32_PAIRS_END
+#endif
+#define ROWS32_AVX2(T, LEVELS, M, DOT, DOT2)                                                \
     RT_INLINE void rows_##T##_n(const char *wr, const rt_cpu_q8s_t *const *a, const float *ds, \
-                                int64_t nb, int NB, float *out) {                           \
+                                const int8_t *aq, int64_t nb, int NB, float *out) {         \
         const rt_block_##T##_t *w = (const rt_block_##T##_t *)wr;                           \
         const __m256i ones = _mm256_set1_epi16(1);                                          \
         __m256 acc[MR], accmv = _mm256_setzero_ps();                                        \
         float accm[MR] = {0};                                                               \
         for (int r = 0; r < NB; r++) acc[r] = _mm256_setzero_ps();                          \
+        ROWS32_PAIRS_DECL                                                                   \
         for (int64_t i = 0; i < nb; i++) {                                                  \
             const __m256i u = LEVELS;                                                       \
             const float d = h16(w[i].d), m = (M);                                           \
@@ -468,6 +532,7 @@ static inline __m256i iq4nl_values(__m256i nibbles) {
             }                                                                               \
             const __m256 dd = _mm256_mul_ps(_mm256_set1_ps(d), _mm256_loadu_ps(ds + 16 * i)); \
             accmv = _mm256_add_ps(accmv, _mm256_mul_ps(_mm256_set1_ps(m), _mm256_loadu_ps(ds + 16 * i + 8))); \
+            ROWS32_PAIRS(DOT, DOT2)                                                         \
             for (int r = 0; r < NB; r++) {                                                  \
                 const __m256i p = DOT(u, _mm256_loadu_si256((const __m256i *)a[r][i].qs), ones); \
                 const __m256 dr = _mm256_permutevar8x32_ps(dd, _mm256_set1_epi32(r));       \
@@ -475,14 +540,18 @@ static inline __m256i iq4nl_values(__m256i nibbles) {
             }                                                                               \
         }                                                                                   \
         if (ds != NULL) _mm256_storeu_ps(accm, accmv);                                      \
+        ROWS32_PAIRS_END                                                                    \
         for (int r = 0; r < NB; r++) out[r] = hsum_ps(acc[r]) + accm[r];                    \
     }
 /* Q5_0: x = d*(q - 16) = d*q + (-16 d) */
-ROWS32_AVX2(q4_1, nibbles32(w[i].qs), h16(w[i].m), dot_us1)
-ROWS32_AVX2(q5_0, _mm256_or_si256(nibbles32(w[i].qs), qh_bytes16(w[i].qh)), -16.0f * d, dot_us1)
-ROWS32_AVX2(q5_1, _mm256_or_si256(nibbles32(w[i].qs), qh_bytes16(w[i].qh)), h16(w[i].m), dot_us1)
-ROWS32_AVX2(iq4_nl, iq4nl_values(nibbles32(w[i].qs)), 0.0f, dot_ss)
+ROWS32_AVX2(q4_1, nibbles32(w[i].qs), h16(w[i].m), dot_us1, dot_us1_x2)
+ROWS32_AVX2(q5_0, _mm256_or_si256(nibbles32(w[i].qs), qh_bytes16(w[i].qh)), -16.0f * d, dot_us1, dot_us1_x2)
+ROWS32_AVX2(q5_1, _mm256_or_si256(nibbles32(w[i].qs), qh_bytes16(w[i].qh)), h16(w[i].m), dot_us1, dot_us1_x2)
+ROWS32_AVX2(iq4_nl, iq4nl_values(nibbles32(w[i].qs)), 0.0f, dot_ss, dot_ss_x2)
 #undef ROWS32_AVX2
+#undef ROWS32_PAIRS
+#undef ROWS32_PAIRS_DECL
+#undef ROWS32_PAIRS_END
 
 /* Q4_K/Q5_K's 8 scales and mins of a super-block. */
 static inline void k4_scales8(const uint8_t s[12], int16_t sc[8], int16_t mn[8]) {
@@ -676,19 +745,19 @@ RT_INLINE void rows_iq4_xs_n(const char *wr, const rt_block_q8_k_t *const *a, in
 }
 
 /* Specialised for 1..MR activation rows (the count a constant in each). */
-typedef void (*rows_fn)(const char *w, const void *const *a, const float *ds, int64_t nb, int n,
-                        float *out);
-/* DS: WITH_DS for the blocks of 32 (ROWS32_AVX2 takes the table), NO_DS
+typedef void (*rows_fn)(const char *w, const void *const *a, const float *ds, const int8_t *aq,
+                        int64_t nb, int n, float *out);
+/* DS: WITH_DS for the blocks of 32 (ROWS32_AVX2 takes the tables), NO_DS
  * for the others; DS1, one row's (never a table: the constant leaves the
  * one-row loop alone in its copy), NO_TABLE or NO_DS. */
-#define WITH_DS ds,
-#define NO_TABLE NULL,
+#define WITH_DS ds, aq,
+#define NO_TABLE NULL, NULL,
 #define NO_DS
 #define ROWS_WRAP(T, A, DS, DS1)                                                             \
-    static void rows_##T(const char *w, const void *const *a, const float *ds, int64_t nb,   \
-                         int n, float *out) {                                                \
+    static void rows_##T(const char *w, const void *const *a, const float *ds, const int8_t *aq, \
+                         int64_t nb, int n, float *out) {                                    \
         const A *const *aa = (const A *const *)a;                                            \
-        (void)ds;                                                                            \
+        (void)ds, (void)aq;                                                                  \
         switch (n) {                                                                         \
         case 1: rows_##T##_n(w, aa, DS1 nb, 1, out); break;                                  \
         case 2: rows_##T##_n(w, aa, DS nb, 2, out); break;                                   \
@@ -731,8 +800,8 @@ static rows_fn rows_for(rt_type_t t) {
     }
 }
 #else
-typedef void (*rows_fn)(const char *w, const void *const *a, const float *ds, int64_t nb, int n,
-                        float *out);
+typedef void (*rows_fn)(const char *w, const void *const *a, const float *ds, const int8_t *aq,
+                        int64_t nb, int n, float *out);
 static rows_fn rows_for(rt_type_t t) { (void)t; return NULL; }
 #endif
 
@@ -759,6 +828,7 @@ static float row_dot(rt_type_t t, const char *w, const void *act, int64_t K) {
 }
 
 #define DS_MAX_BLOCKS 256 /* rows_scales' table on the stack: K up to 8192 */
+#define AQ_MAX_BLOCKS 128 /* rows_pairs' (32 KiB): K up to 4096, longer rows go without */
 
 /* The n activation rows' scales block by block for the blocks of 32
  * (ROWS32_AVX2's ds): MR_ROWS d then MR_ROWS s, zero past n. */
@@ -771,21 +841,44 @@ static void rows_scales(const void *const *a, int n, int64_t nb, float *ds) {
         }
 }
 
+#if defined(RT_ROWS_PAIRS)
+/* The levels of rows 2p and 2p + 1 side by side, block by block
+ * (ROWS32_AVX2's aq): block i of pair p at 64 * (i * MR_ROWS / 2 + p). */
+static void rows_pairs(const void *const *a, int n, int64_t nb, int8_t *aq) {
+    for (int64_t i = 0; i < nb; i++)
+        for (int r = 0; r + 1 < n; r += 2) {
+            int8_t *d = aq + 64 * (i * (MR_ROWS / 2) + r / 2);
+            memcpy(d, ((const rt_cpu_q8s_t *)a[r] + i)->qs, 32);
+            memcpy(d + 32, ((const rt_cpu_q8s_t *)a[r + 1] + i)->qs, 32);
+        }
+}
+#endif
+
 /* Passes of up to MR activation rows over the item's weight rows, which
  * stay in L2 from one pass to the next. */
 static void matvec_rows(const rt_cpu_mm_t *g, rows_fn f, int64_t m0, int64_t m1) {
     const bool q8k = rt_cpu_act_is_q8k(g->atype);
     const int64_t nb = g->K / (q8k ? RT_QK_K : 32);
     float ds[DS_MAX_BLOCKS * 2 * MR_ROWS];
+#if defined(RT_ROWS_PAIRS)
+    int8_t aq_buf[AQ_MAX_BLOCKS * 32 * MR_ROWS] __attribute__((aligned(64)));
+#endif
     for (int64_t n0 = 0; n0 < g->N; n0 += MR_ROWS) {
         const int n = (int)(g->N - n0 < MR_ROWS ? g->N - n0 : MR_ROWS);
         const void *a[MR_ROWS];
         for (int r = 0; r < n; r++) a[r] = g->b + (size_t)(n0 + r) * g->ldb;
         const bool table = !q8k && n > 1 && nb <= DS_MAX_BLOCKS;
         if (table) rows_scales(a, n, nb, ds);
+        const int8_t *aq = NULL;
+#if defined(RT_ROWS_PAIRS)
+        if (table && nb <= AQ_MAX_BLOCKS) {
+            rows_pairs(a, n, nb, aq_buf);
+            aq = aq_buf;
+        }
+#endif
         for (int64_t m = m0; m < m1; m++) {
             float out[MR_ROWS];
-            f(g->a + (size_t)m * g->lda, a, table ? ds : NULL, nb, n, out);
+            f(g->a + (size_t)m * g->lda, a, table ? ds : NULL, aq, nb, n, out);
             for (int r = 0; r < n; r++) ((float *)(g->c + (size_t)(n0 + r) * g->ldc))[m] = out[r];
         }
     }

@@ -13,8 +13,8 @@
  * of at least FA_MIN_CHUNK keys: phase 0 computes each chunk's partial
  * online softmax (m, l, acc) into the shared scratch, phase 1 merges the
  * partials of each output row exactly (rescaling each by e^(m_c - m)).
- * The split depends on the shapes alone, never on the thread count, so
- * the result does not either. Items are claimed dynamically: a causal
+ * The split depends on the shapes and the mask, never on the thread count,
+ * so the result does not either. Items are claimed dynamically: a causal
  * prompt's later query blocks see more keys. */
 #include "cpu.h"
 
@@ -38,8 +38,51 @@ typedef struct fa_plan {
     int64_t chunk, n_chunks; /* keys per chunk; chunks */
 } fa_plan_t;
 
-static fa_plan_t fa_plan(const rt_tensor_t *node) {
-    const rt_tensor_t *q = node->src[0], *k = node->src[1], *v = node->src[2];
+/* Keys a tile of the narrow (decode) layout spans: kern_attn.c's FA_NT.
+ * Chunks of keys are whole spans, so a chunk's tiles are aligned to them
+ * and to the runs in which the model keeps a sequence's cache rows. */
+#define FA_SPAN (2 * RT_CPU_FA_TILE)
+/* Queries per node up to which a plan reads the mask (fa_queries_agree). */
+#define FA_AGREE_MAX_N 64
+
+/* Whether mask row i sees some key of [t0, t1). */
+static bool fa_row_sees(const rt_tensor_t *mask, int64_t i, int64_t t0, int64_t t1) {
+    const char *row = (const char *)mask->data + i * mask->nb[1];
+    for (int64_t t = t0; t < t1; t++) {
+        float x;
+        if (mask->type == RT_TYPE_F16) {
+            uint16_t h;
+            memcpy(&h, row + t * 2, sizeof h);
+            x = rt_fp16_to_fp32(h);
+        } else {
+            memcpy(&x, row + t * 4, sizeof x);
+        }
+        if (x > -INFINITY) return true;
+    }
+    return false;
+}
+
+/* Whether the queries of every block of nq see the same spans of keys. A
+ * block skips only a span that none of its queries sees, so queries of
+ * different sequences in one block (a decode step of several) would each
+ * read every sequence's keys. Read for small N only: a prompt's blocks are
+ * one sequence's consecutive queries. */
+static bool fa_queries_agree(const rt_tensor_t *mask, int64_t N, int64_t nq, int64_t n_kv) {
+    for (int64_t i0 = 0; i0 < N; i0 += nq)
+        for (int64_t t0 = 0; t0 < n_kv; t0 += FA_SPAN) {
+            const int64_t t1 = t0 + FA_SPAN < n_kv ? t0 + FA_SPAN : n_kv;
+            const bool first = fa_row_sees(mask, i0, t0, t1);
+            for (int64_t i = i0 + 1; i < i0 + nq && i < N; i++)
+                if (fa_row_sees(mask, i, t0, t1) != first) return false;
+        }
+    return true;
+}
+
+/* The node's plan by its shapes alone (sizes and phases: an upper bound
+ * of the one it runs), or with look, by its mask too: one query per block
+ * where the queries of a block would not agree. */
+static fa_plan_t fa_plan(const rt_tensor_t *node, bool look) {
+    const rt_tensor_t *q = node->src[0], *k = node->src[1], *v = node->src[2], *mask = node->src[3];
     fa_plan_t pl = {
         .D = q->ne[0], .Dv = v->ne[0], .N = q->ne[1], .H = q->ne[2], .H_kv = k->ne[2],
         .n3 = q->ne[3], .n_kv = k->ne[1],
@@ -47,6 +90,9 @@ static fa_plan_t fa_plan(const rt_tensor_t *node) {
     pl.rpq = pl.H / pl.H_kv;
     pl.nq = pl.rpq >= FA_QUERIES_PER_BLOCK ? 1 : FA_QUERIES_PER_BLOCK / pl.rpq;
     if (pl.nq > pl.N) pl.nq = pl.N;
+    if (look && mask != NULL && pl.nq > 1 && pl.N <= FA_AGREE_MAX_N &&
+        !fa_queries_agree(mask, pl.N, pl.nq, pl.n_kv))
+        pl.nq = 1;
     pl.n_qb = (pl.N + pl.nq - 1) / pl.nq;
     pl.R = pl.nq * pl.rpq;
     const int64_t items = pl.n3 * pl.H_kv * pl.n_qb;
@@ -54,9 +100,8 @@ static fa_plan_t fa_plan(const rt_tensor_t *node) {
     const int64_t most = pl.n_kv / FA_MIN_CHUNK;
     if (want > most) want = most;
     if (want < 1) want = 1;
-    /* Whole tiles per chunk, so that only the last one ends early. */
-    const int64_t tiles = (pl.n_kv + RT_CPU_FA_TILE - 1) / RT_CPU_FA_TILE;
-    pl.chunk = (tiles + want - 1) / want * RT_CPU_FA_TILE;
+    const int64_t spans = (pl.n_kv + FA_SPAN - 1) / FA_SPAN;
+    pl.chunk = (spans + want - 1) / want * FA_SPAN;
     pl.n_chunks = pl.n_kv > 0 ? (pl.n_kv + pl.chunk - 1) / pl.chunk : 1;
     return pl;
 }
@@ -90,7 +135,7 @@ static int64_t fa_thread_floats(const fa_plan_t *pl) {
 }
 
 size_t rt_cpu_wsize_flash_attn(const rt_tensor_t *node) {
-    const fa_plan_t pl = fa_plan(node);
+    const fa_plan_t pl = fa_plan(node, false);
     return (size_t)fa_thread_floats(&pl) * sizeof(float) + RT_CPU_ALIGN;
 }
 
@@ -98,13 +143,13 @@ size_t rt_cpu_wsize_flash_attn(const rt_tensor_t *node) {
 static int64_t fa_partial_floats(const fa_plan_t *pl) { return 2 + pl->Dv; }
 
 size_t rt_cpu_shared_wsize_flash_attn(const rt_tensor_t *node) {
-    const fa_plan_t pl = fa_plan(node);
+    const fa_plan_t pl = fa_plan(node, false);
     if (pl.n_chunks == 1) return 0;
     return (size_t)(pl.n3 * pl.N * pl.H * pl.n_chunks * fa_partial_floats(&pl)) * sizeof(float);
 }
 
 int32_t rt_cpu_phases_flash_attn(const rt_tensor_t *node) {
-    return fa_plan(node).n_chunks > 1 ? 2 : 1;
+    return fa_plan(node, false).n_chunks > 1 ? 2 : 1;
 }
 
 //===--- phase 0: a block of rows over a range of keys ---===//
@@ -201,9 +246,9 @@ static void fa_merge(const rt_cpu_params_t *p, const rt_tensor_t *dst, const fa_
 }
 
 void rt_cpu_compute_flash_attn(const rt_cpu_params_t *p, rt_tensor_t *dst) {
-    const fa_plan_t pl = fa_plan(dst);
-    if (p->phase == 1) {
-        fa_merge(p, dst, &pl);
+    const fa_plan_t pl = fa_plan(dst, true);
+    if (p->phase == 1) { /* none when this plan has one chunk where the shapes' had several */
+        if (pl.n_chunks > 1) fa_merge(p, dst, &pl);
         return;
     }
     const int64_t n_items = pl.n3 * pl.H_kv * pl.n_qb * pl.n_chunks;

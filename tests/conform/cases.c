@@ -405,6 +405,15 @@ const cf_case_t cf_cases[] = {
     {RT_OP_FLASH_ATTN, "f16 cache, 6 heads over 2, 600 keys, a query that sees nothing",
      {INP(F32, 0, 2, 1, 3, 64, 4, 6), INP(F16, 0, 2, 1, 3, 64, 600, 2), INP(F16, 0, 2, 1, 3, 64, 600, 2),
       INF(F16, CAUSAL0, 600, 4)}, .f = {0.125f, 0.0f}, .tol = CF_TOL_DOT},
+    /* A decode step of 4 sequences whose cache rows come in runs of 64: a
+       device may skip the runs a query does not see, if it keeps apart
+       the queries that see different ones. */
+    {RT_OP_FLASH_ATTN, "f32 cache, 4 sequences' decode step, runs of 64 keys, 9 heads over 3, 700 keys",
+     {INP(F32, 0, 2, 1, 3, 64, 4, 9), INP(F32, 0, 2, 1, 3, 64, 700, 3), INP(F32, 0, 2, 1, 3, 64, 700, 3),
+      INF(F32, SEQRUNS, 700, 4)}, .f = {0.125f, 0.0f}, .tol = CF_TOL_DOT},
+    {RT_OP_FLASH_ATTN, "f16 cache, 4 sequences' decode step, runs of 64 keys, 4 heads over 4, 300 keys",
+     {INP(F32, 0, 2, 1, 3, 64, 4, 4), INP(F16, 0, 2, 1, 3, 64, 300, 4), INP(F16, 0, 2, 1, 3, 64, 300, 4),
+      INF(F16, SEQRUNS, 300, 4)}, .f = {0.125f, 0.0f}, .tol = CF_TOL_DOT},
     {RT_OP_FLASH_ATTN, "f32 cache, decode, 9 heads over 3, 1000 keys, no mask",
      {INP(F32, 0, 2, 1, 3, 64, 1, 9), INP(F32, 0, 2, 1, 3, 64, 1000, 3), INP(F32, 0, 2, 1, 3, 64, 1000, 3)},
      .f = {0.125f, 0.0f}, .tol = CF_TOL_DOT},

@@ -37,6 +37,8 @@ enum {
     CF_FILL_WIDE,    /* U(-6, 6): reaches the tails of gelu and silu */
     CF_FILL_CAUSAL,  /* U(-1, 1), -inf where i0 > i1 + 2: a mask */
     CF_FILL_CAUSAL0, /* as CF_FILL_CAUSAL, and row i1 = 0 all -inf: a query that sees nothing */
+    CF_FILL_SEQRUNS, /* U(-1, 1) where key i0's run of 64 (i0 / 64 mod 4) is query i1's sequence
+                        (i1 mod 4), else -inf: a decode step of 4 sequences in a shared cache */
     CF_FILL_TIES,    /* integers 1..4: argmax ties */
     CF_FILL_INDEX,   /* integers in [0, idx_hi): rows, positions */
     CF_FILL_DISTINCT /* as CF_FILL_INDEX, distinct along dim 0: SET_ROWS targets */

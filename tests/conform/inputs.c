@@ -121,6 +121,9 @@ static float fill_value(const cf_src_t *s, const layout_t *bl, int64_t k, uint64
         lay_unravel(k, bl->ne, idx);
         if (s->fill == CF_FILL_CAUSAL0 && idx[1] == 0) return -INFINITY;
         return idx[0] > idx[1] + 2 ? -INFINITY : cf_rng_uniform(rng, -1.0f, 1.0f);
+    case CF_FILL_SEQRUNS:
+        lay_unravel(k, bl->ne, idx);
+        return idx[0] / 64 % 4 != idx[1] % 4 ? -INFINITY : cf_rng_uniform(rng, -1.0f, 1.0f);
     default: return cf_rng_uniform(rng, -1.0f, 1.0f);
     }
 }
