@@ -45,10 +45,7 @@ static rt_device_t *first_lacking(const rtm_kv_cache_t *kv, const rtm_model_t *m
 }
 
 /* The largest scores tensor the unfused graph holds: one layer's KQ for a
- * full ubatch over the whole context. AUTO fuses past RTM_FLASH_ATTN_AUTO_BYTES
- * of it, and for several sequences at any size: the unfused graph reads
- * every sequence's cells for each token, the fused op skips the runs of
- * the others (kv_cache.c), so a decode step of 4 reads a quarter of it. */
+ * full ubatch over the whole context. */
 static double scores_bytes(const rtm_model_t *m, const rtm_kv_config_t *cfg) {
     return (double)m->hp.n_head * cfg->n_batch * cfg->n_ctx * sizeof(float);
 }
@@ -69,6 +66,6 @@ rt_status_t rtm_attn_fused_choose(const rtm_kv_cache_t *kv, const rtm_model_t *m
                          "does not run FLASH_ATTN on a %s cache (head_dim %d, %d heads, %d KV heads); "
                          "use flash attention auto or off", rt_device_name(lacking),
                          rt_type_name(cfg->type_k), m->hp.head_dim, m->hp.n_head, m->hp.n_head_kv);
-    *fused = lacking == NULL && (on || cfg->n_seq_max > 1 || scores_bytes(m, cfg) > RTM_FLASH_ATTN_AUTO_BYTES);
+    *fused = lacking == NULL && (on || scores_bytes(m, cfg) > RTM_FLASH_ATTN_AUTO_BYTES);
     return RT_OK;
 }

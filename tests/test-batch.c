@@ -17,8 +17,7 @@
  *            cpu0 alone)
  *   batch-5  batch-1 on vulkan0 (lavapipe in CI) when the plugin is built
  *   batch-6  rtm_decode is unchanged: the same logits with n_seq_max 1
- *            and 3 (sequence 0 alone), attention fused or not (AUTO fuses
- *            for several sequences, so it is set)
+ *            and 3 (sequence 0 alone), attention fused and not
  *   batch-7  batch-1 on the random-weight model of every other decoder
  *            architecture (tests/arch): sliding windows, learned positions,
  *            rope factors

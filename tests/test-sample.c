@@ -7,7 +7,10 @@
  *             accepted, divides positive and multiplies negative logits,
  *             and forgets tokens older than repeat_last_n (and on reset)
  *   sample-3  out-of-range min_p, repeat_penalty, repeat_last_n are refused
- *             with the values in the message */
+ *             with the values in the message
+ *   sample-4  greedy is the first index of the largest logit at every
+ *             position and length (ties, a lane's last, a short tail), NaNs
+ *             never chosen, token 0 when logits[0] is NaN */
 #include "testutil.h"
 
 #include <math.h>
@@ -20,6 +23,34 @@ static rtm_sampler_t *make(rtm_sampler_params_t p) {
     rtm_sampler_t *s = NULL;
     assert_int_equal(rtm_sampler_create(&p, &s), RT_OK);
     return s;
+}
+
+/* The first index of the largest, as a plain scan finds it. */
+static int32_t first_max(const float *x, int32_t n) {
+    int32_t b = 0;
+    for (int32_t i = 1; i < n; i++)
+        if (x[i] > x[b]) b = i;
+    return b;
+}
+
+static void test_greedy(void **state) {
+    (void)state;
+    rtm_sampler_t *s = make((rtm_sampler_params_t){.temp = 0});
+    float x[40];
+    for (int32_t n = 1; n <= 40; n++)
+        for (int32_t at = 0; at < n; at++) {
+            for (int32_t i = 0; i < n; i++) x[i] = (float)((i * 7) % 5) - 3.0f;
+            x[at] = 9.0f;
+            if (at + 3 < n) x[at + 3] = 9.0f; /* a tie after it */
+            if (at > 1) x[at - 1] = NAN;
+            const rtm_token_t t = rtm_sampler_sample(s, x, n);
+            if (t != at || t != first_max(x, n))
+                fail_msg("sample-4: greedy over %d logits chose %d, the largest first at %d", n, t, at);
+        }
+    for (int32_t i = 0; i < 40; i++) x[i] = (float)i;
+    x[0] = NAN;
+    assert_int_equal(rtm_sampler_sample(s, x, 40), 0);
+    rtm_sampler_destroy(s);
 }
 
 static void test_min_p(void **state) {
@@ -85,6 +116,7 @@ int main(void) {
         cmocka_unit_test(test_min_p),
         cmocka_unit_test(test_repeat_penalty),
         cmocka_unit_test(test_bad_params),
+        cmocka_unit_test(test_greedy),
     };
     return cmocka_run_group_tests_name("sample", tests, NULL, NULL);
 }

@@ -30,6 +30,7 @@
 #include "bench_ceilings.h"
 #include "bench_peer.h"
 #include "bundled_model.h"
+#include "default_batch.h"
 #include "tool_cli.h"
 #include "tools_os.h"
 
@@ -69,8 +70,8 @@ static void usage(FILE *f) {
             "                       test (default 0), at most %d depths\n"
             "  -c, --ctx-size N     context length (default, and at least: the deepest test's)\n"
             RT_CLI_ATTN_HELP
-            "  -b, --n-batch, --batch-size N  most tokens per graph (default: the model\n"
-            "                       library's, 32)\n"
+            "  -b, --n-batch, --batch-size N  most tokens per graph (default: rt-run's, 512\n"
+            "                       halved while the prompt graph would not fit the devices)\n"
             "      --reps N         timed runs of each, after one warm-up (default 5, at most %d)\n"
             "      --no-graph-reuse build and plan a graph for every token (to measure what\n"
             "                       reusing the decode graph saves)\n"
@@ -373,7 +374,8 @@ static int run(model_run_t *r, rt_registry_t *reg) {
                                    .n_ctx = n_ctx, .no_progress = true};
     if (rtm_model_load(a->model, &mp, &r->model) != RT_OK) return -1;
     const rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = n_ctx,
-                                     .n_batch = a->n_batch, .n_threads = a->n_threads,
+                                     .n_batch = a->n_batch ? a->n_batch : rt_tool_default_n_batch(r->model, n_ctx),
+                                     .n_threads = a->n_threads,
                                      .no_graph_reuse = a->no_graph_reuse, .type_k = a->type_k,
                                      .type_v = a->type_v, .flash_attn = a->flash_attn};
     if (rtm_context_create(r->model, &cp, &r->ctx) != RT_OK) return -1;

@@ -36,6 +36,7 @@
  * Every error, a failed write to stdout or the dump included, is one line
  * on stderr and exit status 1 (2 for usage). */
 #include "../abi/rt.h"
+#include "default_batch.h"
 #include "../model/rt_model.h"
 #include "../dist/rt_dist.h"
 #include "bundled_model.h"
@@ -167,7 +168,7 @@ static int load(run_t *r) {
     /* Every rank must agree on the ubatch: over several processes the
      * context's own default stands. */
     if (cp.n_batch == 0 && r->dist == NULL)
-        cp.n_batch = run_options_default_n_batch(r->model, r->o->n_ctx);
+        cp.n_batch = rt_tool_default_n_batch(r->model, r->o->n_ctx);
     if (rtd_setup(r->dist, r->model, &cp) != RT_OK) return run_fail("%s", rtd_last_error());
     rtd_set_logits_fn(r->dist, dump_ubatch, r); /* the rank with the head dumps per ubatch */
     if (rtm_context_create(r->model, &cp, &r->ctx) != RT_OK) return run_fail("%s", rtm_last_error());

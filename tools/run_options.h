@@ -43,10 +43,4 @@ typedef struct run_options {
 int run_options_parse(int argc, char **argv, run_options_t *o);
 void run_options_deinit(run_options_t *o);
 
-/* The prompt ubatch when -b is not given, for model m and context n_ctx
- * (0: the model's, at most 2048): 512, halved while the prompt graph's
- * estimated buffers exceed a quarter of the least free memory of the
- * devices m is placed on (run_options.c), at least 32, at most n_ctx. */
-int32_t run_options_default_n_batch(const rtm_model_t *m, int32_t n_ctx);
-
 #endif /* RT_TOOLS_RUN_OPTIONS_H */

@@ -216,10 +216,13 @@ typedef struct rt_cpu_fa {
 } rt_cpu_fa_t;
 
 /* Floats of scratch attend needs: q transposed, the key and value tiles,
- * the scores, the mask tile in both layouts and the rescaling factors. */
+ * the scores, the mask tile in both layouts and the rescaling factors; or
+ * (decode) the scores and two mask tiles of twice as many keys. */
 static inline int64_t rt_cpu_fa_scratch(int64_t R, int64_t rpq, int64_t D, int64_t Dv) {
     const int64_t nq = (R + rpq - 1) / rpq, rp = RT_CPU_FA_PAD(R);
-    return D * rp + RT_CPU_FA_TILE * (RT_CPU_FA_PAD(D) + RT_CPU_FA_PAD(Dv) + 2 * rp + nq) + rp;
+    const int64_t wide = D * rp + RT_CPU_FA_TILE * (RT_CPU_FA_PAD(D) + RT_CPU_FA_PAD(Dv) + 2 * rp + nq) + rp;
+    const int64_t narrow = 2 * RT_CPU_FA_TILE * (rp + 2 * nq);
+    return wide > narrow ? wide : narrow;
 }
 
 typedef struct rt_cpu_kern_attn {

@@ -16,7 +16,10 @@
  *
  * The wide layout converts a tile's keys and values into F32 tiles first;
  * the narrow one reads them in place from the cache (each element
- * converted once per block of rows), its next tile prefetched along.
+ * converted once per block of rows), the next tile it attends prefetched
+ * along: not the adjacent one, which in a cache shared by sequences that
+ * decode together is mostly another sequence's run (kv_cache.c), whose
+ * fetch would double the bytes read and leave the next one cold.
  *
  * Two layouts of the scores. Wide blocks (R >= RT_W: prompts) put the
  * rows in the lanes: q is transposed once per call, the scores of a key
@@ -156,9 +159,8 @@ RT_INLINE rt_vf fa_vec_n(const char *row, bool f16, int64_t e, int64_t n) {
  * fixed costs (the mask, each row's softmax steps and horizontal max and
  * sum, the accumulators' loads and stores in P V), 10-15% of decode at
  * D = 128; the wide layout measured better at FA_T. The narrow layout
- * needs only s and the mask tile, which fit at the start of the wide
- * one's scratch (rt_cpu_fa_scratch: 2 FA_T (rp + nq) <= FA_T (D + Dv + 2 rp
- * + nq) as nq <= R < RT_W <= 16 <= the padded D). */
+ * needs only s and two mask tiles (this one and the next attended),
+ * rt_cpu_fa_scratch's narrow part. */
 #define FA_NT (2 * FA_T)
 
 /* s[r0 + i][t + j] for rg rows and kg keys, the keys read raw from the
@@ -166,15 +168,15 @@ RT_INLINE rt_vf fa_vec_n(const char *row, bool f16, int64_t e, int64_t n) {
  * accumulator per (row, key) along d, then the transpose and a sum of the
  * RT_W vectors gives the rg * kg dot products in one vector. Keys past nt
  * read the tile's first row; the mask's -inf drops their scores. */
-RT_INLINE void fa_kq_block(const rt_cpu_fa_t *a, int64_t r0, int64_t t0, int64_t t, int64_t nt, int64_t n_next,
-                           float *s, const bool f16, const int rg, const int kg) {
+RT_INLINE void fa_kq_block(const rt_cpu_fa_t *a, int64_t r0, int64_t t0, int64_t t, int64_t nt, int64_t dn,
+                           int64_t n_next, float *s, const bool f16, const int rg, const int kg) {
     const char *krow[RT_W];
     rt_vf acc[RT_W];
     RT_UNROLL(16)
     for (int i = 0; i < RT_W; i++) acc[i] = vf_zero();
     RT_UNROLL(16)
     for (int j = 0; j < kg; j++) krow[j] = a->k + (size_t)(t0 + (t + j < nt ? t + j : 0)) * a->ldk;
-    if (r0 == 0) fa_prefetch_rows(a->k + (size_t)(t0 + FA_NT + t) * a->ldk, a->ldk, a->D * (f16 ? 2 : 4), 0,
+    if (r0 == 0) fa_prefetch_rows(a->k + (size_t)(t0 + dn + t) * a->ldk, a->ldk, a->D * (f16 ? 2 : 4), 0,
                                   n_next - t < kg ? n_next - t : kg);
     const float *q = a->q + r0 * a->D;
     for (int64_t d = 0; d < a->D; d += RT_W) {
@@ -199,32 +201,33 @@ RT_INLINE void fa_kq_block(const rt_cpu_fa_t *a, int64_t r0, int64_t t0, int64_t
         for (int j = 0; j < kg; j++) s[(r0 + i) * FA_NT + t + j] = x[i * kg + j];
 }
 
-RT_INLINE void fa_kq_rows(const rt_cpu_fa_t *a, int64_t r0, int64_t t0, int64_t nt, int64_t n_next, float *s,
-                          const bool f16, const int rg, const int kg) {
-    for (int64_t t = 0; t < FA_NT; t += kg) fa_kq_block(a, r0, t0, t, nt, n_next, s, f16, rg, kg);
+RT_INLINE void fa_kq_rows(const rt_cpu_fa_t *a, int64_t r0, int64_t t0, int64_t nt, int64_t dn, int64_t n_next,
+                          float *s, const bool f16, const int rg, const int kg) {
+    for (int64_t t = 0; t < FA_NT; t += kg) fa_kq_block(a, r0, t0, t, nt, dn, n_next, s, f16, rg, kg);
 }
 
-/* s[r][t] for every row against the tile's keys [t0, t0 + nt). */
-RT_INLINE void fa_scores_as(const rt_cpu_fa_t *a, int64_t t0, int64_t nt, int64_t n_next, float *s,
+/* s[r][t] for every row against the tile's keys [t0, t0 + nt); the n_next
+ * keys from t0 + dn (the next tile attended) prefetched. */
+RT_INLINE void fa_scores_as(const rt_cpu_fa_t *a, int64_t t0, int64_t nt, int64_t dn, int64_t n_next, float *s,
                             const bool f16) {
     for (int64_t r0 = 0; r0 < a->R; r0 += FA_KR) {
         const int64_t rg = a->R - r0 < FA_KR ? a->R - r0 : FA_KR;
         if (rg >= 4)
-            fa_kq_rows(a, r0, t0, nt, n_next, s, f16, FA_KR, RT_W / FA_KR);
+            fa_kq_rows(a, r0, t0, nt, dn, n_next, s, f16, FA_KR, RT_W / FA_KR);
         else if (rg == 3)
-            fa_kq_rows(a, r0, t0, nt, n_next, s, f16, 3, RT_W / FA_KR);
+            fa_kq_rows(a, r0, t0, nt, dn, n_next, s, f16, 3, RT_W / FA_KR);
         else if (rg == 2)
-            fa_kq_rows(a, r0, t0, nt, n_next, s, f16, 2, RT_W / 2);
+            fa_kq_rows(a, r0, t0, nt, dn, n_next, s, f16, 2, RT_W / 2);
         else
-            fa_kq_rows(a, r0, t0, nt, n_next, s, f16, 1, RT_W);
+            fa_kq_rows(a, r0, t0, nt, dn, n_next, s, f16, 1, RT_W);
     }
 }
 
-static void fa_scores(const rt_cpu_fa_t *a, int64_t t0, int64_t nt, int64_t n_next, float *s) {
+static void fa_scores(const rt_cpu_fa_t *a, int64_t t0, int64_t nt, int64_t dn, int64_t n_next, float *s) {
     if (a->f16)
-        fa_scores_as(a, t0, nt, n_next, s, true);
+        fa_scores_as(a, t0, nt, dn, n_next, s, true);
     else
-        fa_scores_as(a, t0, nt, n_next, s, false);
+        fa_scores_as(a, t0, nt, dn, n_next, s, false);
 }
 
 //===--- the online softmax ---===//
@@ -364,10 +367,11 @@ static void fa_wide_softmax(const rt_cpu_fa_t *a, int64_t rp, float *s, const fl
 /* Rows [0, rb) of acc, vectors [e, e + cv * RT_W), over the tile's nt keys;
  * row i's weight of key t is p[i * pr + t * pt]. The values are rows of n
  * elements ldv bytes apart (the F32 value tile, or the cache itself, each
- * element converted once for the rb rows), zeros past n. */
+ * element converted once for the rb rows), zeros past n; the n_next rows
+ * from dn on (the next tile attended) prefetched. */
 RT_INLINE void fa_pv_block(const float *p, int64_t pr, int64_t pt, const char *v, size_t ldv, int64_t n,
-                           int64_t dvp, float *acc, int64_t e, int64_t nt, int64_t n_next, const bool f16,
-                           const int rb, const int cv) {
+                           int64_t dvp, float *acc, int64_t e, int64_t nt, int64_t dn, int64_t n_next,
+                           const bool f16, const int rb, const int cv) {
     const int64_t es = f16 ? 2 : 4, b1 = (e + cv * RT_W < n ? e + cv * RT_W : n) * es;
     const bool full = e + cv * RT_W <= n; /* no partial vector: the branch out of the key loop */
     rt_vf c[FA_PRB][FA_CV];
@@ -376,7 +380,7 @@ RT_INLINE void fa_pv_block(const float *p, int64_t pr, int64_t pt, const char *v
         RT_UNROLL(4)
         for (int j = 0; j < cv; j++) c[i][j] = vf_load(acc + i * dvp + e + j * RT_W);
     for (int64_t t = 0; t < nt; t++) {
-        if (t < n_next && e * es < b1) fa_prefetch_rows(v + (size_t)(t + FA_NT) * ldv, ldv, b1 - e * es, e * es, 1);
+        if (t < n_next && e * es < b1) fa_prefetch_rows(v + (size_t)(t + dn) * ldv, ldv, b1 - e * es, e * es, 1);
         rt_vf vv[FA_CV];
         RT_UNROLL(4)
         for (int j = 0; j < cv; j++)
@@ -395,32 +399,33 @@ RT_INLINE void fa_pv_block(const float *p, int64_t pr, int64_t pt, const char *v
 }
 
 RT_INLINE void fa_pv_rows(const float *p, int64_t pr, int64_t pt, const char *v, size_t ldv, int64_t n,
-                          int64_t dvp, float *acc, int64_t nt, int64_t n_next, const bool f16, const int rb) {
+                          int64_t dvp, float *acc, int64_t nt, int64_t dn, int64_t n_next, const bool f16,
+                          const int rb) {
     int64_t e = 0;
     for (; e + FA_CV * RT_W <= dvp; e += FA_CV * RT_W)
-        fa_pv_block(p, pr, pt, v, ldv, n, dvp, acc, e, nt, n_next, f16, rb, FA_CV);
-    for (; e < dvp; e += RT_W) fa_pv_block(p, pr, pt, v, ldv, n, dvp, acc, e, nt, n_next, f16, rb, 1);
+        fa_pv_block(p, pr, pt, v, ldv, n, dvp, acc, e, nt, dn, n_next, f16, rb, FA_CV);
+    for (; e < dvp; e += RT_W) fa_pv_block(p, pr, pt, v, ldv, n, dvp, acc, e, nt, dn, n_next, f16, rb, 1);
 }
 
 RT_INLINE void fa_pv_as(const rt_cpu_fa_t *a, const float *p, int64_t pr, int64_t pt, const char *v, size_t ldv,
-                        int64_t n, float *acc, int64_t nt, int64_t n_next, const bool f16) {
+                        int64_t n, float *acc, int64_t nt, int64_t dn, int64_t n_next, const bool f16) {
     const int64_t dvp = RT_CPU_FA_PAD(a->Dv);
     int64_t r = 0;
     /* Only the first rows' pass prefetches the next tile's values. */
     for (; r + FA_PRB <= a->R; r += FA_PRB)
-        fa_pv_rows(p + r * pr, pr, pt, v, ldv, n, dvp, acc + r * dvp, nt, r == 0 ? n_next : 0, f16, FA_PRB);
+        fa_pv_rows(p + r * pr, pr, pt, v, ldv, n, dvp, acc + r * dvp, nt, dn, r == 0 ? n_next : 0, f16, FA_PRB);
     for (; r < a->R; r++)
-        fa_pv_rows(p + r * pr, pr, pt, v, ldv, n, dvp, acc + r * dvp, nt, r == 0 ? n_next : 0, f16, 1);
+        fa_pv_rows(p + r * pr, pr, pt, v, ldv, n, dvp, acc + r * dvp, nt, dn, r == 0 ? n_next : 0, f16, 1);
 }
 
 /* acc += P V over the tile's nt keys: v rows of n elements, ldv bytes
- * apart, F16 when f16; the next tile's n_next rows prefetched. */
+ * apart, F16 when f16; the n_next rows from dn on prefetched. */
 static void fa_pv(const rt_cpu_fa_t *a, const float *p, int64_t pr, int64_t pt, const char *v, size_t ldv,
-                  int64_t n, float *acc, int64_t nt, int64_t n_next, bool f16) {
+                  int64_t n, float *acc, int64_t nt, int64_t dn, int64_t n_next, bool f16) {
     if (f16)
-        fa_pv_as(a, p, pr, pt, v, ldv, n, acc, nt, n_next, true);
+        fa_pv_as(a, p, pr, pt, v, ldv, n, acc, nt, dn, n_next, true);
     else
-        fa_pv_as(a, p, pr, pt, v, ldv, n, acc, nt, n_next, false);
+        fa_pv_as(a, p, pr, pt, v, ldv, n, acc, nt, dn, n_next, false);
 }
 
 //===--- the key walk ---===//
@@ -448,43 +453,66 @@ RT_INLINE void fa_load_tile(const rt_cpu_fa_t *a, const fa_tiles_t *b, int64_t t
     fa_load_rows_as(a->v, a->ldv, a->Dv, t0, nt, n_next, b->vt, f16);
 }
 
+/* Wide blocks (prompts): the tiles in order, each loaded and converted. */
+static void fa_attend_wide(const rt_cpu_fa_t *a, int64_t j0, int64_t j1, float *m, float *l, float *acc,
+                           float *scratch) {
+    const int64_t nq = (a->R + a->rpq - 1) / a->rpq, dvp = RT_CPU_FA_PAD(a->Dv), rp = RT_CPU_FA_PAD(a->R);
+    fa_tiles_t b = fa_carve(a, scratch);
+    fa_transpose_q(a, rp, b.qt);
+    for (int64_t t0 = j0; t0 < j1; t0 += FA_T) {
+        const int64_t nt = j1 - t0 < FA_T ? j1 - t0 : FA_T;
+        const fa_tile_kind_t kind = fa_mask_tile(a, nq, t0, nt, FA_T, b.mq);
+        if (kind == FA_HIDDEN) continue;
+        const int64_t n_next = j1 - t0 - FA_T < FA_T ? j1 - t0 - FA_T : FA_T; /* <= 0 on the last */
+        if (a->f16)
+            fa_load_tile(a, &b, t0, nt, n_next, true);
+        else
+            fa_load_tile(a, &b, t0, nt, n_next, false);
+        const bool masked = kind == FA_MASKED;
+        if (masked) fa_spread_mask(a, rp, b.mq, b.mt);
+        fa_wide_scores(a, rp, b.qt, b.kt, b.s);
+        fa_wide_softmax(a, rp, b.s, masked ? b.mt : NULL, m, l, b.alpha);
+        for (int64_t r = 0; r < a->R; r++)
+            if (b.alpha[r] != 1.0f) fa_rescale(acc + r * dvp, dvp, b.alpha[r]);
+        fa_pv(a, b.s, 1, rp, (const char *)b.vt, (size_t)dvp * sizeof b.vt[0], dvp, acc, nt, 0, 0, false);
+    }
+}
+
+/* The first tile from t0 on that the block sees (j1 if none), its mask
+ * tile in mq. */
+static int64_t fa_next_seen(const rt_cpu_fa_t *a, int64_t nq, int64_t t0, int64_t j1, float *mq) {
+    for (; t0 < j1; t0 += FA_NT)
+        if (fa_mask_tile(a, nq, t0, j1 - t0 < FA_NT ? j1 - t0 : FA_NT, FA_NT, mq) != FA_HIDDEN) return t0;
+    return j1;
+}
+
+/* Narrow blocks (decode): only the tiles the block sees, each read in
+ * place while the next one seen is prefetched. */
+static void fa_attend_narrow(const rt_cpu_fa_t *a, int64_t j0, int64_t j1, float *m, float *l, float *acc,
+                             float *scratch) {
+    const int64_t nq = (a->R + a->rpq - 1) / a->rpq, dvp = RT_CPU_FA_PAD(a->Dv), rp = RT_CPU_FA_PAD(a->R);
+    float *s = scratch, *mq = s + FA_NT * rp, *mq_next = mq + FA_NT * nq;
+    for (int64_t t0 = fa_next_seen(a, nq, j0, j1, mq); t0 < j1;) {
+        const int64_t nt = j1 - t0 < FA_NT ? j1 - t0 : FA_NT;
+        const int64_t t1 = fa_next_seen(a, nq, t0 + FA_NT, j1, mq_next);
+        const int64_t n_next = t1 < j1 ? (j1 - t1 < FA_NT ? j1 - t1 : FA_NT) : 0;
+        fa_scores(a, t0, nt, t1 - t0, n_next, s);
+        for (int64_t r = 0; r < a->R; r++)
+            fa_softmax_row(a, s + r * FA_NT, mq + r / a->rpq * FA_NT, &m[r], &l[r], acc + r * dvp);
+        fa_pv(a, s, FA_NT, 1, a->v + (size_t)t0 * a->ldv, a->ldv, a->Dv, acc, nt, t1 - t0, n_next, a->f16);
+        float *swap = mq;
+        mq = mq_next;
+        mq_next = swap;
+        t0 = t1;
+    }
+}
+
 static void fa_attend(const rt_cpu_fa_t *a, int64_t j0, int64_t j1, float *m, float *l, float *acc,
                       float *scratch) {
-    const int64_t nq = (a->R + a->rpq - 1) / a->rpq, dvp = RT_CPU_FA_PAD(a->Dv), rp = RT_CPU_FA_PAD(a->R);
-    const bool wide = a->R >= RT_W;
-    const int64_t tl = wide ? FA_T : FA_NT;
-    fa_tiles_t b = fa_carve(a, scratch);
-    if (wide) {
-        fa_transpose_q(a, rp, b.qt);
-    } else { /* only s and mq, over the whole scratch */
-        b.s = scratch;
-        b.mq = b.s + FA_NT * rp;
-    }
-    for (int64_t t0 = j0; t0 < j1; t0 += tl) {
-        const int64_t nt = j1 - t0 < tl ? j1 - t0 : tl;
-        const fa_tile_kind_t kind =
-            wide ? fa_mask_tile(a, nq, t0, nt, FA_T, b.mq) : fa_mask_tile(a, nq, t0, nt, FA_NT, b.mq);
-        if (kind == FA_HIDDEN) continue;
-        const int64_t n_next = j1 - t0 - tl < tl ? j1 - t0 - tl : tl; /* <= 0 on the last */
-        if (wide) {
-            if (a->f16)
-                fa_load_tile(a, &b, t0, nt, n_next, true);
-            else
-                fa_load_tile(a, &b, t0, nt, n_next, false);
-            const bool masked = kind == FA_MASKED;
-            if (masked) fa_spread_mask(a, rp, b.mq, b.mt);
-            fa_wide_scores(a, rp, b.qt, b.kt, b.s);
-            fa_wide_softmax(a, rp, b.s, masked ? b.mt : NULL, m, l, b.alpha);
-            for (int64_t r = 0; r < a->R; r++)
-                if (b.alpha[r] != 1.0f) fa_rescale(acc + r * dvp, dvp, b.alpha[r]);
-            fa_pv(a, b.s, 1, rp, (const char *)b.vt, (size_t)dvp * sizeof b.vt[0], dvp, acc, nt, 0, false);
-            continue;
-        }
-        fa_scores(a, t0, nt, n_next, b.s);
-        for (int64_t r = 0; r < a->R; r++)
-            fa_softmax_row(a, b.s + r * FA_NT, b.mq + r / a->rpq * FA_NT, &m[r], &l[r], acc + r * dvp);
-        fa_pv(a, b.s, FA_NT, 1, a->v + (size_t)t0 * a->ldv, a->ldv, a->Dv, acc, nt, n_next, a->f16);
-    }
+    if (a->R >= RT_W)
+        fa_attend_wide(a, j0, j1, m, l, acc, scratch);
+    else
+        fa_attend_narrow(a, j0, j1, m, l, acc, scratch);
 }
 
 static const rt_cpu_kern_attn_t kern_attn = {
