@@ -27,9 +27,10 @@
  * runs on vectors of rows with no horizontal step. Narrow blocks (decode:
  * a few heads, fewer rows than lanes) put the keys in the lanes instead:
  * each row's dot products with RT_W keys accumulate along d, one vector per
- * key, and one register transpose sums them into a vector of RT_W scores
- * (transposing the key tile instead cost twice the shuffles: 1.1-1.45x
- * slower at R = 3 and 4, D = 128).
+ * key, and one in-register reduction (vf_sums: pairs of vectors summed
+ * into each other's lanes) makes them a vector of RT_W scores (transposing
+ * the key tile instead cost twice the shuffles: 1.1-1.45x slower at R = 3
+ * and 4, D = 128).
  *
  * Everything is summed in F32, p included (never rounded to F16). The
  * scores never exist beyond one tile: memory is O(R * (D + Dv)). */
@@ -153,7 +154,7 @@ RT_INLINE rt_vf fa_vec_n(const char *row, bool f16, int64_t e, int64_t n) {
 }
 
 /* Rows per score block of the narrow layout: rg rows by kg keys fill the
- * RT_W accumulators that one register transpose reduces. */
+ * RT_W accumulators that one vf_sums reduces. */
 #define FA_KR (RT_W < 4 ? RT_W : 4)
 /* Keys per narrow tile: two of the wide layout's, halving the tile's
  * fixed costs (the mask, each row's softmax steps and horizontal max and
@@ -165,8 +166,8 @@ RT_INLINE rt_vf fa_vec_n(const char *row, bool f16, int64_t e, int64_t n) {
 
 /* s[r0 + i][t + j] for rg rows and kg keys, the keys read raw from the
  * cache (each converted once for the rg rows, not once per row): one
- * accumulator per (row, key) along d, then the transpose and a sum of the
- * RT_W vectors gives the rg * kg dot products in one vector. Keys past nt
+ * accumulator per (row, key) along d, whose lanes vf_sums adds up into
+ * one vector of the rg * kg dot products. Keys past nt
  * read the tile's first row; the mask's -inf drops their scores. */
 RT_INLINE void fa_kq_block(const rt_cpu_fa_t *a, int64_t r0, int64_t t0, int64_t t, int64_t nt, int64_t dn,
                            int64_t n_next, float *s, const bool f16, const int rg, const int kg) {
@@ -190,13 +191,8 @@ RT_INLINE void fa_kq_block(const rt_cpu_fa_t *a, int64_t r0, int64_t t0, int64_t
             for (int j = 0; j < kg; j++) acc[i * kg + j] = vf_fma(qv, kv[j], acc[i * kg + j]);
         }
     }
-    vf_transpose(acc);
-    RT_UNROLL(16)
-    for (int w = RT_W / 2; w > 0; w /= 2)
-        RT_UNROLL(8)
-        for (int i = 0; i < w; i++) acc[i] = vf_add(acc[i], acc[i + w]);
     float x[RT_W];
-    vf_store(x, acc[0]);
+    vf_store(x, vf_sums(acc));
     for (int i = 0; i < rg; i++)
         for (int j = 0; j < kg; j++) s[(r0 + i) * FA_NT + t + j] = x[i * kg + j];
 }

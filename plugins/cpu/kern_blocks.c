@@ -419,10 +419,18 @@ static inline __m256i qh_bytes16(const uint8_t qh[4]) {
     return _mm256_and_si256(_mm256_cmpeq_epi8(v, bits), _mm256_set1_epi8(16));
 }
 
-/* The 32 nibbles of a block of 32 in element order. */
+/* The 32 nibbles of a block of 32 in element order: the 16 bytes in both
+ * halves, the upper half's shifted down 4 (with AVX-512's per-word shifts:
+ * one load, shift and mask instead of two masks and an insert). */
 static inline __m256i nibbles32(const uint8_t qs[16]) {
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+    const __m256i q = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)qs));
+    const __m256i sh = _mm256_setr_epi16(0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4);
+    return _mm256_and_si256(_mm256_srlv_epi16(q, sh), _mm256_set1_epi8(15));
+#else
     const __m128i q = _mm_loadu_si128((const __m128i *)qs), m4 = _mm_set1_epi8(15);
     return cat128(_mm_and_si128(q, m4), _mm_and_si128(_mm_srli_epi16(q, 4), m4));
+#endif
 }
 
 #define MR 8 /* activation rows per pass over a weight row: its blocks unpacked once */
@@ -435,6 +443,17 @@ static inline __m256i dot_ss(__m256i v, __m256i a, __m256i sc) {
 }
 
 #if defined(__AVX512BW__)
+/* nibbles32 in both halves of a 512-bit register (the pairs' levels). */
+static inline __m512i nibbles32_x2(const uint8_t qs[16]) {
+    const __m512i q = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)qs));
+    const __m512i sh = _mm512_set_epi64(0x0004000400040004ll, 0x0004000400040004ll, 0, 0,
+                                        0x0004000400040004ll, 0x0004000400040004ll, 0, 0);
+    return _mm512_and_si512(_mm512_srlv_epi16(q, sh), _mm512_set1_epi8(15));
+}
+
+/* A block's levels u in both halves. */
+static inline __m512i dup256(__m256i u) { return _mm512_inserti64x4(_mm512_castsi256_si512(u), u, 1); }
+
 /* dot_us1 and dot_ss for two activation rows at once, one in each half of
  * a 512-bit register against the same levels in both: lane for lane the
  * same integer sums (AVX-512 has no vpsignb: a's sign flipped by mask). */
@@ -472,44 +491,59 @@ static inline __m256i iq4nl_values(__m256i nibbles) {
  *
  * With AVX-512 and aq (rows_pairs: the pass's rows' levels two by two,
  * block by block), two rows share each dot product, conversion and FMA,
- * one in each half of a 512-bit register: the per-row work of a block,
- * more than its levels' at n >= 2, halves, every lane's value the same. */
+ * one in each half of a 512-bit register, every lane's value the same:
+ * half the instructions a row, though Zen 4 runs a 512-bit operation as
+ * two 256-bit halves, so that its FMA ports (each block's dot, conversion
+ * and FMA a row: the price of llama.cpp's order) still bound the loop.
+ * Measured there (2 threads, m = 8192, k = 1536, best of 6 runs, with the
+ * loops unswitched and the nibbles' loads below): n = 1 0.271 -> 0.251 ms,
+ * n = 4 0.552 -> 0.563, n = 8 0.975 -> 0.892. */
+/* The table's products for block i: dd = d_w*d_a of the rows, and the
+ * rows' m_w*s_a added to accmv. */
+#define ROWS32_SCALES                                                                       \
+    const __m256 dd = _mm256_mul_ps(_mm256_set1_ps(d), _mm256_loadu_ps(ds + 16 * i));       \
+    accmv = _mm256_add_ps(accmv, _mm256_mul_ps(_mm256_set1_ps(m), _mm256_loadu_ps(ds + 16 * i + 8)));
+/* Row r's product with the block's levels u, scaled by dd's lane r. */
+#define ROWS32_ROW(DOT, r)                                                                     \
+    do {                                                                                    \
+        const __m256i p = DOT(u, _mm256_loadu_si256((const __m256i *)a[r][i].qs), ones);    \
+        const __m256 dr = _mm256_permutevar8x32_ps(dd, _mm256_set1_epi32(r));               \
+        acc[r] = _mm256_fmadd_ps(dr, _mm256_cvtepi32_ps(p), acc[r]);                        \
+    } while (0)
 #if defined(RT_ROWS_PAIRS)
-#  define ROWS32_PAIRS(DOT, DOT2)                                                           \
+#  define ROWS32_PAIRS_LOOP(LEVELS2, M, DOT, DOT2)                                             \
     if (aq != NULL) {                                                                       \
-        const __m512i u2 = _mm512_inserti64x4(_mm512_castsi256_si512(u), u, 1);             \
-        const __m512 dd2 = _mm512_castps256_ps512(dd);                                      \
+        __m512 acc2[MR / 2];                                                                \
+        __m512i pair_idx[MR / 2];                                                           \
         for (int p = 0; p < NB / 2; p++) {                                                  \
-            const __m512i pr = DOT2(u2, _mm512_loadu_si512(aq + (i * (MR / 2) + p) * 64));  \
-            const __m512 dr = _mm512_permutexvar_ps(pair_idx[p], dd2);                      \
-            acc2[p] = _mm512_fmadd_ps(dr, _mm512_cvtepi32_ps(pr), acc2[p]);                 \
+            acc2[p] = _mm512_setzero_ps();                                                  \
+            pair_idx[p] = _mm512_inserti64x4(_mm512_set1_epi32(2 * p), _mm256_set1_epi32(2 * p + 1), 1); \
         }                                                                                   \
-        if (NB % 2) {                                                                       \
-            const int r = NB - 1;                                                           \
-            const __m256i p = DOT(u, _mm256_loadu_si256((const __m256i *)a[r][i].qs), ones); \
-            const __m256 dr = _mm256_permutevar8x32_ps(dd, _mm256_set1_epi32(r));           \
-            acc[r] = _mm256_fmadd_ps(dr, _mm256_cvtepi32_ps(p), acc[r]);                    \
+        for (int64_t i = 0; i < nb; i++) {                                                  \
+            const __m512i u2 = LEVELS2;                                                     \
+            const __m256i u = _mm512_castsi512_si256(u2);                                   \
+            const float d = h16(w[i].d), m = (M);                                           \
+            ROWS32_SCALES                                                                   \
+            const __m512 dd2 = _mm512_castps256_ps512(dd);                                  \
+            for (int p = 0; p < NB / 2; p++) {                                              \
+                const __m512i pr = DOT2(u2, _mm512_loadu_si512(aq + (i * (MR / 2) + p) * 64)); \
+                const __m512 dr = _mm512_permutexvar_ps(pair_idx[p], dd2);                  \
+                acc2[p] = _mm512_fmadd_ps(dr, _mm512_cvtepi32_ps(pr), acc2[p]);             \
+            }                                                                               \
+            if (NB % 2) ROWS32_ROW(DOT, NB - 1);                                            \
         }                                                                                   \
-        continue;                                                                           \
-    }
-#  define ROWS32_PAIRS_DECL                                                                 \
-    __m512 acc2[MR / 2];                                                                    \
-    __m512i pair_idx[MR / 2];                                                               \
-    for (int p = 0; p < MR / 2; p++) {                                                      \
-        acc2[p] = _mm512_setzero_ps();                                                      \
-        pair_idx[p] = _mm512_inserti64x4(_mm512_set1_epi32(2 * p), _mm256_set1_epi32(2 * p + 1), 1); \
-    }
-#  define ROWS32_PAIRS_END                                                                  \
-    for (int p = 0; aq != NULL && p < NB / 2; p++) {                                        \
-        acc[2 * p] = _mm512_castps512_ps256(acc2[p]);                                       \
-        acc[2 * p + 1] = _mm512_extractf32x8_ps(acc2[p], 1);                                \
-    }
+        for (int p = 0; p < NB / 2; p++) {                                                  \
+            acc[2 * p] = _mm512_castps512_ps256(acc2[p]);                                   \
+            acc[2 * p + 1] = _mm512_extractf32x8_ps(acc2[p], 1);                            \
+        }                                                                                   \
+    } else
 #else
-#  define ROWS32_PAIRS(DOT, DOT2)
-#  define ROWS32_PAIRS_DECL (void)aq;
-#  define ROWS32_PAIRS_END
+#  define ROWS32_PAIRS_LOOP(LEVELS2, M, DOT, DOT2) (void)aq;
 #endif
-#define ROWS32_AVX2(T, LEVELS, M, DOT, DOT2)                                                \
+/* The three cases in loops of their own (a test per block cost the four
+ * rows' loop 2 of its ~37 instructions a block): one row (no table), the
+ * pairs (AVX-512), the table alone. */
+#define ROWS32_AVX2(T, LEVELS, LEVELS2, M, DOT, DOT2)                                       \
     RT_INLINE void rows_##T##_n(const char *wr, const rt_cpu_q8s_t *const *a, const float *ds, \
                                 const int8_t *aq, int64_t nb, int NB, float *out) {         \
         const rt_block_##T##_t *w = (const rt_block_##T##_t *)wr;                           \
@@ -517,41 +551,43 @@ static inline __m256i iq4nl_values(__m256i nibbles) {
         __m256 acc[MR], accmv = _mm256_setzero_ps();                                        \
         float accm[MR] = {0};                                                               \
         for (int r = 0; r < NB; r++) acc[r] = _mm256_setzero_ps();                          \
-        ROWS32_PAIRS_DECL                                                                   \
-        for (int64_t i = 0; i < nb; i++) {                                                  \
-            const __m256i u = LEVELS;                                                       \
-            const float d = h16(w[i].d), m = (M);                                           \
-            if (ds == NULL) {                                                               \
+        if (ds == NULL) {                                                                   \
+            for (int64_t i = 0; i < nb; i++) {                                              \
+                const __m256i u = LEVELS;                                                   \
+                const float d = h16(w[i].d), m = (M);                                       \
                 for (int r = 0; r < NB; r++) {                                              \
                     const rt_cpu_q8s_t *ar = a[r] + i;                                      \
                     const __m256i p = DOT(u, _mm256_loadu_si256((const __m256i *)ar->qs), ones); \
                     acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * ar->d), _mm256_cvtepi32_ps(p), acc[r]); \
                     accm[r] += m * ar->s;                                                   \
                 }                                                                           \
-                continue;                                                                   \
             }                                                                               \
-            const __m256 dd = _mm256_mul_ps(_mm256_set1_ps(d), _mm256_loadu_ps(ds + 16 * i)); \
-            accmv = _mm256_add_ps(accmv, _mm256_mul_ps(_mm256_set1_ps(m), _mm256_loadu_ps(ds + 16 * i + 8))); \
-            ROWS32_PAIRS(DOT, DOT2)                                                         \
-            for (int r = 0; r < NB; r++) {                                                  \
-                const __m256i p = DOT(u, _mm256_loadu_si256((const __m256i *)a[r][i].qs), ones); \
-                const __m256 dr = _mm256_permutevar8x32_ps(dd, _mm256_set1_epi32(r));       \
-                acc[r] = _mm256_fmadd_ps(dr, _mm256_cvtepi32_ps(p), acc[r]);                \
+        } else {                                                                            \
+            ROWS32_PAIRS_LOOP(LEVELS2, M, DOT, DOT2)                                        \
+            for (int64_t i = 0; i < nb; i++) {                                              \
+                const __m256i u = LEVELS;                                                   \
+                const float d = h16(w[i].d), m = (M);                                       \
+                ROWS32_SCALES                                                               \
+                for (int r = 0; r < NB; r++) ROWS32_ROW(DOT, r);                            \
             }                                                                               \
+            _mm256_storeu_ps(accm, accmv);                                                  \
         }                                                                                   \
-        if (ds != NULL) _mm256_storeu_ps(accm, accmv);                                      \
-        ROWS32_PAIRS_END                                                                    \
         for (int r = 0; r < NB; r++) out[r] = hsum_ps(acc[r]) + accm[r];                    \
     }
 /* Q5_0: x = d*(q - 16) = d*q + (-16 d) */
-ROWS32_AVX2(q4_1, nibbles32(w[i].qs), h16(w[i].m), dot_us1, dot_us1_x2)
-ROWS32_AVX2(q5_0, _mm256_or_si256(nibbles32(w[i].qs), qh_bytes16(w[i].qh)), -16.0f * d, dot_us1, dot_us1_x2)
-ROWS32_AVX2(q5_1, _mm256_or_si256(nibbles32(w[i].qs), qh_bytes16(w[i].qh)), h16(w[i].m), dot_us1, dot_us1_x2)
-ROWS32_AVX2(iq4_nl, iq4nl_values(nibbles32(w[i].qs)), 0.0f, dot_ss, dot_ss_x2)
+/* LEVELS2: the same levels in both halves (the pairs' loop, AVX-512 only). */
+#define Q5_LEVELS _mm256_or_si256(nibbles32(w[i].qs), qh_bytes16(w[i].qh))
+#define IQ4NL_LEVELS iq4nl_values(nibbles32(w[i].qs))
+ROWS32_AVX2(q4_1, nibbles32(w[i].qs), nibbles32_x2(w[i].qs), h16(w[i].m), dot_us1, dot_us1_x2)
+ROWS32_AVX2(q5_0, Q5_LEVELS, dup256(Q5_LEVELS), -16.0f * d, dot_us1, dot_us1_x2)
+ROWS32_AVX2(q5_1, Q5_LEVELS, dup256(Q5_LEVELS), h16(w[i].m), dot_us1, dot_us1_x2)
+ROWS32_AVX2(iq4_nl, IQ4NL_LEVELS, dup256(IQ4NL_LEVELS), 0.0f, dot_ss, dot_ss_x2)
+#undef Q5_LEVELS
+#undef IQ4NL_LEVELS
 #undef ROWS32_AVX2
-#undef ROWS32_PAIRS
-#undef ROWS32_PAIRS_DECL
-#undef ROWS32_PAIRS_END
+#undef ROWS32_PAIRS_LOOP
+#undef ROWS32_ROW
+#undef ROWS32_SCALES
 
 /* Q4_K/Q5_K's 8 scales and mins of a super-block. */
 static inline void k4_scales8(const uint8_t s[12], int16_t sc[8], int16_t mn[8]) {
