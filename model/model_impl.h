@@ -210,8 +210,9 @@ RTM_INTERNAL rt_status_t rtm_attn_fused_choose(const rtm_kv_cache_t *kv, const r
                                                const rtm_kv_config_t *cfg, bool *fused);
 RTM_INTERNAL void rtm_kv_cache_deinit(rtm_kv_cache_t *kv);
 /* A free row, now holding the next position of seq (-1 when every row is
- * held): the row after seq's last if free, else the first free run of
- * RTM_KV_RUN rows, else the first free row (kv_cache.c says why). */
+ * held): with fused attention the row after seq's last if free, else the
+ * first free run of RTM_KV_RUN rows; else the first free row (kv_cache.c
+ * says why). */
 RTM_INTERNAL int32_t rtm_kv_cell_take(rtm_kv_cache_t *kv, int32_t seq);
 /* Gives back row, the last one its sequence took (a failed run undone). */
 RTM_INTERNAL void rtm_kv_cell_untake(rtm_kv_cache_t *kv, int32_t row);
