@@ -373,9 +373,9 @@ static int run(model_run_t *r, rt_registry_t *reg) {
                                    .devices = dev ? &dev : NULL, .n_devices = dev ? 1 : 0,
                                    .n_ctx = n_ctx, .no_progress = true};
     if (rtm_model_load(a->model, &mp, &r->model) != RT_OK) return -1;
+    const int32_t n_batch = a->n_batch ? a->n_batch : rt_tool_default_n_batch(r->model, n_ctx);
     const rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = n_ctx,
-                                     .n_batch = a->n_batch ? a->n_batch : rt_tool_default_n_batch(r->model, n_ctx),
-                                     .n_threads = a->n_threads,
+                                     .n_batch = n_batch, .n_threads = a->n_threads,
                                      .no_graph_reuse = a->no_graph_reuse, .type_k = a->type_k,
                                      .type_v = a->type_v, .flash_attn = a->flash_attn};
     if (rtm_context_create(r->model, &cp, &r->ctx) != RT_OK) return -1;

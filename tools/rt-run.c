@@ -36,10 +36,10 @@
  * Every error, a failed write to stdout or the dump included, is one line
  * on stderr and exit status 1 (2 for usage). */
 #include "../abi/rt.h"
-#include "default_batch.h"
 #include "../model/rt_model.h"
 #include "../dist/rt_dist.h"
 #include "bundled_model.h"
+#include "default_batch.h"
 #include "out_file.h"
 #include "run.h"
 #include "run_options.h"

@@ -250,7 +250,6 @@ int run_options_parse(int argc, char **argv, run_options_t *o) {
     return 0;
 }
 
-
 void run_options_deinit(run_options_t *o) {
     free(o->prompt_buf);
     o->prompt_buf = NULL;

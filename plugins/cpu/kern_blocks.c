@@ -498,20 +498,21 @@ static inline __m256i iq4nl_values(__m256i nibbles) {
  * Measured there (2 threads, m = 8192, k = 1536, best of 6 runs, with the
  * loops unswitched and the nibbles' loads below): n = 1 0.271 -> 0.251 ms,
  * n = 4 0.552 -> 0.563, n = 8 0.975 -> 0.892. */
+
 /* The table's products for block i: dd = d_w*d_a of the rows, and the
  * rows' m_w*s_a added to accmv. */
 #define ROWS32_SCALES                                                                       \
     const __m256 dd = _mm256_mul_ps(_mm256_set1_ps(d), _mm256_loadu_ps(ds + 16 * i));       \
     accmv = _mm256_add_ps(accmv, _mm256_mul_ps(_mm256_set1_ps(m), _mm256_loadu_ps(ds + 16 * i + 8)));
 /* Row r's product with the block's levels u, scaled by dd's lane r. */
-#define ROWS32_ROW(DOT, r)                                                                     \
+#define ROWS32_ROW(DOT, r)                                                                  \
     do {                                                                                    \
         const __m256i p = DOT(u, _mm256_loadu_si256((const __m256i *)a[r][i].qs), ones);    \
         const __m256 dr = _mm256_permutevar8x32_ps(dd, _mm256_set1_epi32(r));               \
         acc[r] = _mm256_fmadd_ps(dr, _mm256_cvtepi32_ps(p), acc[r]);                        \
     } while (0)
 #if defined(RT_ROWS_PAIRS)
-#  define ROWS32_PAIRS_LOOP(LEVELS2, M, DOT, DOT2)                                             \
+#  define ROWS32_PAIRS_LOOP(LEVELS2, M, DOT, DOT2)                                          \
     if (aq != NULL) {                                                                       \
         __m512 acc2[MR / 2];                                                                \
         __m512i pair_idx[MR / 2];                                                           \
