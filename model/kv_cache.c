@@ -21,10 +21,10 @@
  * sequences reads each one's keys, not every sequence's: taken first-fit,
  * sequences that decode together interleave row by row and every tile is
  * seen by all. The unfused graph reads every row below the highest held
- * (n_kv) for every token, so there rows are taken first-fit, packed: runs
- * part-filled by 16 sequences made its n_kv 1.45x and rt-server's 16
- * clients 10% slower. One sequence alone holds rows 0..n_past - 1, its
- * positions, either way. */
+ * (n_kv) for every token, so there rows are taken first-fit, packed: with
+ * runs, 16 sequences' part-filled ones left its n_kv up to half again as
+ * large, and rt-server's 16 clients ran slower than before them. One
+ * sequence alone holds rows 0..n_past - 1, its positions, either way. */
 #include "model_impl.h"
 
 #include <math.h>
