@@ -366,7 +366,7 @@ static void test_architectures(void **state) {
     rt_registry_t *reg = tu_registry_open("cpu", 0);
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char path[256], what[64];
-        snprintf(path, sizeof path, "tests/arch/models/random-%s.gguf", names[i]);
+        tu_arch_model_path(names[i], path, sizeof path);
         snprintf(what, sizeof what, "batch-7 (%s)", names[i]);
         rtm_model_t *m = load_file(reg, path, NULL, 0);
         seq_run_t refs[4] = {0};
@@ -401,7 +401,7 @@ static void test_fused(void **state) {
     interleaved_vs_cpu(reg, NULL, 0, TOL_SAME, "batch-8 (cpu0, fused)");
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char path[256], what[64];
-        snprintf(path, sizeof path, "tests/arch/models/random-%s.gguf", names[i]);
+        tu_arch_model_path(names[i], path, sizeof path);
         snprintf(what, sizeof what, "batch-8 (%s, fused)", names[i]);
         m = load_file(reg, path, NULL, 0);
         seq_run_t refs[4] = {0};

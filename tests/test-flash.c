@@ -320,7 +320,7 @@ static void test_architectures(void **state) {
     rt_registry_t *reg = tu_registry_open("cpu", 0);
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char path[256], what[64];
-        snprintf(path, sizeof path, "tests/arch/models/random-%s.gguf", names[i]);
+        tu_arch_model_path(names[i], path, sizeof path);
         snprintf(what, sizeof what, "flash-5 (%s)", names[i]);
         rtm_model_t *m = load_on(reg, path, "cpu0");
         if (!fuses(m, RT_TYPE_F32)) skip_unfused(m, reg, what, "cpu0");

@@ -118,7 +118,7 @@ static rtm_model_t *load(const char *path, const rtm_model_params_t *mp) {
 
 static void run_model(const char *name, const rtm_model_params_t *mp, const ref_t *r, run_t *out) {
     char path[256];
-    snprintf(path, sizeof path, "tests/arch/models/random-%s.gguf", name);
+    tu_arch_model_path(name, path, sizeof path);
     rtm_model_t *m = load(path, mp);
     assert_string_equal(rtm_model_arch(m), strcmp(name, "llama3") == 0 ? "llama" : name);
     assert_int_equal(rtm_model_n_vocab(m), r->n_vocab);

@@ -112,6 +112,11 @@ char *tu_model_path(const char *file, char *buf, size_t size) {
     return buf;
 }
 
+char *tu_arch_model_path(const char *name, char *buf, size_t size) {
+    snprintf(buf, size, "tests/arch/models/random-%s.gguf", name);
+    return buf;
+}
+
 int tu_n_failed;
 
 void tu_report(const char *fmt, ...) {

@@ -60,6 +60,10 @@ rt_registry_t *tu_registry_vulkan(const char *id);
  * written into buf, which is returned. */
 char *tu_model_path(const char *file, char *buf, size_t size);
 
+/* tests/arch/models/random-NAME.gguf, the random-weight model of an
+ * architecture (tests/arch/make_models.py), written into buf. */
+char *tu_arch_model_path(const char *name, char *buf, size_t size);
+
 /* A failing check: prints the message and counts it in tu_n_failed, so a
  * test can list every failing case before it fails (reset it per test). */
 extern int tu_n_failed;

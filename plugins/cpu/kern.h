@@ -201,6 +201,10 @@ typedef struct rt_cpu_kern_blocks {
  * soft-capping: s = cap * tanh(q.k)). A tile whose mask is -inf for every
  * query of the block is skipped before its keys are read. */
 #define RT_CPU_FA_TILE 32
+/* Keys per tile of the narrow (decode) layout, kern_attn.c's FA_NT: the
+ * plan's chunks of keys are whole ones, so that the tiles of a chunk line
+ * up with the runs of 64 rows a fused cache keeps a sequence's cells in. */
+#define RT_CPU_FA_NARROW_TILE (2 * RT_CPU_FA_TILE)
 #define RT_CPU_FA_PAD(n) (((n) + 15) / 16 * 16) /* whole vectors of any path */
 
 typedef struct rt_cpu_fa {

@@ -162,7 +162,7 @@ RT_INLINE rt_vf fa_vec_n(const char *row, bool f16, int64_t e, int64_t n) {
  * D = 128; the wide layout measured better at FA_T. The narrow layout
  * needs only s and two mask tiles (this one and the next attended),
  * rt_cpu_fa_scratch's narrow part. */
-#define FA_NT (2 * FA_T)
+#define FA_NT RT_CPU_FA_NARROW_TILE
 
 /* s[r0 + i][t + j] for rg rows and kg keys, the keys read raw from the
  * cache (each converted once for the rg rows, not once per row): one

@@ -38,10 +38,8 @@ typedef struct fa_plan {
     int64_t chunk, n_chunks; /* keys per chunk; chunks */
 } fa_plan_t;
 
-/* Keys a tile of the narrow (decode) layout spans: kern_attn.c's FA_NT.
- * Chunks of keys are whole spans, so a chunk's tiles are aligned to them
- * and to the runs in which the model keeps a sequence's cache rows. */
-#define FA_SPAN (2 * RT_CPU_FA_TILE)
+/* Keys a decode tile spans (kern.h): chunks are whole spans. */
+#define FA_SPAN RT_CPU_FA_NARROW_TILE
 /* Queries per node up to which a plan reads the mask (fa_queries_agree). */
 #define FA_AGREE_MAX_N 64
 
