@@ -331,7 +331,10 @@ chat_value_t chat_filter(chat_eval_t *e, const chat_node_t *n) {
     if (name_is(n, "join")) return join(e, &v, &a0);
     if (name_is(n, "default")) return v.kind == V_UNDEF ? a0 : v;
     if (name_is(n, "list")) return v.kind == V_STR ? chat_call_list_of(e, &v) : v;
-    if (name_is(n, "int")) return (chat_value_t){.kind = V_INT, .i = (int64_t)chat_number(&v)};
+    if (name_is(n, "int")) { /* Jinja's int: a number truncated, 0 where it has no int64 */
+        const double x = chat_number(&v);
+        return (chat_value_t){.kind = V_INT, .i = x > -0x1p63 && x < 0x1p63 ? (int64_t)x : 0};
+    }
     chat_fail(e, n->line, "no filter '%.*s' (for this value)", (int)n->len, n->s);
     return undef;
 }

@@ -205,6 +205,32 @@ static bool contains(chat_eval_t *e, const chat_value_t *hay, const chat_value_t
     return false;
 }
 
+/* Python's integer +, -, *, % (floored), // (floored) and ** on int64, into *r; false
+ * where the result does not fit (Python's ints would grow; a template has no use for
+ * that, and a wrapped value would be wrong). y is not zero for % and //, and not
+ * negative for ** (2 ** -1 is a float). */
+static bool int_arith(char op, bool two, int64_t x, int64_t y, int64_t *r) {
+    if (op == '+') return !__builtin_add_overflow(x, y, r);
+    if (op == '-') return !__builtin_sub_overflow(x, y, r);
+    if (op == '*' && !two) return !__builtin_mul_overflow(x, y, r);
+    if (op == '%' || op == '/') {
+        if (y == -1) { /* the one quotient that overflows: INT64_MIN / -1 */
+            *r = 0;
+            return op == '%' || !__builtin_sub_overflow((int64_t)0, x, r);
+        }
+        const int64_t m = x % y, q = x / y;
+        const bool floor = m != 0 && (m < 0) != (y < 0);
+        *r = op == '%' ? (floor ? m + y : m) : (floor ? q - 1 : q);
+        return true;
+    }
+    *r = 1; /* ** by squaring (y >= 0 here), exact where a double would round */
+    for (int64_t b = x; y > 0; y >>= 1) {
+        if ((y & 1) && __builtin_mul_overflow(*r, b, r)) return false;
+        if (y > 1 && __builtin_mul_overflow(b, b, &b)) return false;
+    }
+    return true;
+}
+
 static chat_value_t arith(chat_eval_t *e, const chat_node_t *n, chat_value_t a, chat_value_t b) {
     const char op = n->s[0];
     const bool two = n->len == 2;
@@ -226,14 +252,12 @@ static chat_value_t arith(chat_eval_t *e, const chat_node_t *n, chat_value_t a, 
         chat_fail(e, n->line, "division by zero");
         return (chat_value_t){.kind = V_UNDEF};
     }
-    if (ints && (op != '/' || two)) {
-        int64_t x = a.i, y = b.i, r;
-        if (op == '+') r = x + y;
-        else if (op == '-') r = x - y;
-        else if (op == '*' && !two) r = x * y;
-        else if (op == '%') r = ((x % y) + y) % y;
-        else if (two && op == '/') r = (x - (((x % y) + y) % y)) / y;
-        else r = (int64_t)pow((double)x, (double)y);
+    if (ints && (op != '/' || two) && !(op == '*' && two && b.i < 0)) { /* 2 ** -1 is 0.5 */
+        int64_t r;
+        if (!int_arith(op, two, a.i, b.i, &r)) {
+            chat_fail(e, n->line, "'%.*s' overflows a 64-bit integer", (int)n->len, n->s);
+            return (chat_value_t){.kind = V_UNDEF};
+        }
         return (chat_value_t){.kind = V_INT, .i = r};
     }
     const double x = chat_number(&a), y = chat_number(&b);
@@ -310,7 +334,7 @@ chat_value_t chat_eval(chat_eval_t *e, const chat_node_t *n) {
     }
     case E_NEG: {
         const chat_value_t v = chat_eval(e, n->a);
-        if (v.kind == V_INT) return (chat_value_t){.kind = V_INT, .i = -v.i};
+        if (v.kind == V_INT && v.i != INT64_MIN) return (chat_value_t){.kind = V_INT, .i = -v.i};
         return (chat_value_t){.kind = V_FLOAT, .f = -chat_number(&v)};
     }
     case E_AND: case E_OR: {

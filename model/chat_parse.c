@@ -240,9 +240,14 @@ static chat_node_t *level(parser_t *p, const char *const *ops, chat_node_t *(*su
     return n;
 }
 
+/* Jinja's **: tighter than * and left-associative, over unary operands. */
+static chat_node_t *power(parser_t *p) {
+    static const char *const ops[] = {"**", NULL};
+    return level(p, ops, unary);
+}
 static chat_node_t *mul(parser_t *p) {
     static const char *const ops[] = {"*", "/", "//", "%", NULL};
-    return level(p, ops, unary);
+    return level(p, ops, power);
 }
 static chat_node_t *add(parser_t *p) {
     static const char *const ops[] = {"+", "-", NULL};

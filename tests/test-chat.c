@@ -150,6 +150,9 @@ static void test_features(void **state) {
            "{{ 'role' in messages[0] }}{{ 2 not in [1, 3] }}", "2Name a colour.bcTrueTrueTrue");
     expect("{{ 'y' if messages | length > 2 else 'n' }}{{ 7 // 2 }}{{ 7 % 3 }}{{ 2 * 3 + 1 }}{{ -(1) }}"
            "{{ 'a' ~ 1 }}{{ 1.5 + 1 }}{{ [1, 2, 3][::-1] | join }}{{ 'abc'[::-1] }}", "y317-1a12.5321cba");
+    /* Python's floored // and %, and ** with a negative exponent */
+    expect("{{ -7 // 2 }} {{ -7 % 3 }} {{ 7 % -3 }} {{ 7 // -2 }} {{ 2 ** 10 }} {{ 2 ** -1 }} {{ 3 ** 39 }}",
+           "-4 2 -2 -4 1024 0.5 4052555153018976267");
     expect("{{ bos_token }}{{ eos_token }}{{ add_generation_prompt }}", BOS EOS "True");
     expect("{% for k, v in {'a': 1, 'b': 2}.items() %}{{ k }}={{ v }};{% endfor %}", "a=1;b=2;");
     expect("{% for x in [] %}x{% else %}empty{% endfor %}", "empty");
@@ -176,6 +179,14 @@ static void test_errors(void **state) {
     char loops[1024] = "{% for i in range(100000) %}";
     for (int i = 0; i < 20; i++) strcat(loops, "{% if i < 0 %}{% endif %}");
     expect_error(strcat(loops, "{% endfor %}"), RT_ERR_FORMAT, "more than 1048576 statements");
+    /* integers that leave 64 bits (fuzz-chat: UBSan's signed overflow) */
+    expect_error("{{ 9223372036854775807 * 2 }}", RT_ERR_FORMAT, "'*' overflows a 64-bit integer");
+    expect_error("{{ 9223372036854775807 + 1 }}", RT_ERR_FORMAT, "'+' overflows");
+    expect_error("{{ -9223372036854775807 - 2 }}", RT_ERR_FORMAT, "'-' overflows");
+    expect_error("{{ 3 ** 40 }}", RT_ERR_FORMAT, "'**' overflows");
+    expect_error("{{ (-9223372036854775807 - 1) // -1 }}", RT_ERR_FORMAT, "'//' overflows");
+    expect("{{ (-9223372036854775807 - 1) % -1 }}|{{ -(-9223372036854775807 - 1) }}|{{ (10.0 ** 300) | int }}|{{ 2.7 | int }}",
+           "0|9.22337203685478e+18|0|2");
     expect_error("{% set ns = namespace(s='a') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}"
                  "{% endfor %}{{ ns.s }}", RT_ERR_FORMAT, "no memory");
 }
