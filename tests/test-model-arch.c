@@ -237,11 +237,18 @@ static void test_vulkan(void **state) {
 
 /* The first step's largest logits against llama.cpp's: the CPU rounds the
  * activations of Q4_1 and Q8_0 products and computes RMS_NORM's scale as
- * llama.cpp's CPU path does, so SmolLM2's agree to the order of sums
- * (measured 4e-6 of logits of ~18; each of those roundings done otherwise
- * cost 0.1-0.4). Gemma 3 meets llama.cpp's F16 GELU table (TOL_PEER_GELU)
- * and its Q8_K rounding, which is not rt's: measured 0.84. */
-#define TOL_TOP 1e-3
+ * llama.cpp's CPU path does (each of those done otherwise cost 0.1-0.4),
+ * but ROPE, SOFT_MAX, SILU and the F32 attention products follow rt's own
+ * polynomials and sums, an ulp or so from llama.cpp's. Whether such an ulp
+ * moves an activation's Q8 level (and so, through 30 layers, the logits by
+ * ~0.1) is chance: SmolLM2's logits, llama.cpp's own the same on AVX2 and
+ * AVX-512, measured 4e-6 from them with rt's avx512vnni kernels, 0.125
+ * with avx2 and 0.144 with scalar (tracing every node against llama.cpp's
+ * on an AVX2 machine: the first level moved in layer 3's attention
+ * output). A wrong op moves them by whole units. Gemma 3 meets llama.cpp's
+ * F16 GELU table (TOL_PEER_GELU) and its Q8_K rounding, which is not rt's:
+ * measured 0.84. */
+#define TOL_TOP 0.3
 #define TOL_TOP_GEMMA3 1.5
 #define N_TOP 64
 
@@ -279,9 +286,10 @@ static double top_error(const float *got, const int32_t *ids, const float *want,
 
 /* Decodes llama.cpp's greedy tokens after the prompt (teacher forcing);
  * at each step llama.cpp's choice must be rt's, or within TOL_GAP of it.
- * Returns the steps where it was not rt's own choice. */
+ * Returns the steps where it was not rt's own choice; best_at[i] is rt's
+ * choice at step i. */
 static int32_t forced_run(rtm_model_t *m, const ref_t *r, const char *ref_file, double tol_top,
-                          float *out_worst_gap) {
+                          float *out_worst_gap, rtm_token_t best_at[N_GREEDY]) {
     const int32_t n_vocab = rtm_model_n_vocab(m);
     const rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = 64, .n_batch = 16};
     rtm_context_t *c = NULL;
@@ -301,6 +309,7 @@ static int32_t forced_run(rtm_model_t *m, const ref_t *r, const char *ref_file, 
         const float *l = rtm_get_logits(c);
         const int32_t best = tu_argmax(l, n_vocab);
         const float gap = l[best] - l[r->greedy[i]];
+        best_at[i] = best;
         if (gap > TOL_GAP) fail_msg("arch-4 %s: step %d: rt's token %d is %.3f logits above llama.cpp's %d",
                                     rtm_model_arch(m), i, best, gap, r->greedy[i]);
         n_ties += best != r->greedy[i];
@@ -315,10 +324,12 @@ static int32_t forced_run(rtm_model_t *m, const ref_t *r, const char *ref_file, 
  * (tests/pip_models.py): the prompt's tokens are llama.cpp's, its largest
  * first-step logits are (TOL_TOP; Gemma 3: TOL_TOP_GEMMA3), and each of its 32 greedy tokens is
  * rt's choice or a near-tie (TOL_GAP) (tests/arch/smollm2.ref,
- * gemma3-270m.ref); and rt's own greedy decoding gives llama.cpp's 32
- * tokens, the story it tells. On cpu0 only: measured with rt-run on
- * vulkan0 (lavapipe), SmolLM2's story is the same and Gemma 3's parts at
- * its 8th token (its own activation rounding and sums). */
+ * gemma3-270m.ref); and rt's own greedy decoding tells llama.cpp's story
+ * until a near-tie falls rt's way (with avx512vnni kernels SmolLM2's 32
+ * tokens were all llama.cpp's; with avx2 they part at the 5th, a tie
+ * within 0.124). On cpu0 only: measured with rt-run on vulkan0
+ * (lavapipe), SmolLM2's story is the same and Gemma 3's parts at its 8th
+ * token (its own activation rounding and sums). */
 static void real_model(const char *path, const char *ref_file, const char *arch) {
     ref_t r;
     read_ref_file(ref_file, &r);
@@ -335,13 +346,23 @@ static void real_model(const char *path, const char *ref_file, const char *arch)
     for (int32_t i = 0; i < n; i++)
         if (t[i] != r.prompt[i]) fail_msg("arch-4 %s: prompt token %d is %d, not %d", arch, i, t[i], r.prompt[i]);
     float worst = 0;
-    const int32_t ties = forced_run(m, &r, ref_file, strcmp(arch, "gemma3") == 0 ? TOL_TOP_GEMMA3 : TOL_TOP, &worst);
+    rtm_token_t best_at[N_GREEDY];
+    const int32_t ties = forced_run(m, &r, ref_file, strcmp(arch, "gemma3") == 0 ? TOL_TOP_GEMMA3 : TOL_TOP, &worst,
+                                    best_at);
     print_message("arch-4 %s: llama.cpp's %d prompt tokens; its %d greedy tokens each rt's choice "
                   "or within %.3f logits of it (%d near-ties)\n", arch, n, N_GREEDY, (double)worst, ties);
+    /* rt's own decoding tells llama.cpp's story up to the first near-tie
+     * that falls rt's way, where it takes the forced run's choice; from
+     * there the two stories part, both right. */
     run_t got;
     run_loaded(m, &r, &got);
-    expect_tokens(r.greedy, got.greedy, ref_file);
-    print_message("arch-4 %s: rt's greedy decoding gives llama.cpp's %d tokens on cpu0\n", ref_file, N_GREEDY);
+    int32_t same = 0;
+    while (same < N_GREEDY && got.greedy[same] == r.greedy[same]) same++;
+    if (same < N_GREEDY && got.greedy[same] != best_at[same])
+        fail_msg("arch-4 %s: greedy token %d is %d: neither llama.cpp's %d nor the forced run's %d", ref_file,
+                 same, got.greedy[same], r.greedy[same], best_at[same]);
+    print_message("arch-4 %s: rt's greedy decoding gives llama.cpp's tokens on cpu0%s (%d of %d)\n", ref_file,
+                  same < N_GREEDY ? " up to a near-tie" : "", same, N_GREEDY);
     rtm_model_destroy(m);
     rt_registry_destroy(reg);
 }
