@@ -14,9 +14,11 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 for t in "$@"; do
     echo "== $t"
+    start=$(date +%s)
     RT_TEST_BUILD_DIR="$b" "$t" >"$log" 2>&1
     rc=$?
     cat "$log"
+    echo "-- $t: $(($(date +%s) - start)) s"
     p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test(s)\..*/\1/p' "$log" | awk '{s+=$1} END {print s+0}')
     f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test(s).*/\1/p' "$log" | awk '{s+=$1} END {print s+0}')
     s=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test(s).*/\1/p' "$log" | awk '{s+=$1} END {print s+0}')

@@ -515,6 +515,7 @@ static void test_split_weights(void **state) {
     char *mm = run_limited("MUL_MAT"), *gr = run_limited("GET_ROWS");
     assert_true(case_passed(mm, "MUL_MAT [q4_k matrix-vector, M = 67]"));     /* vulkan-9.2 */
     assert_true(case_passed(mm, "MUL_MAT [q6_k matrix-vector, M = 67]"));
+    assert_true(case_passed(mm, "MUL_MAT [q8_0 K = 256, M = 67, N = 3]")); /* b's levels, then chunks */
     assert_true(case_passed(gr, "GET_ROWS [q6_k 40 rows]"));
     free(mm);
     free(gr);
@@ -618,14 +619,16 @@ static void test_smollm2_story(void **state) {
 
 /* The device's choice is one shape of mul_mat.glsl and mul_mm.comp; the
  * same cases pass with the shared-memory reduction (devices without
- * subgroup arithmetic), other mat-vec workgroup sizes and row counts (a
+ * subgroup arithmetic) and b rounded by each workgroup (no levels
+ * dispatch: both as the Metal plugin's zeroed tuning has them), other
+ * mat-vec workgroup sizes and row counts (a
  * last workgroup with rows past M, one subgroup per workgroup, several)
  * and mul_mm's other register blocks. */
 static void test_mat_vec_shapes(void **state) {
     (void)state;
     if (!vulkan_device()) return;
     static const char *const envs[] = {
-        "RT_VULKAN_NO_SUBGROUP=1",                                                /* vulkan-11.1 */
+        "RT_VULKAN_NO_SUBGROUP=1 RT_VULKAN_MV_LEVELS=0",                          /* vulkan-11.1 */
         "RT_VULKAN_NO_SUBGROUP=1 RT_VULKAN_MV=128,1",                             /* vulkan-11.2 */
         "RT_VULKAN_MV=8,3",                                                       /* vulkan-11.3 */
         "RT_VULKAN_MV=256,5",                                                     /* vulkan-11.4 */

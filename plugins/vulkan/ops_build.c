@@ -40,6 +40,13 @@ uint32_t rt_vk_type_unit(rt_type_t type) {
     }
 }
 
+/* The quantised types in blocks of 32 (the mat-vec's integer dots, b
+ * rounded per block). */
+static bool vk_is_block32(rt_type_t t) {
+    return t == RT_TYPE_Q4_0 || t == RT_TYPE_Q4_1 || t == RT_TYPE_Q5_0 || t == RT_TYPE_Q5_1 ||
+           t == RT_TYPE_Q8_0 || t == RT_TYPE_IQ4_NL;
+}
+
 static bool vk_is_float(rt_type_t t) { return t == RT_TYPE_F32 || t == RT_TYPE_F16 || t == RT_TYPE_BF16; }
 static bool vk_is_f32_f16(rt_type_t t) { return t == RT_TYPE_F32 || t == RT_TYPE_F16; }
 
@@ -455,14 +462,37 @@ static void vk_build_rope(const rt_tensor_t *n, rt_vk_dispatch_t *d) {
     d->n_groups = vk_ceil_div(units, VK_WG);
 }
 
+/* mul_mat.glsl's OP: b rounded by every team itself, b's levels into the
+ * scratch, the product from them. */
+enum { VK_MV_ROUND = 0, VK_MV_LEVELS = 1, VK_MV_FROM_LEVELS = 2 };
+#define VK_MV_LEVEL_BYTES 48u /* a block's levels: 32 int8, d and s as F32, padding */
+
+bool rt_vk_mv_levels(const rt_vk_device_t *dev, const rt_tensor_t *n) {
+    return n->op == RT_OP_MUL_MAT && dev->tune.mv_levels && n->src[1]->ne[1] <= VK_MM_TILE_MAX &&
+           vk_is_block32(n->src[0]->type);
+}
+
+/* Every row of b (dims 1-3), block by block. */
+static size_t vk_mv_levels_bytes(const rt_tensor_t *n) {
+    return (size_t)(n->ne[1] * n->ne[2] * n->ne[3]) * (size_t)(n->src[0]->ne[0] / 32) * VK_MV_LEVEL_BYTES;
+}
+
 /* Up to VK_MM_TILE_MAX columns: mul_mat.comp (or mul_mat_sg.comp, with
  * subgroup arithmetic), one workgroup per dev->tune.mv_rows rows of a and
  * tile of columns. More: mul_mm.comp, one per 64 x 64 tile of c, with
  * dev->tune's register block (ROWS x EXTRA). Both take the same push
  * constants, mul_mm one more. Zeroed tuning (the Metal plugin's view of a
- * device) gives the portable shapes. */
+ * device) gives the portable shapes. A mat-vec with b's levels
+ * (rt_vk_mv_levels, op_params[2] the pass) is first the same shader in
+ * VK_MV_LEVELS, one invocation per block of b into the scratch, then the
+ * product reading them at binding 1. Each team rounding b for each row of
+ * a (the portable shape) spends most of the product's instructions on it:
+ * on lavapipe (2 threads, m = k = 4096, n = 1, `rt-test-ops perf`, with
+ * and without RT_VULKAN_MV_LEVELS=0 in turn) q8_0 262 -> 142 ms, q4_0
+ * 213 -> 101 ms, q4_1 209 -> 106 ms. */
 static void vk_build_mul_mat(const rt_vk_device_t *dev, const rt_tensor_t *n, rt_vk_dispatch_t *d) {
     const rt_tensor_t *a = n->src[0], *b = n->src[1];
+    const int32_t pass = n->op_params[2];
     const bool mm = b->ne[1] > VK_MM_TILE_MAX;
     const uint32_t tile = mm ? VK_MM_BN : b->ne[1] == 1 ? 1 : b->ne[1] <= 4 ? 4 : VK_MM_TILE_MAX;
     const uint64_t n_tiles = vk_ceil_div((uint64_t)b->ne[1], tile);
@@ -472,11 +502,13 @@ static void vk_build_mul_mat(const rt_vk_device_t *dev, const rt_tensor_t *n, rt
     const char *mv = tu->subgroup_arith ? "mul_mat_sg" : "mul_mat";
     const uint32_t tm = tu->mm_tm ? tu->mm_tm : 4, tn = tu->mm_tn ? tu->mm_tn : 4;
     const uint32_t wg = mm ? (VK_MM_BM / tm) * (VK_MM_BN / tn) : tu->mv_wg ? tu->mv_wg : 32;
-    vk_dispatch_init(d, mm ? "mul_mm" : mv, wg, 0, n);
+    const uint32_t op = pass == 1 ? VK_MV_LEVELS : pass == 2 ? VK_MV_FROM_LEVELS : VK_MV_ROUND;
+    vk_dispatch_init(d, mm ? "mul_mm" : mv, op == VK_MV_LEVELS ? 64 : wg, op, n);
     d->spec[RT_VK_SPEC_EXTRA] = mm ? tn : tile;
     d->spec[RT_VK_SPEC_ROWS] = mm ? tm : rows;
     d->bind[0] = a;
-    d->bind[1] = b;
+    d->bind[1] = op == VK_MV_FROM_LEVELS ? NULL : b;
+    if (op != VK_MV_ROUND) d->scratch = op == VK_MV_LEVELS ? 3 : 1;
     vk_push_nb(d, a);
     vk_push_nb(d, b);
     vk_push_nb(d, n);
@@ -487,6 +519,7 @@ static void vk_build_mul_mat(const rt_vk_device_t *dev, const rt_tensor_t *n, rt
     vk_push(d, (uint32_t)n_tiles);
     if (mm) vk_push(d, (uint32_t)m_tiles);
     d->n_groups = m_tiles * n_tiles * (uint64_t)(n->ne[2] * n->ne[3]);
+    if (op == VK_MV_LEVELS) d->n_groups = vk_ceil_div(vk_mv_levels_bytes(n) / VK_MV_LEVEL_BYTES, 64);
 }
 
 /* flash_attn.comp's OP bits */
@@ -513,6 +546,7 @@ uint32_t rt_vk_fa_splits(const rt_vk_device_t *dev, const rt_tensor_t *n) {
 }
 
 size_t rt_vk_node_scratch(const rt_vk_device_t *dev, const rt_tensor_t *n) {
+    if (rt_vk_mv_levels(dev, n)) return vk_mv_levels_bytes(n);
     if (n->op != RT_OP_FLASH_ATTN || rt_vk_node_dispatches(dev, n) != 2) return 0;
     return (size_t)(n->ne[1] * n->ne[2] * n->ne[3]) * rt_vk_fa_splits(dev, n) * (size_t)(n->ne[0] + 2) * 4;
 }

@@ -11,7 +11,9 @@
  * and a's whole row count in op_params[0] and [1] (GET_ROWS has no
  * parameters of its own; zero there means "not a chunk"). A FLASH_ATTN
  * whose keys are split over workgroups is two dispatches the same way:
- * its pass in op_params[2] (1 the partials, 2 their merge; 0 unsplit). */
+ * its pass in op_params[2] (1 the partials, 2 their merge; 0 unsplit),
+ * and so is a mat-vec that makes b's levels first (1 the levels, 2 the
+ * product, whose chunks follow; rt_vk_mv_levels). */
 #include "vk_impl.h"
 
 uint64_t rt_vk_chunk_rows(const rt_vk_device_t *dev, const rt_tensor_t *node) {
@@ -28,7 +30,8 @@ uint32_t rt_vk_node_dispatches(const rt_vk_device_t *dev, const rt_tensor_t *nod
         if (node->ne[i] == 0) return 0;
     if (node->op == RT_OP_FLASH_ATTN) return rt_vk_fa_splits(dev, node) > 1 ? 2 : 1;
     const uint64_t rows = rt_vk_chunk_rows(dev, node);
-    return rows ? (uint32_t)(((uint64_t)node->src[0]->ne[1] + rows - 1) / rows) : 1;
+    const uint32_t n = rows ? (uint32_t)(((uint64_t)node->src[0]->ne[1] + rows - 1) / rows) : 1;
+    return n + rt_vk_mv_levels(dev, node);
 }
 
 const rt_tensor_t *rt_vk_node_chunk(const rt_vk_device_t *dev, const rt_tensor_t *node,
@@ -38,15 +41,22 @@ const rt_tensor_t *rt_vk_node_chunk(const rt_vk_device_t *dev, const rt_tensor_t
         views[1].op_params[2] = (int32_t)(1 + chunk);
         return &views[1];
     }
+    /* b's levels first (over chunk 0's rows of a, which only give the
+     * shader a's type), then the product's chunks */
+    const bool levels = rt_vk_mv_levels(dev, node);
+    const int32_t pass = !levels ? 0 : chunk == 0 ? 1 : 2;
+    if (levels && chunk > 0) chunk--;
     const uint64_t rows = rt_vk_chunk_rows(dev, node);
-    if (rows == 0) return node;
+    if (rows == 0 && !levels) return node;
+    views[1] = *node;
+    views[1].op_params[2] = pass;
+    if (rows == 0) return &views[1];
     const rt_tensor_t *a = node->src[0];
     const int64_t r0 = (int64_t)(chunk * rows);
     const int64_t r1 = r0 + (int64_t)rows < a->ne[1] ? r0 + (int64_t)rows : a->ne[1];
     views[0] = *a;
     views[0].data = (char *)a->data + (size_t)r0 * a->nb[1];
     views[0].ne[1] = r1 - r0;
-    views[1] = *node;
     views[1].src[0] = &views[0];
     if (node->op == RT_OP_MUL_MAT) {
         views[1].data = (char *)node->data + (size_t)r0 * node->nb[0];

@@ -167,7 +167,8 @@ void rt_vk_pipelines_destroy(rt_vk_device_t *dev) {
  * dispatch at a few hundred workgroups for a 4096-row weight. Without it,
  * one row per workgroup of 32 reduced in shared memory. RT_VULKAN_MV=WG,ROWS
  * overrides both (measurements), RT_VULKAN_NO_SUBGROUP=1 takes the
- * fallback on any device (tests). */
+ * fallback on any device (tests). The blocks of 32 read b's levels made
+ * once per node (mv_levels) unless RT_VULKAN_MV_LEVELS=0 (measurements). */
 static void vk_tuning_mat_vec(rt_vk_device_t *dev) {
     rt_vk_tuning_t *t = &dev->tune;
     const char *off = getenv("RT_VULKAN_NO_SUBGROUP");
@@ -178,6 +179,8 @@ static void vk_tuning_mat_vec(rt_vk_device_t *dev) {
     t->mv_wg = sub ? (sg < 64 ? 64 : sg) : 32;
     if (t->mv_wg > max_wg) t->mv_wg = sub ? sg : 32;
     t->mv_rows = sub ? 2 * (t->mv_wg / sg) : 1;
+    const char *levels = getenv("RT_VULKAN_MV_LEVELS");
+    t->mv_levels = !(levels && strcmp(levels, "0") == 0);
     unsigned wg = 0, rows = 0;
     const char *env = getenv("RT_VULKAN_MV");
     if (env && sscanf(env, "%u,%u", &wg, &rows) == 2 && wg >= 1 && wg <= 256 &&

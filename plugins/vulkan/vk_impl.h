@@ -137,6 +137,8 @@ typedef struct rt_vk_tuning {
     bool coop_matrix;             /* VK_KHR_cooperative_matrix (no kernel uses it yet) */
     uint32_t mv_wg;               /* mat-vec workgroup size, 0: the default */
     uint32_t mv_rows;             /* mat-vec rows per workgroup, 0: 1 */
+    bool mv_levels;               /* blocks of 32: b's levels made once per node (a first
+                                     dispatch into the queue's scratch), not per row of a */
     uint32_t mm_tm, mm_tn;        /* mul_mm's register block (4 or 8), 0: 4 */
     uint32_t fa_wg;               /* flash_attn's workgroup, 0: no such kernel (no subgroups) */
     uint32_t fa_br, fa_bc;        /* its queries and keys per tile for a prompt */
@@ -338,21 +340,28 @@ enum { RT_VK_SPEC_WG = 0, RT_VK_SPEC_OP = 1, RT_VK_SPEC_TYPE0 = 2, RT_VK_SPEC_EX
 /* Bytes the shaders address a type in; 0 when they cannot read it. */
 RT_VK_INTERNAL uint32_t rt_vk_type_unit(rt_type_t type);
 /* Dispatches the node records: 0 for a view or an empty node, 1, one per
- * chunk of rows of a weight larger than one binding (ops_chunk.c), or two
- * for a FLASH_ATTN whose keys are split (partials, then their merge). */
+ * chunk of rows of a weight larger than one binding (ops_chunk.c), two
+ * for a FLASH_ATTN whose keys are split (partials, then their merge), and
+ * one more first for a mat-vec that makes b's levels (rt_vk_mv_levels). */
 RT_VK_INTERNAL uint32_t rt_vk_node_dispatches(const rt_vk_device_t *dev, const rt_tensor_t *node);
 /* Rows of a per chunk for such a node; 0 when a fits one binding or cannot
  * be split (a not 2-D, or one row too large). */
 RT_VK_INTERNAL uint64_t rt_vk_chunk_rows(const rt_vk_device_t *dev, const rt_tensor_t *node);
 /* The node dispatch `chunk` builds: node itself, or a view of it over the
  * chunk's rows, made in views (which must outlive the dispatch); a split
- * FLASH_ATTN's copy with op_params[2] = 1 + chunk (the pass). */
+ * FLASH_ATTN's copy with op_params[2] = 1 + chunk (the pass); for a
+ * mat-vec with b's levels, a copy with op_params[2] = 1 (chunk 0, the
+ * levels) or 2 (the product, of chunk - 1's rows). */
 RT_VK_INTERNAL const rt_tensor_t *rt_vk_node_chunk(const rt_vk_device_t *dev, const rt_tensor_t *node,
                                                    uint32_t chunk, rt_tensor_t views[2]);
 /* Key runs a FLASH_ATTN node's keys are split into (ops_build.c): 1 for
  * no split; and the bytes of queue scratch its partials take. */
 RT_VK_INTERNAL uint32_t rt_vk_fa_splits(const rt_vk_device_t *dev, const rt_tensor_t *node);
 RT_VK_INTERNAL size_t rt_vk_node_scratch(const rt_vk_device_t *dev, const rt_tensor_t *node);
+/* A MUL_MAT whose b the device rounds to int8 levels once, in a dispatch
+ * of its own, for every row of a to read (mul_mat.glsl's OP 1 and 2):
+ * a mat-vec (n <= 8) of a block-of-32 type, where dev->tune.mv_levels. */
+RT_VK_INTERNAL bool rt_vk_mv_levels(const rt_vk_device_t *dev, const rt_tensor_t *node);
 /* Fills d for node; RT_ERR_UNSUPPORTED when the op has no kernel. */
 RT_VK_INTERNAL rt_status_t rt_vk_dispatch_build(const rt_vk_device_t *dev, const rt_tensor_t *node,
                                                 rt_vk_dispatch_t *d);

@@ -195,6 +195,8 @@ const cf_case_t cf_cases[] = {
     {RT_OP_MUL_MAT, "bf16 a", {IN(BF16, 64, 13, 2), IN(F32, 64, 7, 2)}, .tol = CF_TOL_DOT},
     {RT_OP_MUL_MAT, "q8_0 a, broadcast", {IN(Q8_0, 64, 13, 2), IN(F32, 64, 7, 4)}, .tol = CF_TOL_DOT},
     {RT_OP_MUL_MAT, "q8_0 matrix-vector K = 256", {IN(Q8_0, 256, 33), IN(F32, 256, 1)}, .tol = CF_TOL_DOT},
+    /* 18 KiB of a: in chunks of rows under test-vulkan's binding limit */
+    {RT_OP_MUL_MAT, "q8_0 K = 256, M = 67, N = 3", {IN(Q8_0, 256, 67), IN(F32, 256, 3)}, .tol = CF_TOL_DOT},
     {RT_OP_MUL_MAT, "q8_0 a padded rows", {INL(Q8_0, PAD, 64, 9, 2), IN(F32, 64, 5, 2)}, .tol = CF_TOL_DOT},
     {RT_OP_MUL_MAT, "q4_0 a, broadcast", {IN(Q4_0, 64, 13, 2), IN(F32, 64, 7, 4)}, .tol = CF_TOL_DOT},
     {RT_OP_MUL_MAT, "q4_0 K = 256 N = 33", {IN(Q4_0, 256, 17), IN(F32, 256, 33)}, .tol = CF_TOL_DOT},

@@ -14,6 +14,13 @@
 // bytes of a float row per lane and load (vec4 / uvec4 views, when the
 // offsets allow), or one unit of blocks of a quantised row, decoded once
 // and used for every b row (rounded as dequant.glsl's DQ_RB says).
+//
+// OP: 0 (MV_ROUND) a team rounds b's blocks to levels itself, for each
+// row of a; for the blocks of 32 the plugin (ops_build.c, rt_vk_mv_levels)
+// instead dispatches the shader twice: 1 (MV_LEVELS) writes every block of
+// b's levels to binding 3 (the queue's scratch; one invocation a block,
+// LEVEL_WORDS uvec4 each: the 32 int8 levels, then d and s), and 2
+// (MV_FROM_LEVELS) is the product reading them at binding 1.
 #include "common.glsl"
 #include "dequant.glsl"
 
@@ -30,6 +37,10 @@ layout(push_constant) uniform Push {
 } pc;
 
 const bool QUANT = TYPE_IS_QUANT(TYPE0);
+#define MV_LEVELS 1u
+#define MV_FROM_LEVELS 2u
+#define LEVEL_WORDS 3u
+uint lv_row0; // MV_FROM_LEVELS: the levels' row of b row n0 (dims 1-3 flattened)
 
 float acc[NT_MAX];
 float dsc[NT_MAX]; // b's rounding scales (dequant.glsl's DQ_RB) for the unit at hand
@@ -192,6 +203,43 @@ float b_levels(uint bi, bool d16, out ivec4 qb[8], out float s) {
 
 int idot4(ivec4 a, ivec4 b) { return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w; }
 
+uint pack_i8x4(ivec4 v) {
+    return uint(v.x & 255) | (uint(v.y & 255) << 8) | (uint(v.z & 255) << 16) | (uint(v.w & 255) << 24);
+}
+ivec4 unpack_i8x4(uint w) {
+    const int i = int(w);
+    return ivec4(bitfieldExtract(i, 0, 8), bitfieldExtract(i, 8, 8), bitfieldExtract(i, 16, 8),
+                 bitfieldExtract(i, 24, 8));
+}
+
+// MV_LEVELS: invocation t rounds block t % (k/32) of b's row t / (k/32).
+void write_levels() {
+    const uint nb = pc.k / 32u, t = thread_flat();
+    if (t >= nb * pc.ne_d.y * pc.ne_d.z * pc.ne_d.w) return;
+    const uint u = t % nb, row = t / nb, j = row % pc.ne_d.y, i23 = row / pc.ne_d.y;
+    const uint b0 = pc.offs.y + (i23 % pc.ne_d.z) * pc.nb_b.z + (i23 / pc.ne_d.z) * pc.nb_b.w + j * pc.nb_b.y;
+    b_vec = b0 % 16u == 0u;
+    ivec4 q[8];
+    float s;
+    const float d = b_levels(b0 / 4u + 32u * u, TYPE0 == T_Q4_0 || TYPE0 == T_Q8_0, q, s);
+    const uint o = pc.offs.w / 16u + LEVEL_WORDS * t;
+    b3_u4.v[o] = uvec4(pack_i8x4(q[0]), pack_i8x4(q[1]), pack_i8x4(q[2]), pack_i8x4(q[3]));
+    b3_u4.v[o + 1u] = uvec4(pack_i8x4(q[4]), pack_i8x4(q[5]), pack_i8x4(q[6]), pack_i8x4(q[7]));
+    b3_u4.v[o + 2u] = uvec4(floatBitsToUint(d), floatBitsToUint(s), 0u, 0u);
+}
+
+// MV_FROM_LEVELS: block u of b row n0 + j as write_levels left it.
+float read_levels(uint j, uint u, out ivec4 q[8], out float s) {
+    const uint o = pc.offs.y / 16u + LEVEL_WORDS * ((lv_row0 + j) * (pc.k / 32u) + u);
+    const uvec4 lo = b1_u4.v[o], hi = b1_u4.v[o + 1u], ds = b1_u4.v[o + 2u];
+    for (uint c = 0u; c < 4u; c++) {
+        q[c] = unpack_i8x4(lo[c]);
+        q[c + 4u] = unpack_i8x4(hi[c]);
+    }
+    s = uintBitsToFloat(ds.y);
+    return uintBitsToFloat(ds.x);
+}
+
 // A block of 32 of a as integer levels u (element j is d * u[j] + m), by
 // b rounded per block as the CPU rounds it for a's type: the integer dot
 // product, scaled once (d * d_b * sum(u * q_b) + m * d_b * sum(q_b)), so
@@ -202,7 +250,8 @@ void add_block_levels(ivec4 u[8], vec2 dm, uint b0, uint k0, uint n0) {
         if (n0 + j >= pc.ne_d.y) break;
         ivec4 qb[8];
         float sb;
-        const float db = b_levels(b_word(b0, j, k0), d16, qb, sb);
+        const float db = OP == MV_FROM_LEVELS ? read_levels(j, k0 / 32u, qb, sb)
+                                              : b_levels(b_word(b0, j, k0), d16, qb, sb);
         int isum = 0;
         for (uint q = 0u; q < 8u; q++) isum += idot4(u[q], qb[q]);
         acc[j] += dm.x * db * float(isum) + (dm.y != 0.0 ? dm.y * sb : 0.0);
@@ -266,6 +315,10 @@ void add_quant_row(uint a0, uint b0, uint n0) {
 //===--- main ---===//
 
 void main() {
+    if (OP == MV_LEVELS) {
+        write_levels();
+        return;
+    }
     uint g = group_flat();
     const uint m_groups = (pc.ne_d.x + ROWS - 1u) / ROWS;
     const uint mg = g % m_groups; g /= m_groups;
@@ -276,6 +329,7 @@ void main() {
     const uint a00 = pc.offs.x + (i2 / pc.r2) * pc.nb_a.z + (i3 / pc.r3) * pc.nb_a.w;
     const uint b0 = pc.offs.y + i2 * pc.nb_b.z + i3 * pc.nb_b.w + n0 * pc.nb_b.y;
     b_vec = b0 % 16u == 0u && (EXTRA == 1u || pc.nb_b.y % 16u == 0u);
+    lv_row0 = (i3 * pc.ne_d.z + i2) * pc.ne_d.y + n0;
     // Every lane of a team takes the same rows, so the reductions see
     // uniform control flow.
     for (uint r = team_id(); r < ROWS; r += team_count()) {
