@@ -472,9 +472,9 @@ bool rt_vk_mv_levels(const rt_vk_device_t *dev, const rt_tensor_t *n) {
            vk_is_block32(n->src[0]->type);
 }
 
-/* Every row of b (dims 1-3), block by block. */
-static size_t vk_mv_levels_bytes(const rt_tensor_t *n) {
-    return (size_t)(n->ne[1] * n->ne[2] * n->ne[3]) * (size_t)(n->src[0]->ne[0] / 32) * VK_MV_LEVEL_BYTES;
+/* The blocks of b's levels: every row of b (dims 1-3), block by block. */
+static uint64_t vk_mv_level_blocks(const rt_tensor_t *n) {
+    return (uint64_t)(n->ne[1] * n->ne[2] * n->ne[3]) * (uint64_t)(n->src[0]->ne[0] / 32);
 }
 
 /* Up to VK_MM_TILE_MAX columns: mul_mat.comp (or mul_mat_sg.comp, with
@@ -519,7 +519,7 @@ static void vk_build_mul_mat(const rt_vk_device_t *dev, const rt_tensor_t *n, rt
     vk_push(d, (uint32_t)n_tiles);
     if (mm) vk_push(d, (uint32_t)m_tiles);
     d->n_groups = m_tiles * n_tiles * (uint64_t)(n->ne[2] * n->ne[3]);
-    if (op == VK_MV_LEVELS) d->n_groups = vk_ceil_div(vk_mv_levels_bytes(n) / VK_MV_LEVEL_BYTES, 64);
+    if (op == VK_MV_LEVELS) d->n_groups = vk_ceil_div(vk_mv_level_blocks(n), 64);
 }
 
 /* flash_attn.comp's OP bits */
@@ -546,7 +546,7 @@ uint32_t rt_vk_fa_splits(const rt_vk_device_t *dev, const rt_tensor_t *n) {
 }
 
 size_t rt_vk_node_scratch(const rt_vk_device_t *dev, const rt_tensor_t *n) {
-    if (rt_vk_mv_levels(dev, n)) return vk_mv_levels_bytes(n);
+    if (rt_vk_mv_levels(dev, n)) return (size_t)vk_mv_level_blocks(n) * VK_MV_LEVEL_BYTES;
     if (n->op != RT_OP_FLASH_ATTN || rt_vk_node_dispatches(dev, n) != 2) return 0;
     return (size_t)(n->ne[1] * n->ne[2] * n->ne[3]) * rt_vk_fa_splits(dev, n) * (size_t)(n->ne[0] + 2) * 4;
 }

@@ -40,6 +40,8 @@ const bool QUANT = TYPE_IS_QUANT(TYPE0);
 #define MV_LEVELS 1u
 #define MV_FROM_LEVELS 2u
 #define LEVEL_WORDS 3u
+// b's d kept as binary16 and its levels rounded half away (b_levels).
+const bool B_D16 = TYPE0 == T_Q4_0 || TYPE0 == T_Q8_0;
 uint lv_row0; // MV_FROM_LEVELS: the levels' row of b row n0 (dims 1-3 flattened)
 
 float acc[NT_MAX];
@@ -221,7 +223,7 @@ void write_levels() {
     b_vec = b0 % 16u == 0u;
     ivec4 q[8];
     float s;
-    const float d = b_levels(b0 / 4u + 32u * u, TYPE0 == T_Q4_0 || TYPE0 == T_Q8_0, q, s);
+    const float d = b_levels(b0 / 4u + 32u * u, B_D16, q, s);
     const uint o = pc.offs.w / 16u + LEVEL_WORDS * t;
     b3_u4.v[o] = uvec4(pack_i8x4(q[0]), pack_i8x4(q[1]), pack_i8x4(q[2]), pack_i8x4(q[3]));
     b3_u4.v[o + 1u] = uvec4(pack_i8x4(q[4]), pack_i8x4(q[5]), pack_i8x4(q[6]), pack_i8x4(q[7]));
@@ -245,13 +247,12 @@ float read_levels(uint j, uint u, out ivec4 q[8], out float s) {
 // product, scaled once (d * d_b * sum(u * q_b) + m * d_b * sum(q_b)), so
 // that the device agrees with the CPU up to the order of the block sums.
 void add_block_levels(ivec4 u[8], vec2 dm, uint b0, uint k0, uint n0) {
-    const bool d16 = TYPE0 == T_Q4_0 || TYPE0 == T_Q8_0;
     for (uint j = 0u; j < EXTRA; j++) {
         if (n0 + j >= pc.ne_d.y) break;
         ivec4 qb[8];
         float sb;
         const float db = OP == MV_FROM_LEVELS ? read_levels(j, k0 / 32u, qb, sb)
-                                              : b_levels(b_word(b0, j, k0), d16, qb, sb);
+                                              : b_levels(b_word(b0, j, k0), B_D16, qb, sb);
         int isum = 0;
         for (uint q = 0u; q < 8u; q++) isum += idot4(u[q], qb[q]);
         acc[j] += dm.x * db * float(isum) + (dm.y != 0.0 ? dm.y * sb : 0.0);
