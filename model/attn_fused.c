@@ -66,6 +66,8 @@ rt_status_t rtm_attn_fused_choose(const rtm_kv_cache_t *kv, const rtm_model_t *m
                          "does not run FLASH_ATTN on a %s cache (head_dim %d, %d heads, %d KV heads); "
                          "use flash attention auto or off", rt_device_name(lacking),
                          rt_type_name(cfg->type_k), m->hp.head_dim, m->hp.n_head, m->hp.n_head_kv);
-    *fused = lacking == NULL && (on || scores_bytes(m, cfg) > RTM_FLASH_ATTN_AUTO_BYTES);
+    /* several sequences: the unfused graph reads and masks every other
+       sequence's cells for each token; the fused op skips them */
+    *fused = lacking == NULL && (on || cfg->n_seq_max > 1 || scores_bytes(m, cfg) > RTM_FLASH_ATTN_AUTO_BYTES);
     return RT_OK;
 }

@@ -263,14 +263,16 @@ typedef struct rtm_context_params {
  * layer, which never materialises the scores of the whole context, or the
  * products and softmax of the unfused graph. AUTO fuses when every device
  * that runs an attention layer supports the op for the cache's types
- * (asked at context creation) and the scores one ubatch would materialise
+ * (asked at context creation) and either the context holds several
+ * sequences (n_seq_max > 1) or the scores one ubatch would materialise
  * unfused (n_head x n_batch x n_ctx F32) exceed RTM_FLASH_ATTN_AUTO_BYTES,
- * where fusing saves memory that matters; else it keeps the unfused graph,
- * whose products sum in llama.cpp's order (a greedy decode of a quantised
- * model follows its near-ties) and which the CPU and lavapipe still run
- * faster for decode of one sequence. With several sequences ON is faster:
+ * where fusing saves memory that matters. Several sequences fuse because
  * the fused op skips the cache rows of the others, which the unfused graph
- * reads and masks for every token (kv_cache.c). ON fails
+ * reads and masks for every token (kv_cache.c): rt-server's four clients
+ * on SmolLM2 get ~1.3x the tokens a second. Else AUTO keeps the unfused
+ * graph, whose products sum in llama.cpp's order (a greedy decode of a
+ * quantised model follows its near-ties) and which the CPU and lavapipe
+ * still run faster for decode of one sequence. ON fails
  * rtm_context_create with RT_ERR_UNSUPPORTED naming a device that does not
  * (or type_k != type_v, which the op cannot read). The fused cache keeps V
  * as K is kept, a token a row; the unfused one keeps it transposed. */

@@ -17,7 +17,8 @@
  *            it, AUTO falls back to the unfused graph with the same logits,
  *            ON with K and V of different types fails, a cache type other
  *            than F32/F16 and an unknown mode are refused, AUTO fuses
- *            only where the unfused scores would be large
+ *            only where the unfused scores would be large or the context
+ *            holds several sequences
  *   flash-5  the random-weight models of tests/arch fused vs unfused: Gemma
  *            2's attention soft cap and sliding window, Gemma 3's window,
  *            Qwen 3's norms, GPT-2's learned positions
@@ -270,8 +271,9 @@ static void expect_refused(rtm_model_t *m, const attn_cfg_t *a, rt_status_t want
     tu_expect_contains(rtm_last_error(), needle, id);
 }
 
-static bool auto_fuses(rtm_model_t *m, int32_t n_ctx, int32_t n_batch) {
-    const rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = n_ctx, .n_batch = n_batch};
+static bool auto_fuses(rtm_model_t *m, int32_t n_ctx, int32_t n_batch, int32_t n_seq_max) {
+    const rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = n_ctx, .n_batch = n_batch,
+                                     .n_seq_max = n_seq_max};
     rtm_context_t *c = NULL;
     if (rtm_context_create(m, &cp, &c) != RT_OK) fail_msg("rtm_context_create: %s", rtm_last_error());
     const bool fused = rtm_context_flash_attn(c);
@@ -306,9 +308,11 @@ static void test_choice(void **state) {
                    "flash_attn 7", "flash-4.5");
     /* flash-4.6: AUTO on cpu0, which runs the op, fuses only where the
        unfused scores of a ubatch pass RTM_FLASH_ATTN_AUTO_BYTES: not at
-       8 heads x 32 x 256, but at 8 x 512 x 8192 (128 MiB) */
-    assert_false(auto_fuses(m, 256, N_BATCH));
-    assert_true(auto_fuses(m, 8192, 512));
+       8 heads x 32 x 256, but at 8 x 512 x 8192 (128 MiB); or where the
+       context holds several sequences (and not on mockgpu0, above) */
+    assert_false(auto_fuses(m, 256, N_BATCH, 1));
+    assert_true(auto_fuses(m, 8192, 512, 1));
+    assert_true(auto_fuses(m, 256, N_BATCH, 2));
     rtm_model_destroy(m);
     rt_registry_destroy(reg);
     unsetenv("RT_MOCKGPU_OPS"); /* read when the plugin first makes its devices */

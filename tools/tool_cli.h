@@ -50,9 +50,9 @@ bool rt_cli_split(const char *tool, const char *value, int32_t *out);
     {"ctv", required_argument, NULL, (ctv)}, {"cache-type-v", required_argument, NULL, (ctv)}
 #define RT_CLI_ATTN_HELP                                                                       \
     "  -fa, --flash-attn on|off|auto  attention fused into one op per layer; auto: where\n"   \
-    "                            every device holding a layer runs it and the unfused\n"      \
-    "                            scores would pass 64 MiB (default: auto); on: faster\n"      \
-    "                            for several sequences (rt-server's clients)\n"               \
+    "                            every device holding a layer runs it, and several\n"         \
+    "                            sequences share the cache (rt-server's slots) or the\n"      \
+    "                            unfused scores would pass 64 MiB (default: auto)\n"          \
     "  -ctk, --cache-type-k f32|f16  the KV cache's K type (default: f32)\n"                  \
     "  -ctv, --cache-type-v f32|f16  its V type (default: f32)\n"
 
