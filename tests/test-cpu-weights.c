@@ -5,7 +5,7 @@
  * it under every path the machine has): what the type accepts, the
  * whole-tensor set/get round trip, refusals (partial writes, memset, uses
  * other than src[0] of MUL_MAT, views), RT_CPU_WEIGHTS=0, and MUL_MAT with
- * repacked Q8_0/Q4_0 weights on seeded random data with M no multiple of
+ * repacked Q8_0/Q4_0/Q4_1 weights on seeded random data with M no multiple of
  * the 16-row interleave, K from one block to thousands, N 1..9 and
  * larger (several passes of 8 activation rows, with a partial last one).
  *
@@ -19,10 +19,16 @@
  * 130 scaled block sums a result). TOL_DOT = 2e-6 leaves 4x that; one
  * activation rounded to a neighbouring quant (one step of d in one
  * element of one of 9 rows) costs 5e-5 or more at K = 4160, so a change
- * in the rounding rule fails. */
+ * in the rounding rule fails. Q4_1's reference is its blocks' own sum,
+ * d_w d_a sum(q_w q_a) + m_w s_a, with b's Q8_1 blocks (conform/act_round.h:
+ * s is rounded to F16, which no rounding of the activations expresses);
+ * the same bound. cpuw-3.3: each column of a product of several is, bit
+ * for bit, that column's product alone, as rt-server's batched sequences
+ * need (a sequence's tokens do not depend on the others'). */
 #include "testutil.h"
 
 #include "../abi/rt_quant.h"
+#include "conform/act_round.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -50,8 +56,13 @@ static rt_context_t *context(void) {
     return ctx;
 }
 
+static const rt_type_t TYPES[] = {RT_TYPE_Q8_0, RT_TYPE_Q4_0, RT_TYPE_Q4_1};
+#define N_TYPES (sizeof TYPES / sizeof TYPES[0])
+
 static size_t block_bytes(rt_type_t t) {
-    return t == RT_TYPE_Q8_0 ? sizeof(rt_block_q8_0_t) : sizeof(rt_block_q4_0_t);
+    return t == RT_TYPE_Q8_0   ? sizeof(rt_block_q8_0_t)
+           : t == RT_TYPE_Q4_0 ? sizeof(rt_block_q4_0_t)
+                               : sizeof(rt_block_q4_1_t);
 }
 
 /* M random rows of K in the GGUF layout of t; their values in deq. */
@@ -64,9 +75,12 @@ static char *gguf_weights(rt_type_t t, int64_t M, int64_t K, double *deq) {
         if (t == RT_TYPE_Q8_0) {
             rt_quantize_block_q8_0(x, (rt_block_q8_0_t *)blk);
             rt_dequantize_block_q8_0((rt_block_q8_0_t *)blk, y);
-        } else {
+        } else if (t == RT_TYPE_Q4_0) {
             rt_quantize_block_q4_0(x, (rt_block_q4_0_t *)blk);
             rt_dequantize_block_q4_0((rt_block_q4_0_t *)blk, y);
+        } else {
+            rt_quantize_block_q4_1(x, (rt_block_q4_1_t *)blk);
+            rt_dequantize_block_q4_1((rt_block_q4_1_t *)blk, y);
         }
         for (int i = 0; i < 32 && deq; i++) deq[b * 32 + i] = y[i];
     }
@@ -99,11 +113,12 @@ static void test_type(void **state) {
     assert_false(rt_buffer_type_is_host(b));
     assert_false(rt_buffer_type_is_weights(rt_device_buffer_type(dev, 0)));
     assert_string_equal(rt_buffer_type_name(b), "CPU_Weights");
-    if (!takes(RT_TYPE_Q8_0, 64, 17, 1) || !takes(RT_TYPE_Q4_0, 4096, 1, 1))
-        fail_msg("cpuw-1.2 2-D q8_0/q4_0 weights refused");
+    if (!takes(RT_TYPE_Q8_0, 64, 17, 1) || !takes(RT_TYPE_Q4_0, 4096, 1, 1) ||
+        !takes(RT_TYPE_Q4_1, 576, 49, 1))
+        fail_msg("cpuw-1.2 2-D q8_0/q4_0/q4_1 weights refused");
     if (takes(RT_TYPE_F32, 64, 17, 1) || takes(RT_TYPE_F16, 64, 17, 1) ||
-        takes(RT_TYPE_Q8_0, 64, 17, 2))
-        fail_msg("cpuw-1.3 a float or 3-D tensor accepted");
+        takes(RT_TYPE_Q8_0, 64, 17, 2) || takes(RT_TYPE_Q5_0, 64, 17, 1))
+        fail_msg("cpuw-1.3 a float, 3-D or q5_0 tensor accepted");
     /* room for the padded 16-row groups */
     rt_context_t *ctx = context();
     rt_tensor_t *w = rt_new_tensor_2d(ctx, RT_TYPE_Q8_0, 96, 17);
@@ -143,50 +158,88 @@ static void test_set_get(void **state) {
     (void)state;
     tu_seed(0x3e16);
     static const int64_t shapes[][2] = {{1, 32}, {17, 96}, {37, 4096}, {64, 160}};
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        round_trip(RT_TYPE_Q8_0, shapes[i][0], shapes[i][1]);
-        round_trip(RT_TYPE_Q4_0, shapes[i][0], shapes[i][1]);
-    }
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (size_t t = 0; t < N_TYPES; t++) round_trip(TYPES[t], shapes[i][0], shapes[i][1]);
 }
 
 //===--- cpuw-3: MUL_MAT ---===//
 
-
-static void mul_mat_case(rt_type_t t, int64_t M, int64_t K, int64_t N) {
+/* c = w x on the device, w's M rows of K in t given in the GGUF layout
+ * (a) and placed in the weights type (plain: the plain one), x N rows of K
+ * (xs); c into got. */
+static rt_status_t run_product_in(bool plain, rt_type_t t, const char *a, int64_t M, int64_t K,
+                                  const float *xs, int64_t N, float *got) {
     rt_context_t *ctx = context();
     rt_buffer_t *wbuf = NULL, *buf = NULL;
-    rt_tensor_t *w = placed_weights(ctx, t, M, K, &wbuf);
+    rt_tensor_t *w = plain ? rt_new_tensor_2d(ctx, t, K, M) : placed_weights(ctx, t, M, K, &wbuf);
     rt_tensor_t *x = rt_new_tensor_2d(ctx, RT_TYPE_F32, K, N);
     rt_tensor_t *c = rt_mul_mat(ctx, w, x);
     rt_graph_t *g = rt_graph_create(ctx, 8);
     rt_graph_build_forward_expand(g, c);
     assert_int_equal(rt_alloc_ctx_tensors(ctx, rt_device_buffer_type(dev, 0), &buf), RT_OK);
-    double *wd = malloc((size_t)(M * K) * sizeof *wd), *xr = malloc((size_t)(N * K) * sizeof *xr);
-    double *ref = malloc((size_t)(M * N) * sizeof *ref);
-    float *xs = malloc((size_t)(N * K) * sizeof *xs), *got = malloc((size_t)(M * N) * sizeof *got);
-    char *a = gguf_weights(t, M, K, wd);
-    tu_fill(xs, (size_t)(N * K), -1.0f, 1.0f);
-    for (int64_t n = 0; n < N; n++) tu_q8_round(xs + n * K, K, xr + n * K);
-    for (int64_t n = 0; n < N; n++)
-        for (int64_t m = 0; m < M; m++) {
-            double s = 0;
-            for (int64_t k = 0; k < K; k++) s += wd[m * K + k] * xr[n * K + k];
-            ref[n * M + m] = s;
-        }
     assert_int_equal(rt_tensor_set(w, a, 0, rt_nbytes(w)), RT_OK);
     assert_int_equal(rt_tensor_set(x, xs, 0, rt_nbytes(x)), RT_OK);
     if (!rt_device_supports_op(dev, c)) fail_msg("cpuw-3.1 MUL_MAT of repacked weights refused");
     rt_status_t st = rt_queue_compute(queue, g);
     if (st == RT_OK) st = rt_tensor_get(c, got, 0, rt_nbytes(c));
+    rt_buffer_free(buf);
+    rt_buffer_free(wbuf);
+    rt_context_destroy(ctx);
+    return st;
+}
+
+static rt_status_t run_product(rt_type_t t, const char *a, int64_t M, int64_t K, const float *xs,
+                               int64_t N, float *got) {
+    return run_product_in(false, t, a, M, K, xs, N, got);
+}
+
+/* Q4_1's reference for one result: row m of a (GGUF blocks) by x's Q8_1
+ * blocks, d_w d_a sum(q_w q_a) + m_w s_a a block. */
+static double q4_1_dot(const char *a, int64_t m, int64_t K, const float *x) {
+    double sum = 0;
+    for (int64_t b = 0; b < K / 32; b++) {
+        const rt_block_q4_1_t *w = (const rt_block_q4_1_t *)a + m * (K / 32) + b;
+        int8_t q[32];
+        float d, s;
+        cf_block_q8_1(x + b * 32, q, &d, &s);
+        int64_t isum = 0;
+        for (int j = 0; j < 16; j++) isum += (w->qs[j] & 15) * q[j] + (w->qs[j] >> 4) * q[j + 16];
+        sum += (double)rt_fp16_to_fp32(w->d) * d * (double)isum + (double)rt_fp16_to_fp32(w->m) * s;
+    }
+    return sum;
+}
+
+/* The double reference c[n][m]: the dequantised weights wd by b rounded
+ * through Q8_0, or for Q4_1 q4_1_dot. */
+static void reference(rt_type_t t, const char *a, const double *wd, const float *xs, int64_t M,
+                      int64_t K, int64_t N, double *ref) {
+    double *xr = malloc((size_t)(N * K) * sizeof *xr);
+    for (int64_t n = 0; n < N; n++) tu_q8_round(xs + n * K, K, xr + n * K);
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t m = 0; m < M; m++) {
+            double s = 0;
+            if (t == RT_TYPE_Q4_1)
+                s = q4_1_dot(a, m, K, xs + n * K);
+            else
+                for (int64_t k = 0; k < K; k++) s += wd[m * K + k] * xr[n * K + k];
+            ref[n * M + m] = s;
+        }
+    free(xr);
+}
+
+static void mul_mat_case(rt_type_t t, int64_t M, int64_t K, int64_t N) {
+    double *wd = malloc((size_t)(M * K) * sizeof *wd), *ref = malloc((size_t)(M * N) * sizeof *ref);
+    float *xs = malloc((size_t)(N * K) * sizeof *xs), *got = malloc((size_t)(M * N) * sizeof *got);
+    char *a = gguf_weights(t, M, K, wd);
+    tu_fill(xs, (size_t)(N * K), -1.0f, 1.0f);
+    reference(t, a, wd, xs, M, K, N, ref);
+    const rt_status_t st = run_product(t, a, M, K, xs, N, got);
     const double e = st == RT_OK ? tu_nmse_error(ref, got, (size_t)(M * N)) : INFINITY;
     if (!(e <= TOL_DOT)) {
         tu_report("cpuw-3.2 %s M %lld K %lld N %lld: %s, nmse %.3g", rt_type_name(t), (long long)M,
                   (long long)K, (long long)N, rt_status_name(st), e);
     }
-    free(wd), free(xr), free(ref), free(xs), free(got), free(a);
-    rt_buffer_free(buf);
-    rt_buffer_free(wbuf);
-    rt_context_destroy(ctx);
+    free(wd), free(ref), free(xs), free(got), free(a);
 }
 
 /* Mat-vec: every N up to one past the mat-vec limit, K from one block to
@@ -197,11 +250,10 @@ static void test_matvec(void **state) {
     tu_seed(0x3e17);
     tu_n_failed = 0;
     static const int64_t ms[] = {1, 17, 37, 100, 250}, ks[] = {32, 96, 544, 4160};
-    for (int t = 0; t < 2; t++)
+    for (size_t t = 0; t < N_TYPES; t++)
         for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
             for (size_t j = 0; j < sizeof ks / sizeof ks[0]; j++)
-                for (int64_t n = 1; n <= 9; n++)
-                    mul_mat_case(t ? RT_TYPE_Q4_0 : RT_TYPE_Q8_0, ms[i], ks[j], n);
+                for (int64_t n = 1; n <= 9; n++) mul_mat_case(TYPES[t], ms[i], ks[j], n);
     if (tu_n_failed) fail_msg("%d failing case(s), listed above", tu_n_failed);
 }
 
@@ -212,10 +264,44 @@ static void test_gemm(void **state) {
     tu_seed(0x3e18);
     tu_n_failed = 0;
     static const int64_t shapes[][3] = {{37, 96, 33}, {200, 1056, 17}, {50, 64, 64}, {16, 4096, 12}};
-    for (int t = 0; t < 2; t++)
+    for (size_t t = 0; t < N_TYPES; t++)
         for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-            mul_mat_case(t ? RT_TYPE_Q4_0 : RT_TYPE_Q8_0, shapes[i][0], shapes[i][1], shapes[i][2]);
+            mul_mat_case(TYPES[t], shapes[i][0], shapes[i][1], shapes[i][2]);
     if (tu_n_failed) fail_msg("%d failing case(s), listed above", tu_n_failed);
+}
+
+/* cpuw-3.3: columns 1..N of a product (N up to one past a pass of 8, a
+ * tile of every width) are each their product alone, bit for bit; and
+ * cpuw-3.4, Q4_1's are the GGUF layout's bit for bit (the order of its
+ * sums, which SmolLM2's parity with llama.cpp rests on, kern_quant.c). */
+static void test_columns_alone(void **state) {
+    (void)state;
+    tu_seed(0x3e19);
+    const int64_t M = 100, K = 576, N = 9;
+    float *xs = malloc((size_t)(N * K) * sizeof *xs), *all = malloc((size_t)(M * N) * sizeof *all);
+    float *one = malloc((size_t)M * sizeof *one);
+    for (size_t t = 0; t < N_TYPES; t++) {
+        char *a = gguf_weights(TYPES[t], M, K, NULL);
+        tu_fill(xs, (size_t)(N * K), -1.0f, 1.0f);
+        for (int64_t n = 1; n <= N; n++) {
+            assert_int_equal(run_product(TYPES[t], a, M, K, xs, n, all), RT_OK);
+            for (int64_t j = 0; j < n; j++) {
+                assert_int_equal(run_product(TYPES[t], a, M, K, xs + j * K, 1, one), RT_OK);
+                if (memcmp(one, all + j * M, (size_t)M * sizeof *one) != 0)
+                    fail_msg("cpuw-3.3 %s: column %lld of %lld differs from its product alone",
+                             rt_type_name(TYPES[t]), (long long)j, (long long)n);
+            }
+            if (TYPES[t] != RT_TYPE_Q4_1) continue;
+            float *plain = malloc((size_t)(M * n) * sizeof *plain);
+            assert_int_equal(run_product_in(true, TYPES[t], a, M, K, xs, n, plain), RT_OK);
+            if (memcmp(plain, all, (size_t)(M * n) * sizeof *plain) != 0)
+                fail_msg("cpuw-3.4 q4_1 N %lld: the repacked product differs from the GGUF layout's",
+                         (long long)n);
+            free(plain);
+        }
+        free(a);
+    }
+    free(xs), free(all), free(one);
 }
 
 //===--- cpuw-4: no other use ---===//
@@ -279,6 +365,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_type),       cmocka_unit_test(test_set_get),
         cmocka_unit_test(test_matvec),     cmocka_unit_test(test_gemm),
+        cmocka_unit_test(test_columns_alone),
         cmocka_unit_test(test_other_uses), cmocka_unit_test(test_env_off),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

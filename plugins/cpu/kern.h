@@ -79,7 +79,7 @@ typedef struct rt_cpu_kern_vec {
 
 /* One matrix product c[n][m] = dot(row m of a, row n of b), m < M, n < N,
  * over K. Rows of a are of type atype, lda bytes apart, or with packed set
- * in the r16 layout of repack.h (Q8_0/Q4_0), lda then the bytes from one
+ * in the r16 layout of repack.h (Q8_0/Q4_0/Q4_1), lda then the bytes from one
  * group of 16 rows to the next; b's rows are F32 (or, for matvec_q and
  * matvec_r, activation rows of rt_cpu_q8a_size(K) / rt_cpu_q8r_size(K)
  * bytes), ldb bytes apart; c's rows are F32, ldc bytes apart, element m at

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* kern_quant.c: products with Q8_0 and Q4_0 weights, compiled per variant.
+/* kern_quant.c: products with Q8_0 and Q4_0 weights (and Q4_1 ones in the
+ * r16 layout, below), compiled per variant.
  * Activations are quantised to Q8_0 once per row (quantize_q8a), and each
  * block is an integer dot product scaled by the two F16 scales, summed in
  * F32. x86 multiplies unsigned bytes by signed ones, so the weights are
@@ -33,7 +34,7 @@
  * blocked F32 path (gemm) computes the same products.
  *
  * Weights in the CPU_Weights buffer type are in the r16 layout (repack.h:
- * 16 rows interleaved 4 bytes at a time) and take matvec_r, with their own
+ * 16 rows interleaved 4 bytes at a time; Q4_1 too) and take matvec_r, with their own
  * activation rows (quantize_q8r, one 40-byte block per 32 elements): a
  * 64-byte load of weights and a broadcast 4 bytes of activation make one
  * vpdpbusd of 16 rows' sums in 16 lanes (two vpmaddubsw steps of 8 rows
@@ -451,19 +452,18 @@ QK_TYPE(Q8_0)
 QK_TYPE(Q4_0)
 
 /* Rows [m0, m1) of c for every activation row, nb_max of them a pass, by
- * the weights' type's pass function (both layouts' drivers). */
+ * the pass function f of the weights' type (both layouts' drivers). */
 typedef void (*q_pass_fn)(const rt_cpu_mm_t *g, int64_t m0, int64_t m1, int64_t n0, int nb);
 
-static void q_passes(const rt_cpu_mm_t *g, int64_t m0, int64_t m1, int nb_max, q_pass_fn q8,
-                     q_pass_fn q4) {
+static void q_passes(const rt_cpu_mm_t *g, int64_t m0, int64_t m1, int nb_max, q_pass_fn f) {
     for (int64_t n0 = 0; n0 < g->N; n0 += nb_max) {
         const int nb = (int)(g->N - n0 < nb_max ? g->N - n0 : nb_max);
-        (g->atype == RT_TYPE_Q8_0 ? q8 : q4)(g, m0, m1, n0, nb);
+        f(g, m0, m1, n0, nb);
     }
 }
 
 static void matvec_q(const rt_cpu_mm_t *g, int64_t m0, int64_t m1) {
-    q_passes(g, m0, m1, QK_NB, q_rows_Q8_0, q_rows_Q4_0);
+    q_passes(g, m0, m1, QK_NB, g->atype == RT_TYPE_Q8_0 ? q_rows_Q8_0 : q_rows_Q4_0);
 }
 
 //===--- repacked weights (repack.h) ---===//
@@ -488,6 +488,8 @@ typedef __m512i rp_w;
 RT_INLINE rp_w rp_wload(rt_type_t t, const char *q, int k) {
     if (t == RT_TYPE_Q8_0) return _mm512_loadu_si512(q + 64 * k);
     const __m512i x = _mm512_loadu_si512(q + 64 * (k & 3));
+    if (t == RT_TYPE_Q4_1) /* its chunks' sums are kept apart: each its true value */
+        return _mm512_and_si512(k < 4 ? x : _mm512_srli_epi16(x, 4), _mm512_set1_epi8(0x0f));
     return _mm512_and_si512(x, _mm512_set1_epi8(k < 4 ? 0x0f : (char)0xf0));
 }
 
@@ -510,6 +512,11 @@ RT_INLINE rp_f rp_scales(const uint16_t *p) {
 RT_INLINE rp_f rp_acc(rp_i s, rp_f wd, float ad, rp_f acc) {
     return _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(wd, _mm512_set1_ps(ad)), acc);
 }
+RT_INLINE rp_f rp_set1(float x) { return _mm512_set1_ps(x); }
+RT_INLINE rp_f rp_cvt(rp_i s) { return _mm512_cvtepi32_ps(s); }
+RT_INLINE rp_f rp_add(rp_f a, rp_f b) { return _mm512_add_ps(a, b); }
+RT_INLINE rp_f rp_mul(rp_f a, rp_f b) { return _mm512_mul_ps(a, b); }
+RT_INLINE rp_f rp_fmadd(rp_f a, rp_f b, rp_f c) { return _mm512_fmadd_ps(a, b, c); }
 RT_INLINE void rp_store(float *c, rp_f v, int64_t n) {
     _mm512_mask_storeu_ps(c, n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1u), v);
 }
@@ -562,6 +569,11 @@ RT_INLINE rp_f rp_scales(const uint16_t *p) {
 RT_INLINE rp_f rp_acc(rp_i s, rp_f wd, float ad, rp_f acc) {
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(wd, _mm256_set1_ps(ad)), acc);
 }
+RT_INLINE rp_f rp_set1(float x) { return _mm256_set1_ps(x); }
+RT_INLINE rp_f rp_cvt(rp_i s) { return _mm256_cvtepi32_ps(s); }
+RT_INLINE rp_f rp_add(rp_f a, rp_f b) { return _mm256_add_ps(a, b); }
+RT_INLINE rp_f rp_mul(rp_f a, rp_f b) { return _mm256_mul_ps(a, b); }
+RT_INLINE rp_f rp_fmadd(rp_f a, rp_f b, rp_f c) { return _mm256_fmadd_ps(a, b, c); }
 RT_INLINE void rp_store(float *c, rp_f v, int64_t n) {
     if (n >= 8) {
         _mm256_storeu_ps(c, v);
@@ -585,7 +597,7 @@ typedef struct rp_w {
 RT_INLINE rp_w rp_wload(rt_type_t t, const char *q, int k) {
     rp_w w;
     memcpy(w.u, q + 64 * (t == RT_TYPE_Q8_0 ? k : k & 3), 4);
-    for (int i = 0; i < 4 && t == RT_TYPE_Q4_0; i++)
+    for (int i = 0; i < 4 && t != RT_TYPE_Q8_0; i++)
         w.u[i] = (uint8_t)(k < 4 ? w.u[i] & 15 : w.u[i] >> 4);
     return w;
 }
@@ -607,6 +619,8 @@ RT_INLINE rp_f rp_scales(const uint16_t *p) { return rt_fp16_to_fp32(*p); }
 RT_INLINE rp_f rp_acc(rp_i s, rp_f wd, float ad, rp_f acc) {
     return acc + (float)s * (wd * ad);
 }
+RT_INLINE rp_f rp_set1(float x) { return x; }
+RT_INLINE rp_f rp_mul(rp_f a, rp_f b) { return a * b; }
 RT_INLINE void rp_store(float *c, rp_f v, int64_t n) {
     if (n > 0) *c = v;
 }
@@ -635,7 +649,25 @@ RT_INLINE void rp_store(float *c, rp_f v, int64_t n) {
 #  define RP_PF_HINT 3
 #endif
 
+/* Q4_1's activation blocks: the Q8_1 blocks of the GGUF-layout kernels
+ * (kern_blocks.c's rounding, which follows llama.cpp's), placed here. */
+static void quantize_q8r_q8_1(const float *x, int64_t K, void *row) {
+    const rt_cpu_kern_blocks_t *kb = RT_KS(rt_cpu_kern_blocks)();
+    for (int64_t b = 0; b < K / 32; b++) {
+        rt_cpu_q8s_t q;
+        kb->quantize_act(x + b * 32, 32, RT_TYPE_Q4_1, &q);
+        char *o = (char *)row + b * RT_CPU_Q8R_BLOCK;
+        memcpy(o, q.qs, 32);
+        memcpy(o + 32, &q.d, 4);
+        memcpy(o + 36, &q.s, 4);
+    }
+}
+
 static void quantize_q8r(const float *x, int64_t K, rt_type_t atype, void *row) {
+    if (atype == RT_TYPE_Q4_1) {
+        quantize_q8r_q8_1(x, K, row);
+        return;
+    }
     const rt_cpu_kern_vec_t *v = QK_VEC();
     const int32_t k = atype == RT_TYPE_Q4_0 ? -8 : RP_Q8_CORR;
     for (int64_t b = 0; b < K / 32; b++) {
@@ -728,6 +760,107 @@ RT_INLINE void rp_tile(const rt_cpu_mm_t *g, rt_type_t t, int64_t u, int64_t m1,
     }
 }
 
+/* Q4_1 (rp_tile's layout and loop) sums in the order of the GGUF-layout
+ * kernel (kern_blocks.c), so that both layouts give the same bits: on x86
+ * llama.cpp's, in which each of a row's 8 lanes takes its 4 elements'
+ * products of a block (virtual chunk k is lane k), scaled by d_w d_a and
+ * summed across blocks apart, the lanes added at the end as hsum_ps adds
+ * them, and m s summed alone (SmolLM2's greedy decode follows llama.cpp's
+ * near-ties in that order only, kern_blocks.c); in C (scalar, NEON) a
+ * block's whole sum is scaled and added with its m s, as dot32. Eight
+ * accumulators a row keep a pass to two activation rows (RP41_NB). */
+#define RP41_NB 2
+#if RP_RU > 1
+#  define RP41_LANES 8
+#else
+#  define RP41_LANES 1
+#endif
+RT_INLINE void rp_tile_q4_1(const rt_cpu_mm_t *g, int64_t u, int64_t m1, int64_t n0, int G, int NB) {
+    const rt_type_t t = RT_TYPE_Q4_1;
+    const size_t qb = RT_CPU_RP_ROWS * rt_cpu_rp_qbytes(t), sat = rt_cpu_rp_scales_at(t, g->K);
+    const int64_t ss = 2 * RT_CPU_RP_ROWS; /* a block's F16 d, then its m */
+    const char *wq[RP_G], *ar[RP41_NB];
+    const uint16_t *ws[RP_G];
+    rp_f acc[RP_G][RP41_NB][RP41_LANES], accm[RP_G][RP41_NB];
+    RT_UNROLL(2)
+    for (int i = 0; i < G; i++) {
+        const char *grp = g->a + (size_t)((u + i) / RP_UPG) * g->lda;
+        const int part = (int)((u + i) % RP_UPG);
+        wq[i] = grp + 4 * RP_RU * part;
+        ws[i] = (const uint16_t *)(grp + sat) + RP_RU * part;
+        RT_UNROLL(2)
+        for (int j = 0; j < NB; j++) {
+            accm[i][j] = rp_zero();
+            RT_UNROLL(8)
+            for (int k = 0; k < RP41_LANES; k++) acc[i][j][k] = rp_zero();
+        }
+    }
+    RT_UNROLL(2)
+    for (int j = 0; j < NB; j++) ar[j] = g->b + (size_t)(n0 + j) * g->ldb;
+    for (int64_t b = 0; b < g->K / 32; b++) {
+        rp_f dd[RP_G][RP41_NB];
+        RT_UNROLL(2)
+        for (int i = 0; i < G; i++) {
+            for (size_t o = 0; o < qb; o += 64)
+                __builtin_prefetch(wq[i] + (size_t)(b + RP_PF / G) * qb + o, 0, RP_PF_HINT);
+            __builtin_prefetch(ws[i] + ss * (b + RP_PF / G), 0, RP_PF_HINT);
+            const rp_f wd = rp_scales(ws[i] + ss * b), wm = rp_scales(ws[i] + ss * b + RT_CPU_RP_ROWS);
+            RT_UNROLL(2)
+            for (int j = 0; j < NB; j++) {
+                float ad, as;
+                memcpy(&ad, ar[j] + b * RT_CPU_Q8R_BLOCK + 32, 4);
+                memcpy(&as, ar[j] + b * RT_CPU_Q8R_BLOCK + 36, 4);
+                dd[i][j] = rp_mul(wd, rp_set1(ad));
+#if RP_RU > 1
+                accm[i][j] = rp_add(accm[i][j], rp_mul(wm, rp_set1(as)));
+#else
+                accm[i][j] = wm * as; /* this block's, added below */
+#endif
+            }
+        }
+#if RP_RU > 1
+        RT_UNROLL(8)
+        for (int k = 0; k < 8; k++) {
+            RT_UNROLL(2)
+            for (int i = 0; i < G; i++) {
+                const rp_w w = rp_wload(t, wq[i] + (size_t)b * qb, k);
+                RT_UNROLL(2)
+                for (int j = 0; j < NB; j++) {
+                    const rp_i p = rp_dot(t, rp_iset(0), w, ar[j] + b * RT_CPU_Q8R_BLOCK + 4 * k);
+                    acc[i][j][k] = rp_fmadd(dd[i][j], rp_cvt(p), acc[i][j][k]);
+                }
+            }
+        }
+#else
+        RT_UNROLL(2)
+        for (int i = 0; i < G; i++)
+            RT_UNROLL(2)
+            for (int j = 0; j < NB; j++) {
+                rp_i p = 0;
+                for (int k = 0; k < 8; k++)
+                    p = rp_dot(t, p, rp_wload(t, wq[i] + (size_t)b * qb, k), ar[j] + b * RT_CPU_Q8R_BLOCK + 4 * k);
+                acc[i][j][0] = acc[i][j][0] + (dd[i][j] * (float)p + accm[i][j]);
+            }
+#endif
+    }
+    RT_UNROLL(2)
+    for (int j = 0; j < NB; j++) {
+        float *c = (float *)(g->c + (size_t)(n0 + j) * g->ldc);
+        RT_UNROLL(2)
+        for (int i = 0; i < G; i++) {
+            const int64_t m = (u + i) * RP_RU;
+#if RP_RU > 1
+            const rp_f *a = acc[i][j];
+            const rp_f v = rp_add(rp_add(rp_add(a[0], a[4]), rp_add(a[2], a[6])),
+                                  rp_add(rp_add(a[1], a[5]), rp_add(a[3], a[7])));
+            rp_store(c + m, rp_add(v, accm[i][j]), m1 - m);
+#else
+            rp_store(c + m, acc[i][j][0], m1 - m);
+#endif
+        }
+    }
+}
+
 /* Units G at a time, then two, then one at a time; G by the activation
  * rows so that the int32 sums and the accumulators (3 G NB vectors) stay
  * in registers. n = 1 takes 4 units: its passes share each activation
@@ -761,8 +894,27 @@ RT_INLINE void rp_tile(const rt_cpu_mm_t *g, rt_type_t t, int64_t u, int64_t m1,
 RP_TYPE(Q8_0)
 RP_TYPE(Q4_0)
 
+/* Q4_1's passes of at most RP41_NB rows: two units at n = 1, one at 2. */
+#define RP41_ROWS(G, NB)                                                         \
+    do {                                                                         \
+        int64_t u = m0 / RP_RU;                                                  \
+        const int64_t u1 = (m1 + RP_RU - 1) / RP_RU;                             \
+        for (; u + (G) <= u1; u += (G)) rp_tile_q4_1(g, u, m1, n0, G, NB);       \
+        for (; u < u1; u++) rp_tile_q4_1(g, u, m1, n0, 1, NB);                   \
+    } while (0)
+
+static void rp_rows_Q4_1(const rt_cpu_mm_t *g, int64_t m0, int64_t m1, int64_t n0, int nb) {
+    if (nb == 1)
+        RP41_ROWS(2, 1);
+    else
+        RP41_ROWS(1, 2);
+}
+
 static void matvec_r(const rt_cpu_mm_t *g, int64_t m0, int64_t m1) {
-    q_passes(g, m0, m1, RP_NB, rp_rows_Q8_0, rp_rows_Q4_0);
+    if (g->atype == RT_TYPE_Q4_1)
+        q_passes(g, m0, m1, RP41_NB, rp_rows_Q4_1);
+    else
+        q_passes(g, m0, m1, RP_NB, g->atype == RT_TYPE_Q8_0 ? rp_rows_Q8_0 : rp_rows_Q4_0);
 }
 
 static const rt_cpu_kern_quant_t kern_quant = {

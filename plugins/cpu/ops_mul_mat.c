@@ -22,8 +22,8 @@
  *
  * Work items are (matrix, run of rows of a), claimed dynamically from the
  * pool's counter so a thread slowed by a busy core takes fewer. Weights
- * in the CPU_Weights buffer type (r16 layout, repack.h; weights.c) take
- * the integer path at every N, with their own activation rows
+ * in the CPU_Weights buffer type (r16 layout, repack.h; weights.c: Q8_0,
+ * Q4_0 and Q4_1) take the integer path at every N, with their own activation rows
  * (quantize_q8r, then matvec_r, 8 rows of b a pass over a work item
  * small enough to stay in L2): with VNNI that is 3.1-3.6x the F32 gemm on
  * converted weights at N = 32..512 on this Zen 4, and without it (AVX2,

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* repack.c: conversions between the GGUF layout of Q8_0/Q4_0 matrices and
+/* repack.c: conversions between the GGUF layout of Q8_0/Q4_0/Q4_1 matrices and
  * the CPU plugin's r16 layout (repack.h), run once when weights are loaded
  * or read back. Plain C: each 4-byte group moves once, and one direction is
  * the other with the copies turned round, so they cannot disagree. */
@@ -9,12 +9,20 @@
 
 #include <string.h>
 
+/* The GGUF block's bytes. */
+static size_t rp_block_bytes(rt_type_t t) {
+    return t == RT_TYPE_Q8_0   ? sizeof(rt_block_q8_0_t)
+           : t == RT_TYPE_Q4_0 ? sizeof(rt_block_q4_0_t)
+                               : sizeof(rt_block_q4_1_t);
+}
+
 /* One GGUF block (gguf) and its place in a group (quants of its block
- * column, its F16 scale slot) for row r: copies one way or the other. */
+ * column, its F16 scale slots) for row r: copies one way or the other. */
 static void rp_block(rt_type_t t, char *gguf, char *quants, char *scale, int r, bool to_r16) {
     const int n_chunks = t == RT_TYPE_Q8_0 ? 8 : 4;
     const uint8_t flip = t == RT_TYPE_Q8_0 ? 0x80 : 0; /* Q8_0 stored unsigned */
-    char *qs = gguf + 2; /* both block types: F16 d, then the quants */
+    const int ns = rt_cpu_rp_nscales(t);
+    char *qs = gguf + 2 * ns; /* every block type: F16 d (and m), then the quants */
     for (int c = 0; c < n_chunks; c++) {
         char *x = quants + 64 * c + 4 * r, *y = qs + 4 * c;
         for (int i = 0; i < 4; i++) {
@@ -24,31 +32,33 @@ static void rp_block(rt_type_t t, char *gguf, char *quants, char *scale, int r, 
                 y[i] = (char)((uint8_t)x[i] ^ flip);
         }
     }
-    if (to_r16)
-        memcpy(scale + 2 * r, gguf, 2);
-    else
-        memcpy(gguf, scale + 2 * r, 2);
+    for (int j = 0; j < ns; j++) {
+        if (to_r16)
+            memcpy(scale + 32 * j + 2 * r, gguf + 2 * j, 2);
+        else
+            memcpy(gguf + 2 * j, scale + 32 * j + 2 * r, 2);
+    }
 }
 
 /* Every block of row m (group-relative row r) in one direction. */
 static void rp_row(rt_type_t t, char *gguf, char *group, int64_t K, int r, bool to_r16) {
-    const size_t bs = t == RT_TYPE_Q8_0 ? sizeof(rt_block_q8_0_t) : sizeof(rt_block_q4_0_t);
-    const size_t qb = RT_CPU_RP_ROWS * rt_cpu_rp_qbytes(t);
+    const size_t bs = rp_block_bytes(t), qb = RT_CPU_RP_ROWS * rt_cpu_rp_qbytes(t);
+    const size_t sb = 32 * (size_t)rt_cpu_rp_nscales(t);
     char *scales = group + rt_cpu_rp_scales_at(t, K);
     for (int64_t b = 0; b < K / 32; b++)
-        rp_block(t, gguf + (size_t)b * bs, group + (size_t)b * qb, scales + 32 * b, r, to_r16);
+        rp_block(t, gguf + (size_t)b * bs, group + (size_t)b * qb, scales + sb * b, r, to_r16);
 }
 
 /* A padding row: zero weights (Q8_0's 0 is 0x80 stored, Q4_0's nibble 8),
- * zero scales. */
+ * zero scales (and offsets). */
 static void rp_pad_row(rt_type_t t, char *group, int64_t K, int r) {
     char zero[sizeof(rt_block_q8_0_t)];
     memset(zero, t == RT_TYPE_Q8_0 ? 0 : 0x88, sizeof zero);
-    zero[0] = zero[1] = 0;
-    const size_t qb = RT_CPU_RP_ROWS * rt_cpu_rp_qbytes(t);
+    memset(zero, 0, 2 * (size_t)rt_cpu_rp_nscales(t));
+    const size_t qb = RT_CPU_RP_ROWS * rt_cpu_rp_qbytes(t), sb = 32 * (size_t)rt_cpu_rp_nscales(t);
     char *scales = group + rt_cpu_rp_scales_at(t, K);
     for (int64_t b = 0; b < K / 32; b++)
-        rp_block(t, zero, group + (size_t)b * qb, scales + 32 * b, r, true);
+        rp_block(t, zero, group + (size_t)b * qb, scales + sb * b, r, true);
 }
 
 void rt_cpu_rp_pack(rt_type_t t, const void *src, size_t src_row, int64_t M, int64_t K,

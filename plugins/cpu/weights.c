@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* weights.c: the CPU device's second buffer type, "CPU_Weights"
- * (RT_BUFT_FLAG_WEIGHTS, rt_plugin.h): host memory in which 2-D Q8_0 and
- * Q4_0 matrices are kept in the r16 layout of repack.h, which the integer
+ * (RT_BUFT_FLAG_WEIGHTS, rt_plugin.h): host memory in which 2-D Q8_0, Q4_0
+ * and Q4_1 matrices are kept in the r16 layout of repack.h, which the integer
  * mat-vec kernels read without shuffles or horizontal sums. set_tensor
  * repacks a whole tensor given in the GGUF layout, get_tensor gives the
  * same bytes back; partial reads and writes and memset are refused, since
@@ -20,7 +20,7 @@
 static const char rt_cpu_r16[] = "r16";
 
 static bool rt_cpu_weights_accepts(const rt_tensor_t *t) {
-    return (t->type == RT_TYPE_Q8_0 || t->type == RT_TYPE_Q4_0) && t->ne[0] > 0 &&
+    return rt_cpu_rp_type(t->type) && t->ne[0] > 0 &&
            t->ne[0] % 32 == 0 && t->ne[1] > 0 && t->ne[2] == 1 && t->ne[3] == 1;
 }
 

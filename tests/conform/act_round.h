@@ -33,4 +33,21 @@ static inline void cf_round_block_q8_f16(float *x) {
     for (int j = 0; j < 32; j++) x[j] = d * (float)rt_quant_clamp((int)nearbyintf(x[j] * id), -127, 127);
 }
 
+/* The same run's Q8_1 block, as the CPU plugin makes it for Q4_1 and
+ * Q5_1 weights (ggml's x86 path): the levels q, the F16 scale d, and s,
+ * the F32 scale max|x| / 127 (not the F16 one) times the levels' sum,
+ * stored in F16: the weights' offsets m are multiplied by s. */
+static inline void cf_block_q8_1(const float *x, int8_t q[32], float *d, float *s) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
+    const float df = amax / 127.0f, id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    int sum = 0;
+    for (int j = 0; j < 32; j++) {
+        q[j] = (int8_t)rt_quant_clamp((int)nearbyintf(x[j] * id), -127, 127);
+        sum += q[j];
+    }
+    *d = rt_fp16_to_fp32(rt_fp32_to_fp16(df));
+    *s = rt_fp16_to_fp32(rt_fp32_to_fp16(df * (float)sum));
+}
+
 #endif /* RT_CONFORM_ACT_ROUND_H */
