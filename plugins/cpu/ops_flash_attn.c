@@ -76,9 +76,31 @@ static bool fa_queries_agree(const rt_tensor_t *mask, int64_t N, int64_t nq, int
     return true;
 }
 
+/* The most keys (whole spans) that the queries of one block of nq see:
+ * what a split of the keys over chunks would divide. */
+static int64_t fa_most_seen(const rt_tensor_t *mask, int64_t N, int64_t nq, int64_t n_kv) {
+    int64_t most = 0;
+    for (int64_t i0 = 0; i0 < N; i0 += nq) {
+        int64_t seen = 0;
+        for (int64_t t0 = 0; t0 < n_kv; t0 += FA_SPAN) {
+            const int64_t t1 = t0 + FA_SPAN < n_kv ? t0 + FA_SPAN : n_kv;
+            for (int64_t i = i0; i < i0 + nq && i < N; i++)
+                if (fa_row_sees(mask, i, t0, t1)) {
+                    seen += t1 - t0;
+                    break;
+                }
+        }
+        if (seen > most) most = seen;
+    }
+    return most;
+}
+
 /* The node's plan by its shapes alone (sizes and phases: an upper bound
  * of the one it runs), or with look, by its mask too: one query per block
- * where the queries of a block would not agree. */
+ * where the queries of a block would not agree, and keys split only as
+ * far as the keys a block sees allow (several sequences' decode: each
+ * query sees its own sequence's rows only, too few to split; a split's
+ * merge phase cost rt-server's 4 clients on SmolLM2 ~20% of attention). */
 static fa_plan_t fa_plan(const rt_tensor_t *node, bool look) {
     const rt_tensor_t *q = node->src[0], *k = node->src[1], *v = node->src[2], *mask = node->src[3];
     fa_plan_t pl = {
@@ -95,7 +117,8 @@ static fa_plan_t fa_plan(const rt_tensor_t *node, bool look) {
     pl.R = pl.nq * pl.rpq;
     const int64_t items = pl.n3 * pl.H_kv * pl.n_qb;
     int64_t want = items >= FA_MIN_ITEMS ? 1 : (FA_MIN_ITEMS + items - 1) / items;
-    const int64_t most = pl.n_kv / FA_MIN_CHUNK;
+    const bool small = look && mask != NULL && pl.N <= FA_AGREE_MAX_N;
+    const int64_t most = (small ? fa_most_seen(mask, pl.N, pl.nq, pl.n_kv) : pl.n_kv) / FA_MIN_CHUNK;
     if (want > most) want = most;
     if (want < 1) want = 1;
     const int64_t spans = (pl.n_kv + FA_SPAN - 1) / FA_SPAN;
