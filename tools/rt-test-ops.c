@@ -10,11 +10,15 @@
  * by SET_ROWS, then read) exercise the device's hazard tracking, are run on
  * the device and on the CPU plugin and compared by normalised error.
  *
- *   rt-test-ops [perf] [--device NAME] [--op NAME]
+ *   rt-test-ops [perf] [--device NAME] [--op NAME] [--rows-max N] [--rows-min N]
  *
  * --device may name the CPU's own device too. One line per case (OK, FAIL
  * with the failing checks below it, or not supported), then "N passed, N
  * failed, N unsupported"; the exit status is 1 when any case failed.
+ * --rows-max/--rows-min keep the cases whose second source (MUL_MAT's b:
+ * the product's columns) has at most/at least N rows, so that a check of
+ * one kernel of a device (its mat-vec, N <= 8 on Vulkan; its mat-mul)
+ * runs that kernel's cases only.
  * `perf` times larger cases and prints GFLOPS (MUL_MAT) or GB/s (the rest)
  * for the device and for the CPU. Uses the public API only. */
 #include "../abi/rt.h"
@@ -33,7 +37,16 @@
 typedef struct opts {
     bool perf;
     const char *device, *op;
+    int64_t rows_max, rows_min; /* 0: no bound */
 } opts_t;
+
+/* Whether case c's second source has a row count within o's bounds (a
+ * case with no second source has none to bound: kept). */
+static bool rows_kept(const opts_t *o, const cf_case_t *c) {
+    if (c->src[1].ne[0] == 0) return true;
+    const int64_t rows = c->src[1].ne[1] ? c->src[1].ne[1] : 1;
+    return (!o->rows_max || rows <= o->rows_max) && (!o->rows_min || rows >= o->rows_min);
+}
 
 typedef struct totals {
     int passed, failed, unsupported;
@@ -66,8 +79,10 @@ static void run_conformance(rt_device_t *dev, rt_queue_t *q, const opts_t *o, to
         if (o->op && strcmp(o->op, rt_op_name(test->op)) != 0) continue;
         for (size_t k = 0, n = 0; k < cf_n_cases; k++) {
             if (!cf_case_applies(&cf_cases[k], test)) continue;
+            ++n; /* ids stay those of the whole table */
+            if (!rows_kept(o, &cf_cases[k])) continue;
             char id[32], desc[200], res[64];
-            snprintf(id, sizeof id, "ops-%zu.%zu", s + 1, ++n);
+            snprintf(id, sizeof id, "ops-%zu.%zu", s + 1, n);
             cf_describe(test->op, &cf_cases[k], desc, sizeof desc);
             why[0] = '\0';
             double err = 0;
@@ -263,7 +278,7 @@ static void perf_print(rt_device_t *dev, rt_queue_t *q, const cf_case_t *c) {
 static void run_perf(side_t *dev, side_t *cpu, const opts_t *o) {
     for (size_t k = 0; k < cf_n_perf_cases; k++) {
         const cf_case_t *c = &cf_perf_cases[k];
-        if (o->op && strcmp(o->op, rt_op_name(c->op)) != 0) continue;
+        if ((o->op && strcmp(o->op, rt_op_name(c->op)) != 0) || !rows_kept(o, c)) continue;
         char desc[200];
         printf("%s\n", cf_describe(c->op, c, desc, sizeof desc));
         perf_print(dev->dev, dev->queue, c);
@@ -278,6 +293,9 @@ static void usage(FILE *f) {
                "Runs every conformance case on a device against the CPU (perf: times them).\n"
                "  -d, --device NAME   the device to check (default: the CPU); --devices too\n"
                "      --op NAME       only this op's cases (default: all)\n"
+               "      --rows-max N    only cases whose second source (MUL_MAT's b) has at most\n"
+               "                      N rows (default: no bound)\n"
+               "      --rows-min N    ... at least N rows (default: no bound)\n"
                "  -h, --help          this text\n"
                "      --version       release, ABI and commit\n");
 }
@@ -287,10 +305,17 @@ static int parse_args(int argc, char **argv, opts_t *o) {
     static const struct option opts[] = {
         {"device", required_argument, NULL, 'd'}, {"devices", required_argument, NULL, 'd'},
         {"op", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},
+        {"rows-max", required_argument, NULL, 'M'}, {"rows-min", required_argument, NULL, 'm'},
         {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0}};
     for (int c; (c = getopt_long(argc, argv, "d:h", opts, NULL)) != -1;) {
         if (c == 'd') o->device = optarg;
         else if (c == 'o') o->op = optarg;
+        else if (c == 'M' || c == 'm') {
+            int32_t v = 0;
+            if (!rt_cli_int("rt-test-ops", c == 'M' ? "--rows-max" : "--rows-min", optarg, 1, INT32_MAX, &v))
+                return rt_cli_bad_usage("rt-test-ops");
+            *(c == 'M' ? &o->rows_max : &o->rows_min) = v;
+        }
         else if (c == 'h') return usage(stdout), 1;
         else if (c == 'V') return rt_cli_print_version(stdout, "rt-test-ops"), 1;
         else return rt_cli_bad_usage("rt-test-ops");
