@@ -684,6 +684,14 @@ static void quantize_q8r(const float *x, int64_t K, rt_type_t atype, void *row) 
     }
 }
 
+/* Unit u's quants and scales in its group of the packed a. */
+RT_INLINE void rp_unit(const rt_cpu_mm_t *g, int64_t u, size_t sat, const char **wq, const uint16_t **ws) {
+    const char *grp = g->a + (size_t)(u / RP_UPG) * g->lda;
+    const int part = (int)(u % RP_UPG);
+    *wq = grp + 4 * RP_RU * part;
+    *ws = (const uint16_t *)(grp + sat) + RP_RU * part;
+}
+
 /* c[n0 + j][rows of units u .. u + G), j < NB: each weight chunk loaded
  * once for the NB activation rows, each activation group of 4 bytes once
  * for the G units; the integer sums of a block start from the
@@ -699,10 +707,7 @@ RT_INLINE void rp_tile(const rt_cpu_mm_t *g, rt_type_t t, int64_t u, int64_t m1,
     rp_f acc[RP_G][RP_NB];
     RT_UNROLL(4)
     for (int i = 0; i < G; i++) {
-        const char *grp = g->a + (size_t)((u + i) / RP_UPG) * g->lda;
-        const int part = (int)((u + i) % RP_UPG);
-        wq[i] = grp + 4 * RP_RU * part;
-        ws[i] = (const uint16_t *)(grp + sat) + RP_RU * part;
+        rp_unit(g, u + i, sat, &wq[i], &ws[i]);
         RT_UNROLL(8)
         for (int j = 0; j < NB; j++) acc[i][j] = rp_zero();
     }
@@ -784,10 +789,7 @@ RT_INLINE void rp_tile_q4_1(const rt_cpu_mm_t *g, int64_t u, int64_t m1, int64_t
     rp_f acc[RP_G][RP41_NB][RP41_LANES], accm[RP_G][RP41_NB];
     RT_UNROLL(2)
     for (int i = 0; i < G; i++) {
-        const char *grp = g->a + (size_t)((u + i) / RP_UPG) * g->lda;
-        const int part = (int)((u + i) % RP_UPG);
-        wq[i] = grp + 4 * RP_RU * part;
-        ws[i] = (const uint16_t *)(grp + sat) + RP_RU * part;
+        rp_unit(g, u + i, sat, &wq[i], &ws[i]);
         RT_UNROLL(2)
         for (int j = 0; j < NB; j++) {
             accm[i][j] = rp_zero();
