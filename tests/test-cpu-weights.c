@@ -59,19 +59,14 @@ static rt_context_t *context(void) {
 static const rt_type_t TYPES[] = {RT_TYPE_Q8_0, RT_TYPE_Q4_0, RT_TYPE_Q4_1};
 #define N_TYPES (sizeof TYPES / sizeof TYPES[0])
 
-static size_t block_bytes(rt_type_t t) {
-    return t == RT_TYPE_Q8_0   ? sizeof(rt_block_q8_0_t)
-           : t == RT_TYPE_Q4_0 ? sizeof(rt_block_q4_0_t)
-                               : sizeof(rt_block_q4_1_t);
-}
 
 /* M random rows of K in the GGUF layout of t; their values in deq. */
 static char *gguf_weights(rt_type_t t, int64_t M, int64_t K, double *deq) {
-    char *a = malloc((size_t)(M * K / 32) * block_bytes(t));
+    char *a = malloc((size_t)(M * K / 32) * rt_type_size(t));
     float x[32], y[32];
     for (int64_t b = 0; b < M * K / 32; b++) {
         tu_fill(x, 32, -1.0f, 1.0f);
-        char *blk = a + (size_t)b * block_bytes(t);
+        char *blk = a + (size_t)b * rt_type_size(t);
         if (t == RT_TYPE_Q8_0) {
             rt_quantize_block_q8_0(x, (rt_block_q8_0_t *)blk);
             rt_dequantize_block_q8_0((rt_block_q8_0_t *)blk, y);
@@ -214,7 +209,7 @@ static double q4_1_dot(const char *a, int64_t m, int64_t K, const float *x) {
 static void reference(rt_type_t t, const char *a, const double *wd, const float *xs, int64_t M,
                       int64_t K, int64_t N, double *ref) {
     double *xr = malloc((size_t)(N * K) * sizeof *xr);
-    for (int64_t n = 0; n < N; n++) tu_q8_round(xs + n * K, K, xr + n * K);
+    for (int64_t n = 0; n < N && t != RT_TYPE_Q4_1; n++) tu_q8_round(xs + n * K, K, xr + n * K);
     for (int64_t n = 0; n < N; n++)
         for (int64_t m = 0; m < M; m++) {
             double s = 0;

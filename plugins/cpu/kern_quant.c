@@ -783,16 +783,21 @@ RT_INLINE void rp_tile(const rt_cpu_mm_t *g, rt_type_t t, int64_t u, int64_t m1,
 RT_INLINE void rp_tile_q4_1(const rt_cpu_mm_t *g, int64_t u, int64_t m1, int64_t n0, int G, int NB) {
     const rt_type_t t = RT_TYPE_Q4_1;
     const size_t qb = RT_CPU_RP_ROWS * rt_cpu_rp_qbytes(t), sat = rt_cpu_rp_scales_at(t, g->K);
-    const int64_t ss = 2 * RT_CPU_RP_ROWS; /* a block's F16 d, then its m */
+    const int64_t ss = RT_CPU_RP_ROWS * rt_cpu_rp_nscales(t); /* a block's F16 d, then its m */
     const char *wq[RP_G], *ar[RP41_NB];
     const uint16_t *ws[RP_G];
-    rp_f acc[RP_G][RP41_NB][RP41_LANES], accm[RP_G][RP41_NB];
+    rp_f acc[RP_G][RP41_NB][RP41_LANES];
+#if RP_RU > 1
+    rp_f accm[RP_G][RP41_NB]; /* the m_w s_a sum, apart from the lanes */
+#endif
     RT_UNROLL(2)
     for (int i = 0; i < G; i++) {
         rp_unit(g, u + i, sat, &wq[i], &ws[i]);
         RT_UNROLL(2)
         for (int j = 0; j < NB; j++) {
+#if RP_RU > 1
             accm[i][j] = rp_zero();
+#endif
             RT_UNROLL(8)
             for (int k = 0; k < RP41_LANES; k++) acc[i][j][k] = rp_zero();
         }
@@ -800,7 +805,7 @@ RT_INLINE void rp_tile_q4_1(const rt_cpu_mm_t *g, int64_t u, int64_t m1, int64_t
     RT_UNROLL(2)
     for (int j = 0; j < NB; j++) ar[j] = g->b + (size_t)(n0 + j) * g->ldb;
     for (int64_t b = 0; b < g->K / 32; b++) {
-        rp_f dd[RP_G][RP41_NB];
+        rp_f dd[RP_G][RP41_NB], ms[RP_G][RP41_NB]; /* the block's d_w d_a and m_w s_a */
         RT_UNROLL(2)
         for (int i = 0; i < G; i++) {
             for (size_t o = 0; o < qb; o += 64)
@@ -813,10 +818,9 @@ RT_INLINE void rp_tile_q4_1(const rt_cpu_mm_t *g, int64_t u, int64_t m1, int64_t
                 memcpy(&ad, ar[j] + b * RT_CPU_Q8R_BLOCK + 32, 4);
                 memcpy(&as, ar[j] + b * RT_CPU_Q8R_BLOCK + 36, 4);
                 dd[i][j] = rp_mul(wd, rp_set1(ad));
+                ms[i][j] = rp_mul(wm, rp_set1(as));
 #if RP_RU > 1
-                accm[i][j] = rp_add(accm[i][j], rp_mul(wm, rp_set1(as)));
-#else
-                accm[i][j] = wm * as; /* this block's, added below */
+                accm[i][j] = rp_add(accm[i][j], ms[i][j]);
 #endif
             }
         }
@@ -841,7 +845,7 @@ RT_INLINE void rp_tile_q4_1(const rt_cpu_mm_t *g, int64_t u, int64_t m1, int64_t
                 rp_i p = 0;
                 for (int k = 0; k < 8; k++)
                     p = rp_dot(t, p, rp_wload(t, wq[i] + (size_t)b * qb, k), ar[j] + b * RT_CPU_Q8R_BLOCK + 4 * k);
-                acc[i][j][0] = acc[i][j][0] + (dd[i][j] * (float)p + accm[i][j]);
+                acc[i][j][0] = acc[i][j][0] + (dd[i][j] * (float)p + ms[i][j]);
             }
 #endif
     }

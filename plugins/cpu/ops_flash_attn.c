@@ -117,8 +117,9 @@ static fa_plan_t fa_plan(const rt_tensor_t *node, bool look) {
     pl.R = pl.nq * pl.rpq;
     const int64_t items = pl.n3 * pl.H_kv * pl.n_qb;
     int64_t want = items >= FA_MIN_ITEMS ? 1 : (FA_MIN_ITEMS + items - 1) / items;
-    const bool small = look && mask != NULL && pl.N <= FA_AGREE_MAX_N;
-    const int64_t most = (small ? fa_most_seen(mask, pl.N, pl.nq, pl.n_kv) : pl.n_kv) / FA_MIN_CHUNK;
+    int64_t most = pl.n_kv / FA_MIN_CHUNK;
+    if (want > 1 && most > 1 && look && mask != NULL && pl.N <= FA_AGREE_MAX_N) /* the mask read only for a split */
+        most = fa_most_seen(mask, pl.N, pl.nq, pl.n_kv) / FA_MIN_CHUNK;
     if (want > most) want = most;
     if (want < 1) want = 1;
     const int64_t spans = (pl.n_kv + FA_SPAN - 1) / FA_SPAN;
