@@ -9,11 +9,14 @@
  *
  *   cpu-os-1  v2 quotas: rounded up, "max" is none, the smallest ancestor wins
  *   cpu-os-2  v1 quotas, -1 is none; no file or a garbled one is none
- *   cpu-os-3  the default thread count is within the affinity mask */
+ *   cpu-os-3  the default thread count is within the affinity mask
+ *   cpu-os-4  a large CPU buffer is backed by huge pages where Linux gives
+ *             them on request (transparent huge pages "madvise" or "always") */
 #include "testutil.h"
 
 #include "../plugins/cpu/cpu.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -89,11 +92,62 @@ static void test_default_count(void **state) {
     tu_report("default CPU threads here: %d of %ld online", (int)n, online);
 }
 
+/* Whether transparent huge pages are given to memory that asks (the mode
+ * in brackets is "madvise" or "always"). */
+static bool thp_on_request(void) {
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (f == NULL) return false;
+    char line[128] = "";
+    const bool read = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    return read && (strstr(line, "[madvise]") != NULL || strstr(line, "[always]") != NULL);
+}
+
+/* The kB of AnonHugePages in the mapping that holds addr (/proc/self/smaps),
+ * -1 when none is found. */
+static long huge_kb_at(uintptr_t addr) {
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (f == NULL) return -1;
+    char line[512];
+    bool inside = false;
+    long kb = -1;
+    while (fgets(line, sizeof line, f) != NULL) {
+        uintmax_t lo, hi;
+        if (sscanf(line, "%jx-%jx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+            inside = addr >= lo && addr < hi;
+            continue;
+        }
+        if (inside && sscanf(line, "AnonHugePages: %ld kB", &kb) == 1) break;
+    }
+    fclose(f);
+    return kb;
+}
+
+static void test_huge_pages(void **state) {
+    (void)state;
+    if (!thp_on_request()) { /* macOS, or a Linux with THP "never" */
+        print_message("cpu-os-4: no transparent huge pages on request here: skipped\n");
+        skip();
+    }
+    const size_t size = 32u << 20;
+    rt_buffer_t *buf = NULL;
+    assert_int_equal(rt_buffer_alloc(rt_device_buffer_type(tu_cpu_device(), 0), size, &buf), RT_OK);
+    char *base = rt_buffer_base(buf);
+    memset(base, 1, size); /* first touch: the pages are given now */
+    const long kb = huge_kb_at((uintptr_t)base + size / 2);
+    rt_buffer_free(buf);
+    if (kb < 2048)
+        fail_msg("cpu-os-4: a %zu MiB CPU buffer holds %ld kB of huge pages, want at least one 2 MiB page",
+                 size >> 20, kb);
+    tu_report("cpu-os-4: a 32 MiB CPU buffer holds %ld kB of huge pages", kb);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_v2),
         cmocka_unit_test(test_v1_and_none),
         cmocka_unit_test(test_default_count),
+        cmocka_unit_test(test_huge_pages),
     };
     return cmocka_run_group_tests_name("cpu-os", tests, NULL, NULL);
 }

@@ -8,7 +8,9 @@
  *   rtrun-3  NaN weights: exit 1 naming the step; --check-numerics names the node
  *   rtrun-4  --temp nan / --top-p nan: exit 1 quoting the values
  *   rtrun-5  the corpus's valid models that broke rt-run print what they must
- *            (a 300-byte token piece was dropped) */
+ *            (a 300-byte token piece was dropped)
+ *   rtrun-6  --no-mmap copies the CPU's weights the default maps, and the
+ *            story is the same */
 #include "testutil.h"
 
 #include <limits.h>
@@ -51,6 +53,33 @@ static void test_many_devices(void **state) {
     if (code != 1 || strstr(out, "more than 16 devices") == NULL)
         fail_msg("rtrun-2: exit %d: %s", code, out);
     free(out);
+}
+
+/* The text after the "weights" of cpu0's layers line: "... (mapped)". */
+static bool cpu_weights_are(const char *out, const char *how) {
+    const char *line = strstr(out, "\ncpu0 ");
+    const char *end = line ? strchr(line + 1, '\n') : NULL;
+    const char *w = line ? strstr(line, how) : NULL;
+    return w != NULL && (end == NULL || w < end);
+}
+
+static void test_no_mmap(void **state) {
+    (void)state;
+    need_model();
+    int code_map, code_copy;
+    char *mapped = tu_tool(&code_map, "rt-run", "-m '%s' -n 24 --temp 0 --devices cpu0", src);
+    char *copied = tu_tool(&code_copy, "rt-run", "-m '%s' -n 24 --temp 0 --devices cpu0 --no-mmap", src);
+    if (code_map != 0 || !cpu_weights_are(mapped, "(mapped)"))
+        fail_msg("rtrun-6: the default run (exit %d) does not map cpu0's weights: %s", code_map, mapped);
+    if (code_copy != 0 || !cpu_weights_are(copied, "(copied)"))
+        fail_msg("rtrun-6: --no-mmap (exit %d) does not copy cpu0's weights: %s", code_copy, copied);
+    /* the story is the text before rt-run's report, which starts at "load: " */
+    const char *end_m = strstr(mapped, "\nload: "), *end_c = strstr(copied, "\nload: ");
+    if (end_m == NULL || end_c == NULL || strstr(mapped, "Once") == NULL || end_m - mapped != end_c - copied ||
+        memcmp(mapped, copied, (size_t)(end_m - mapped)) != 0)
+        fail_msg("rtrun-6: --no-mmap tells another story:\n%s\n---\n%s", mapped, copied);
+    free(mapped);
+    free(copied);
 }
 
 static void test_nan_weights(void **state) {
@@ -113,6 +142,7 @@ int main(void) {
         cmocka_unit_test(test_nan_weights),
         cmocka_unit_test(test_nan_sampling),
         cmocka_unit_test(test_corpus_runs),
+        cmocka_unit_test(test_no_mmap),
     };
     return cmocka_run_group_tests_name("rt-run", tests, NULL, NULL);
 }

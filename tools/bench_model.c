@@ -53,7 +53,7 @@ typedef struct model_args {
     int32_t n_prompt, n_gen, n_threads, n_batch, reps, n_ctx;
     int32_t depth[MODEL_MAX_DEPTHS], n_depths; /* -d; one depth 0 unless given */
     int32_t flash_attn, type_k, type_v;       /* rtm_flash_attn_t, rt_type_t */
-    bool json, no_graph_reuse;
+    bool json, no_graph_reuse, no_mmap;
 } model_args_t;
 
 #define TOOL "rt-bench model"
@@ -70,6 +70,7 @@ static void usage(FILE *f) {
             "                       test (default 0), at most %d depths\n"
             "  -c, --ctx-size N     context length (default, and at least: the deepest test's)\n"
             RT_CLI_ATTN_HELP
+            RT_CLI_MMAP_HELP
             "  -b, --n-batch, --batch-size N  most tokens per graph (default: rt-run's, 512\n"
             "                       halved while the prompt graph would not fit the devices)\n"
             "      --reps N         timed runs of each, after one warm-up (default 5, at most %d)\n"
@@ -102,12 +103,12 @@ static bool parse_depths(const char *name, const char *v, model_args_t *a) {
 
 /* 0: parsed; 1: help shown; 2: usage error. */
 static int parse(int argc, char **argv, model_args_t *a) {
-    enum { OPT_DEVICE = 0x2000, OPT_REPS, OPT_NO_REUSE, OPT_JSON, OPT_PEER, OPT_FA, OPT_CTK, OPT_CTV };
+    enum { OPT_DEVICE = 0x2000, OPT_REPS, OPT_NO_REUSE, OPT_JSON, OPT_PEER, OPT_FA, OPT_CTK, OPT_CTV, OPT_NO_MMAP };
     static const struct option opts[] = {
         {"model", required_argument, NULL, 'm'}, RT_CLI_DEVICE_OPTIONS(OPT_DEVICE),
         {"threads", required_argument, NULL, 't'}, {"n-batch", required_argument, NULL, 'b'},
         {"batch-size", required_argument, NULL, 'b'}, {"reps", required_argument, NULL, OPT_REPS},
-        {"no-graph-reuse", no_argument, NULL, OPT_NO_REUSE}, {"json", no_argument, NULL, OPT_JSON},
+        RT_CLI_MMAP_OPTION(OPT_NO_MMAP), {"no-graph-reuse", no_argument, NULL, OPT_NO_REUSE}, {"json", no_argument, NULL, OPT_JSON},
         {"peer", required_argument, NULL, OPT_PEER}, {"help", no_argument, NULL, 'h'},
         {"n-depth", required_argument, NULL, 'd'}, {"ctx-size", required_argument, NULL, 'c'},
         RT_CLI_ATTN_OPTIONS(OPT_FA, OPT_CTK, OPT_CTV), {NULL, 0, NULL, 0}};
@@ -131,6 +132,7 @@ static int parse(int argc, char **argv, model_args_t *a) {
         case OPT_CTV: ok = rt_cli_cache_type(TOOL, name, optarg, &a->type_v); break;
         case OPT_REPS: ok = rt_cli_int(TOOL, name, optarg, 1, MODEL_MAX_REPS, &a->reps); break;
         case OPT_NO_REUSE: a->no_graph_reuse = true; break;
+        case OPT_NO_MMAP: a->no_mmap = true; break;
         case OPT_JSON: a->json = true; break;
         default: ok = false; /* getopt said why */
         }
@@ -371,7 +373,7 @@ static int run(model_run_t *r, rt_registry_t *reg) {
     const int32_t n_ctx = context_length(a);
     const rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = reg,
                                    .devices = dev ? &dev : NULL, .n_devices = dev ? 1 : 0,
-                                   .n_ctx = n_ctx, .no_progress = true};
+                                   .n_ctx = n_ctx, .no_progress = true, .no_mmap = a->no_mmap};
     if (rtm_model_load(a->model, &mp, &r->model) != RT_OK) return -1;
     const int32_t n_batch = a->n_batch ? a->n_batch : rt_tool_default_n_batch(r->model, n_ctx);
     const rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = n_ctx,

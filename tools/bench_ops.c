@@ -47,6 +47,7 @@
 #define OPS_N_FF 11008
 #define OPS_N_HEAD 32
 #define OPS_HEAD_DIM 128
+#define OPS_N_HEAD_KV 8
 #define OPS_N_VOCAB 32000
 #define OPS_MAX_PEER 1024
 
@@ -105,13 +106,16 @@ static const rt_type_t all_types[] = {
 static void usage(FILE *f) {
     fprintf(f, "usage: rt-bench ops [options]\n"
             "  --op LIST       ops to run (default all): mul_mat rms_norm norm soft_max rope silu\n"
-            "                  gelu swiglu add mul scale get_rows cpy cont\n"
-            "  --type LIST     weight types for mul_mat and get_rows (default " DEFAULT_TYPES ";\n"
+            "                  gelu swiglu add mul scale get_rows cpy cont flash_attn\n"
+            "  --type LIST     weight types for mul_mat and get_rows, and of flash_attn's\n"
+            "                  KV cache (f32, f16) (default " DEFAULT_TYPES ";\n"
             "                  also q4_1 q5_0 q5_1 iq4_nl q2_K q3_K q4_K q5_K q6_K iq4_xs)\n"
-            "  --n LIST        mul_mat activation rows (default 1,2,4,8,32,128,512)\n"
+            "  --n LIST        mul_mat activation rows, flash_attn queries (default\n"
+            "                  1,2,4,8,32,128,512)\n"
             "  --k LIST        mul_mat depths (default 4096,14336)\n"
             "  --m M           mul_mat weight rows (default 4096)\n"
-            "  --tokens T      rows of the other ops (default 512)\n"
+            "  --tokens T      rows of the other ops, flash_attn's keys in the cache\n"
+            "                  (default 512)\n"
             "  -t, --threads N queue threads (default: the device's)\n"
             "  --time S        seconds of timed runs per row, at least 3 runs (default 0.3)\n"
             "  --reps N        at most N (3..256) timed runs per row (default 50)\n"
@@ -623,6 +627,43 @@ static void bench_other(bench_t *b, const char *op, rt_type_t type) {
     rt_context_destroy(ctx);
 }
 
+/* Decode (n = 1) or a small batch's attention at depth: n queries of 32
+ * heads of 128 against T keys of 8 kv heads (Llama 3 8B's grouping), K and
+ * V views of a cache that keeps a token's heads side by side, as the
+ * model's does; rows, bytes and the bound are the cache's. */
+static void bench_flash_attn_n(bench_t *b, rt_type_t type, int64_t n) {
+    rt_context_t *ctx = new_context();
+    if (ctx == NULL) return;
+    const int64_t T = b->a->tokens, D = OPS_HEAD_DIM, H = OPS_N_HEAD, H_kv = OPS_N_HEAD_KV;
+    ops_case_t c = {0};
+    rt_tensor_t *q = rt_new_tensor_3d(ctx, RT_TYPE_F32, D, H, n);
+    rt_tensor_t *ck = rt_new_tensor_2d(ctx, type, D * H_kv, T);
+    rt_tensor_t *cv = rt_new_tensor_2d(ctx, type, D * H_kv, T);
+    rt_tensor_t *mask = rt_new_tensor_2d(ctx, RT_TYPE_F32, T, n);
+    in_set(&c, 0, q, -2, 2);
+    in_set(&c, 1, ck, -1, 1);
+    in_set(&c, 2, cv, -1, 1);
+    in_set(&c, 3, mask, -1, 0);
+    rt_tensor_t *k = rt_view_3d(ctx, ck, D, T, H_kv, ck->nb[1], (size_t)D * ck->nb[0], 0);
+    rt_tensor_t *v = rt_view_3d(ctx, cv, D, T, H_kv, cv->nb[1], (size_t)D * cv->nb[0], 0);
+    c.out = rt_flash_attn(ctx, rt_permute(ctx, q, 0, 2, 1, 3), k, v, mask, 1.0f / sqrtf((float)D), 0.0f);
+    ops_row_t r = {.op = "flash_attn", .m = T, .n = n, .k = D, .flops = 4.0 * (double)(n * H * T * D)};
+    snprintf(r.types, sizeof r.types, "%s", rt_type_name(type));
+    r.time = run_graph(b, ctx, c.out, c.in, &r.best);
+    r.bytes = case_bytes(&c);
+    r.level_bytes = rt_nbytes(ck) + rt_nbytes(cv);
+    if (r.time > 0) row_add(b, &r);
+    rt_context_destroy(ctx);
+}
+
+static void bench_flash_attn(bench_t *b) {
+    const rt_type_t types[] = {RT_TYPE_F32, RT_TYPE_F16};
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        if (!listed(b->a->types ? b->a->types : DEFAULT_TYPES, rt_type_name(types[t]))) continue;
+        for (int i = 0; i < b->a->n_ns; i++) bench_flash_attn_n(b, types[t], b->a->ns[i]);
+    }
+}
+
 static const char *const other_ops[] = {"rms_norm", "norm", "soft_max", "rope", "silu", "gelu",
                                         "swiglu", "add", "mul", "scale", "get_rows", "cpy", "cont"};
 
@@ -705,6 +746,7 @@ static int run(bench_t *b) {
     bench_ceil_read(&b->ceil, bench_ceil_memory_bytes());
     if (listed(b->a->ops, "mul_mat")) bench_mul_mat(b);
     bench_others(b);
+    if (listed(b->a->ops, "flash_attn")) bench_flash_attn(b);
     remeasure(b);
     fprintf(stderr, "\n");
     if (b->a->peer != NULL) run_peer(b);

@@ -154,7 +154,7 @@ static int load(run_t *r) {
     rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = r->reg,
                                    .devices = r->o->devices ? devs : NULL, .n_devices = n_devs,
                                    .split = r->o->split, .n_gpu_layers = r->o->n_gpu_layers,
-                                   .n_ctx = r->o->n_ctx};
+                                   .n_ctx = r->o->n_ctx, .no_mmap = r->o->no_mmap};
     run_explain_job(r, &mp);
     const char *file = r->o->model ? r->o->model : rt_tools_bundled_model(path, sizeof path);
     snprintf(r->model_file, sizeof r->model_file, "%s", file);

@@ -48,6 +48,7 @@ typedef struct server_options {
     int32_t n_batch;               /* tokens per graph run */
     int32_t flash_attn;            /* rtm_flash_attn_t */
     int32_t type_k, type_v;        /* the KV cache's rt_type_t */
+    bool no_mmap;                  /* --no-mmap: weights copied, not mapped */
 } server_options_t;
 
 typedef struct server {
@@ -75,6 +76,7 @@ static void usage(FILE *f) {
                "  -b, --batch-size N    most tokens per graph run (default: 32)\n"
                "  -t, --threads N       CPU threads (default: the plugin's)\n"
                RT_CLI_ATTN_HELP
+               RT_CLI_MMAP_HELP
                "      --timeout S       seconds an idle connection is kept (default: 60)\n"
                "      --max-body N      largest request body, bytes (default: 1048576)\n"
                "  -h, --help            this text\n"
@@ -84,7 +86,7 @@ static void usage(FILE *f) {
 
 static int parse_args(int argc, char **argv, server_options_t *o) {
     enum { OPT_HOST = 1000, OPT_PORT, OPT_KEY, OPT_TIMEOUT, OPT_MAX_BODY, OPT_VERSION, OPT_PARALLEL,
-           OPT_FA, OPT_CTK, OPT_CTV };
+           OPT_FA, OPT_CTK, OPT_CTV, OPT_NO_MMAP };
     static const struct option opts[] = {
         {"model", required_argument, NULL, 'm'}, {"host", required_argument, NULL, OPT_HOST},
         {"port", required_argument, NULL, OPT_PORT}, {"api-key", required_argument, NULL, OPT_KEY},
@@ -93,7 +95,7 @@ static int parse_args(int argc, char **argv, server_options_t *o) {
         {"max-body", required_argument, NULL, OPT_MAX_BODY}, {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, OPT_VERSION}, {"parallel", required_argument, NULL, OPT_PARALLEL},
         {"np", required_argument, NULL, OPT_PARALLEL}, {"batch-size", required_argument, NULL, 'b'},
-        RT_CLI_ATTN_OPTIONS(OPT_FA, OPT_CTK, OPT_CTV), {NULL, 0, NULL, 0}};
+        RT_CLI_ATTN_OPTIONS(OPT_FA, OPT_CTK, OPT_CTV), RT_CLI_MMAP_OPTION(OPT_NO_MMAP), {NULL, 0, NULL, 0}};
     *o = (server_options_t){.host = "127.0.0.1", .port = 8080, .timeout_s = 60, .max_body = 1 << 20,
                             .n_parallel = 4, .n_batch = SERVER_N_BATCH};
     for (int c; (c = getopt_long_only(argc, argv, "m:a:c:t:b:h", opts, NULL)) != -1;) {
@@ -113,6 +115,7 @@ static int parse_args(int argc, char **argv, server_options_t *o) {
         case OPT_FA: ok = rt_cli_flash_attn(TOOL, optarg, &o->flash_attn); break;
         case OPT_CTK: ok = rt_cli_cache_type(TOOL, "--cache-type-k", optarg, &o->type_k); break;
         case OPT_CTV: ok = rt_cli_cache_type(TOOL, "--cache-type-v", optarg, &o->type_v); break;
+        case OPT_NO_MMAP: o->no_mmap = true; break;
         case 'h': usage(stdout); return 1;
         case OPT_VERSION: rt_cli_print_version(stdout, TOOL); return 1;
         default: return rt_cli_bad_usage(TOOL);
@@ -424,7 +427,7 @@ static int load(server_t *s) {
     /* rt-run's default plan: the memory split (RTM_SPLIT_AUTO) would put
      * layers on a software device such as lavapipe, ~40x slower here */
     const rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = s->reg, .n_ctx = s->o.n_ctx * np,
-                                   .split = RTM_SPLIT_FASTEST};
+                                   .split = RTM_SPLIT_FASTEST, .no_mmap = s->o.no_mmap};
     rt_status_t st = rtm_model_load(s->model_file, &mp, &s->model);
     if (st == RT_OK) {
         const int32_t train = rtm_model_n_ctx_train(s->model);

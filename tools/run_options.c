@@ -37,6 +37,7 @@ static void usage(FILE *f) {
         "                            quarter of a device's free memory; at least 32)\n"
         "  -t, --threads N           CPU threads (default: the CPU plugin's)\n"
         RT_CLI_ATTN_HELP
+        RT_CLI_MMAP_HELP
         "  -dev, --device, --devices LIST  comma-separated devices (default: all)\n"
         "      --list-devices        list the devices and exit\n"
         "  -ngl, --n-gpu-layers, --gpu-layers N  the last N layers on the first GPU (-1: all)\n"
@@ -80,7 +81,7 @@ enum {
     OPT_TEMP = 1000, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P, OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N,
     OPT_SPLIT, OPT_LIST_DEVICES, OPT_DEVICE, OPT_NGL, OPT_CNV, OPT_NO_CNV, OPT_SYS, OPT_COLOR,
     OPT_SPECIAL, OPT_DUMP_LOGITS, OPT_CHECK_NUMERICS, OPT_VERSION, OPT_EXPLAIN, OPT_TP, OPT_DIST,
-    OPT_FA, OPT_CTK, OPT_CTV
+    OPT_FA, OPT_CTK, OPT_CTV, OPT_NO_MMAP
 };
 
 static const struct option long_options[] = {
@@ -106,6 +107,7 @@ static const struct option long_options[] = {
     RT_CLI_DEVICE_OPTIONS(OPT_DEVICE),
     RT_CLI_NGL_OPTIONS(OPT_NGL),
     RT_CLI_ATTN_OPTIONS(OPT_FA, OPT_CTK, OPT_CTV),
+    RT_CLI_MMAP_OPTION(OPT_NO_MMAP),
     {"cnv", no_argument, NULL, OPT_CNV},
     {"conversation", no_argument, NULL, OPT_CNV},
     {"interactive", no_argument, NULL, OPT_CNV},
@@ -215,6 +217,7 @@ static int one_option(int c, const char *name, const char *v, run_options_t *o) 
     case OPT_SPECIAL: o->special = true; break;
     case OPT_DUMP_LOGITS: o->dump_logits = v; break;
     case OPT_CHECK_NUMERICS: o->check_numerics = true; break;
+    case OPT_NO_MMAP: o->no_mmap = true; break;
     case OPT_EXPLAIN: o->explain = true; break;
     case OPT_TP: ok = rt_cli_int(TOOL, name, v, 1, RTD_MAX_RANKS, &o->tp); break;
     case OPT_DIST: ok = dist_option(v, o); break;

@@ -26,6 +26,7 @@ typedef struct run_options {
     int32_t type_k, type_v;  /* -ctk, -ctv: rt_type_t of the KV cache */
     const char *dump_logits; /* file, or NULL */
     bool check_numerics;
+    bool no_mmap;            /* --no-mmap: weights copied, not mapped */
     bool explain;            /* the placement plan before the run, the measured time after */
     bool split_given;        /* --split or -ngl (else the fastest plan, without -dev) */
     int32_t tp;              /* tensor-parallel ranks (mpirun -np N); 0: pipeline */

@@ -89,6 +89,7 @@ rt_status_t rt_cpu_buffer_alloc(void *device, size_t size, void *state) {
     b->mem_size = mem_size;
     b->data = (uint8_t *)mem + ((RT_CPU_ALIGN - p % RT_CPU_ALIGN) % RT_CPU_ALIGN);
     b->size = size;
+    rt_cpu_os_advise_huge(b->data, size);
     return RT_OK;
 }
 

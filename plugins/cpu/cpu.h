@@ -53,6 +53,11 @@ int32_t rt_cpu_cgroup_cpus(const char *root, const char *self_cgroup);
 int rt_cpu_os_pin(pthread_t thread, int32_t cpu);
 /* Bytes of memory available now, 0 when unknown. */
 uint64_t rt_cpu_os_avail_bytes(void);
+/* Asks that the whole 2 MiB pages inside [p, p + size) be backed by huge
+ * pages where the OS does that on request (Linux's transparent huge pages
+ * in "madvise" mode), before they are first touched; a hint, nothing
+ * happens where it cannot be had. */
+void rt_cpu_os_advise_huge(void *p, size_t size);
 
 //===--- buffers (buffer.c) ---===//
 

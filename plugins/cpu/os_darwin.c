@@ -31,3 +31,8 @@ uint64_t rt_cpu_os_avail_bytes(void) {
         return 0;
     return ((uint64_t)vm.free_count + (uint64_t)vm.inactive_count) * (uint64_t)vm_page_size;
 }
+
+/* macOS has no such request for ordinary memory. */
+void rt_cpu_os_advise_huge(void *p, size_t size) {
+    (void)p, (void)size;
+}

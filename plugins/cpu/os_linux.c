@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdint.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 static int32_t rt_cpu_os_affinity(void) {
@@ -38,4 +40,16 @@ int rt_cpu_os_pin(pthread_t thread, int32_t cpu) {
 uint64_t rt_cpu_os_avail_bytes(void) {
     const long page = sysconf(_SC_PAGESIZE), n = sysconf(_SC_AVPHYS_PAGES);
     return page > 0 && n > 0 ? (uint64_t)n * (uint64_t)page : 0;
+}
+
+/* A buffer streamed by a decode (the weights, the KV cache) spans tens of
+ * thousands of 4 KiB pages: their TLB misses stall the kernels' reads. */
+void rt_cpu_os_advise_huge(void *p, size_t size) {
+#ifdef MADV_HUGEPAGE
+    const uintptr_t huge = (uintptr_t)2 << 20, b = ((uintptr_t)p + huge - 1) / huge * huge;
+    const uintptr_t e = ((uintptr_t)p + size) / huge * huge;
+    if (e > b) (void)madvise((void *)b, e - b, MADV_HUGEPAGE);
+#else
+    (void)p, (void)size;
+#endif
 }

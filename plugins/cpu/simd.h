@@ -175,8 +175,10 @@ RT_INLINE void vf_transpose(rt_vf r[16]) {
  * 128-bit lanes). */
 RT_INLINE rt_vf vf_sums(const rt_vf r[16]) {
     __m512 s[8], t[4];
+    RT_UNROLL(8)
     for (int i = 0; i < 8; i++)
         s[i] = _mm512_add_ps(_mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]), _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]));
+    RT_UNROLL(4)
     for (int i = 0; i < 4; i++)
         t[i] = _mm512_add_ps(_mm512_shuffle_ps(s[2 * i], s[2 * i + 1], 0x44),
                              _mm512_shuffle_ps(s[2 * i], s[2 * i + 1], 0xee));
@@ -288,6 +290,7 @@ RT_INLINE void vf_transpose(rt_vf r[8]) {
 /* Lane i: r[i]'s lanes summed (as the AVX-512 one: 21 operations). */
 RT_INLINE rt_vf vf_sums(const rt_vf r[8]) {
     __m256 s[4];
+    RT_UNROLL(4)
     for (int i = 0; i < 4; i++)
         s[i] = _mm256_add_ps(_mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]), _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]));
     const __m256 t0 = _mm256_add_ps(_mm256_shuffle_ps(s[0], s[1], 0x44), _mm256_shuffle_ps(s[0], s[1], 0xee));
