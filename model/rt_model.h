@@ -161,7 +161,9 @@ typedef struct rtm_model_params {
     rtm_split_t split;             /* RTM_SPLIT_* */
     int32_t n_gpu_layers;          /* RTM_SPLIT_N_GPU_LAYERS: count; < 0: all */
     int32_t n_ctx;                 /* KV cache length the placement budgets for; 0: 2048 */
-    bool no_mmap;                  /* copy weights into device buffers even where mapping works */
+    bool no_mmap;                  /* copy weights into device buffers even where mapping works
+                                      (a CPU copies 64 MiB or more anyway while they fit in half
+                                      its free memory: its buffers stream faster, weights.c) */
     bool no_progress;              /* no progress bar (it only shows when stderr is a terminal) */
     bool no_repack;                /* keep matrix weights in the file's layout even where the
                                       device offers its own (a RT_BUFT_FLAG_WEIGHTS type) */

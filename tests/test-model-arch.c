@@ -12,7 +12,9 @@
  * tests/arch/minilm.ref by tests/arch/minilm_record.py) to 1e-4 in cosine, through the library and through rt-embed, and split over a mock
  * GPU and Vulkan as on the CPU. SmolLM2-135M and
  * Gemma 3 270M (pip packages; skipped without them) tokenize the prompt,
- * give llama.cpp's first-step logits and decode greedily as it does. The four GPT-2
+ * give llama.cpp's first-step logits and decode greedily as it does; the
+ * CPU copies Gemma's 234 MiB of weights it does not repack into its own
+ * buffers and maps SmolLM2's 29 (arch-4.1). The four GPT-2
  * examples of tools/examples print the same logits, llama.cpp's. Runs from the
  * repository root. */
 #include "testutil.h"
@@ -330,6 +332,30 @@ static int32_t forced_run(rtm_model_t *m, const ref_t *r, const char *ref_file, 
  * within 0.124). On cpu0 only: measured with rt-run on vulkan0
  * (lavapipe), SmolLM2's story is the same and Gemma 3's parts at its 8th
  * token (its own activation rounding and sums). */
+/* arch-4.1: the weights the CPU does not repack are copied into its
+ * buffers when they come to 64 MiB or more (Gemma 3's K-quants, 235 MiB)
+ * and fit in half its free memory, mapped when fewer (SmolLM2's 29 MiB
+ * of embeddings and norms): model/weights.c copy_preferred. */
+static void check_copied_or_mapped(const rtm_model_t *m, rt_registry_t *reg, const char *arch) {
+    rtm_load_stats_t ls = {.struct_size = sizeof ls};
+    assert_int_equal(rtm_model_get_load_stats(m, &ls), RT_OK);
+    rt_device_props_t p = {.struct_size = sizeof p};
+    assert_int_equal(rt_device_get_props(rt_registry_device(reg, 0), &p), RT_OK);
+    const uint64_t plain = ls.bytes_weights - ls.bytes_repacked;
+    if (plain >= ((uint64_t)64 << 20) && plain > p.memory_free / 2) {
+        print_message("arch-4.1 %s: %llu MiB free: too little to expect a copy, not checked\n", arch,
+                      (unsigned long long)(p.memory_free >> 20));
+        return;
+    }
+    const uint64_t want_mapped = plain >= ((uint64_t)64 << 20) ? 0 : plain;
+    if (ls.bytes_mapped != want_mapped || ls.bytes_copied != ls.bytes_weights - want_mapped)
+        fail_msg("arch-4.1 %s: %llu bytes the CPU does not repack: %llu mapped and %llu copied, want %llu mapped",
+                 arch, (unsigned long long)plain, (unsigned long long)ls.bytes_mapped,
+                 (unsigned long long)ls.bytes_copied, (unsigned long long)want_mapped);
+    print_message("arch-4.1 %s: %.1f MiB the CPU does not repack, %s\n", arch, (double)plain / 1048576.0,
+                  want_mapped ? "mapped" : "copied");
+}
+
 static void real_model(const char *path, const char *ref_file, const char *arch) {
     ref_t r;
     read_ref_file(ref_file, &r);
@@ -338,6 +364,7 @@ static void real_model(const char *path, const char *ref_file, const char *arch)
     const rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = reg, .no_progress = true};
     rtm_model_t *m = load(path, &mp);
     assert_string_equal(rtm_model_arch(m), arch);
+    check_copied_or_mapped(m, reg, arch);
     rtm_token_t t[MAX_PROMPT];
     int32_t n = 0;
     assert_int_equal(rtm_vocab_tokenize(rtm_model_vocab(m), REAL_PROMPT, strlen(REAL_PROMPT), true, false,

@@ -56,16 +56,14 @@ bool rt_cli_split(const char *tool, const char *value, int32_t *out);
     "  -ctk, --cache-type-k f32|f16  the KV cache's K type (default: f32)\n"                  \
     "  -ctv, --cache-type-v f32|f16  its V type (default: f32)\n"
 
-/* --no-mmap (llama.cpp's spelling): the weights copied into the devices'
- * own buffers (rtm_model_params_t.no_mmap) instead of mapped from the file.
- * The CPU's buffers are in huge pages where Linux gives them on request,
- * which a mapped file's pages are not: a decode streaming F16 or F32
- * weights misses the TLB less. */
+/* --no-mmap (llama.cpp's spelling): every weight copied into the devices'
+ * own buffers (rtm_model_params_t.no_mmap), none mapped from the file; the
+ * CPU copies 64 MiB of weights or more by default already (weights.c). */
 #define RT_CLI_MMAP_OPTION(code) {"no-mmap", no_argument, NULL, (code)}
 #define RT_CLI_MMAP_HELP                                                                       \
-    "      --no-mmap             copy the weights into the devices' buffers, not mapped\n"    \
-    "                            from the file (the CPU's in huge pages: faster decode\n"     \
-    "                            of weights it does not repack, F16 and F32)\n"
+    "      --no-mmap             copy every weight into the devices' buffers, map none\n"     \
+    "                            from the file (the CPU copies 64 MiB or more anyway,\n"      \
+    "                            where they fit in half its free memory)\n"
 
 /* -fa's value into *out (an rtm_flash_attn_t of model/rt_model.h): on,
  * off, auto (also 1, 0 as llama.cpp took them); false after a message. */
