@@ -25,7 +25,8 @@
  *           defaults, --version its line, -dev and --devices are --device,
  *           --explain says where the layers went; a built-in graph's
  *           option with -m, a bad value, an unknown device or subcommand
- *           are usage errors (status 2)
+ *           are usage errors (status 2); rt-bench ops times the fused
+ *           attention (--op flash_attn)
  * Each test gets its own temporary directory, removed by its teardown. */
 #include "testutil.h"
 
@@ -368,6 +369,9 @@ static void test_command_line(void **state) {
         {"rt-bench", "alloc --runs 0", 2, "--runs wants an integer"},
         {"rt-bench", "ops --n 1,x", 2, "--n wants a comma-separated list"},
         {"rt-bench", "ops --help", 0, "(default cpu0)"},
+        /* the fused attention's row: 64 keys, one query, heads of 128 */
+        {"rt-bench", "ops --op flash_attn --type f16 --n 1 --tokens 64 --time 0.01 --reps 3 --no-openblas", 0,
+         "flash_attn f16              64      1    128"},
         {"rt-bench", "model --reps 1000", 2, "--reps wants an integer from 1 to 64"},
         {"rt-bench", "threads --dim 8", 2, "--dim wants an integer from 16"},
     };
