@@ -524,7 +524,7 @@ static void bench_mul_mat(bench_t *b) {
  * bytes its operands occupy. */
 typedef struct ops_case {
     rt_tensor_t *out;
-    ops_input_t in[4];
+    ops_input_t in[5]; /* up to 4, then one with t NULL: where the readers stop */
     int64_t m, n;
 } ops_case_t;
 
