@@ -146,20 +146,19 @@ static bool has_tensors(rt_context_t *ctx) {
 /* Weights a CPU copies rather than maps from this many bytes on. */
 #define RTM_COPY_MIN_BYTES ((uint64_t)64 << 20)
 
-/* Whether device d reads its weights faster from a copy in its own buffers
- * than from the file's pages, so that a load copies what it could map: on
- * the CPU, whose buffers are 64-byte aligned and in huge pages
- * (plugins/cpu/buffer.c) where a mapped tensor is 32-byte aligned and the
- * page cache partly in 4 KiB pages, a decode streams the weights 7-17%
+/* Whether device d reads its weights (bytes of them) faster from a copy in
+ * its own buffers than from the file's pages, so that a load copies what
+ * it could map: on the CPU, whose buffers are 64-byte aligned and in huge
+ * pages (plugins/cpu/buffer.c) where a mapped tensor is 32-byte aligned and
+ * the page cache partly in 4 KiB pages, a decode streams the weights 7-17%
  * faster (Gemma 3 270M Q4_K_M, TinyLlama-8 F16). Weights under
  * RTM_COPY_MIN_BYTES stay mapped (the TLB covers them: the copy would cost
  * load time for nothing), and so do weights past half the free memory (a
  * mapping needs no memory of its own: a model larger than memory pages
  * in). */
-static bool copy_preferred(const rtm_model_t *m, int32_t d) {
+static bool copy_preferred(const rtm_model_t *m, int32_t d, uint64_t bytes) {
     rt_device_props_t p = {.struct_size = sizeof p};
     if (rt_device_get_props(m->devices[d], &p) != RT_OK || p.kind != RT_DEVICE_KIND_CPU) return false;
-    const uint64_t bytes = context_bytes(m, m->ctx[d]);
     return bytes >= RTM_COPY_MIN_BYTES && bytes <= p.memory_free / 2;
 }
 
@@ -187,9 +186,10 @@ rt_status_t rtm_weights_load(rtm_model_t *m, bool no_mmap, bool progress) {
     for (int32_t d = 0; d < m->n_devices; d++) {
         if (has_tensors(m->ctx_w[d])) prog.total += context_bytes(m, m->ctx_w[d]);
         if (!has_tensors(m->ctx[d])) continue;
-        const rt_status_t st = no_mmap || copy_preferred(m, d) ? RT_OK : map_device(m, d, &map[d]);
+        const uint64_t bytes = context_bytes(m, m->ctx[d]);
+        const rt_status_t st = no_mmap || copy_preferred(m, d, bytes) ? RT_OK : map_device(m, d, &map[d]);
         if (st != RT_OK) return st;
-        if (!map[d]) prog.total += context_bytes(m, m->ctx[d]);
+        if (!map[d]) prog.total += bytes;
     }
     for (int32_t d = 0; d < m->n_devices; d++) {
         rt_status_t st = RT_OK;

@@ -103,12 +103,14 @@ static bool parse_depths(const char *name, const char *v, model_args_t *a) {
 
 /* 0: parsed; 1: help shown; 2: usage error. */
 static int parse(int argc, char **argv, model_args_t *a) {
-    enum { OPT_DEVICE = 0x2000, OPT_REPS, OPT_NO_REUSE, OPT_JSON, OPT_PEER, OPT_FA, OPT_CTK, OPT_CTV, OPT_NO_MMAP };
+    enum { OPT_DEVICE = 0x2000, OPT_REPS, OPT_NO_REUSE, OPT_JSON, OPT_PEER, OPT_FA, OPT_CTK, OPT_CTV,
+           OPT_NO_MMAP };
     static const struct option opts[] = {
         {"model", required_argument, NULL, 'm'}, RT_CLI_DEVICE_OPTIONS(OPT_DEVICE),
         {"threads", required_argument, NULL, 't'}, {"n-batch", required_argument, NULL, 'b'},
         {"batch-size", required_argument, NULL, 'b'}, {"reps", required_argument, NULL, OPT_REPS},
-        RT_CLI_MMAP_OPTION(OPT_NO_MMAP), {"no-graph-reuse", no_argument, NULL, OPT_NO_REUSE}, {"json", no_argument, NULL, OPT_JSON},
+        {"no-graph-reuse", no_argument, NULL, OPT_NO_REUSE}, {"json", no_argument, NULL, OPT_JSON},
+        RT_CLI_MMAP_OPTION(OPT_NO_MMAP),
         {"peer", required_argument, NULL, OPT_PEER}, {"help", no_argument, NULL, 'h'},
         {"n-depth", required_argument, NULL, 'd'}, {"ctx-size", required_argument, NULL, 'c'},
         RT_CLI_ATTN_OPTIONS(OPT_FA, OPT_CTK, OPT_CTV), {NULL, 0, NULL, 0}};
