@@ -16,7 +16,13 @@
  *           and -fa 0,1, and each depth's row carries the peer's figures of
  *           that depth with and without its flash attention, the ratio
  *           against the one of rt's attention (here unfused: fa 0); its
- *           markdown rows "pp8 @ d16" are read as well */
+ *           markdown rows "pp8 @ d16" are read as well
+ *   peer-6  the peer runs on the device rt runs on: llama-bench with -dev
+ *           none (its CPU) beside cpu0, -dev Vulkan0 beside vulkan0
+ *           (test-backend-ops' -b is the same name: peer-4 has -b CPU)
+ *   peer-7  --rounds 3: llama-bench runs three times, once after each
+ *           round of rt's runs, and each figure is the median of the
+ *           rounds' */
 #include "testutil.h"
 
 #include <math.h>
@@ -59,15 +65,17 @@ static void fake_program(const char *name, const char *body) {
     assert_int_equal(chmod(path, 0755), 0);
 }
 
-static char *rt_bench(const char *args) {
+static char *rt_bench_on(const char *plugins, const char *args) {
     char cmd[3 * PATH_SIZE];
-    snprintf(cmd, sizeof cmd, "RT_PLUGINS=cpu '%s/bin/rt-bench' %s --peer '%s' 2>/dev/null",
-             tu_build_dir_abs(), args, dir);
+    snprintf(cmd, sizeof cmd, "RT_PLUGINS=%s '%s/bin/rt-bench' %s --peer '%s' 2>/dev/null",
+             plugins, tu_build_dir_abs(), args, dir);
     int status = -1;
     char *out = tu_run_capture(cmd, &status);
     if (status != 0) fail_msg("rt-bench %s failed (%d):\n%s", args, status, out);
     return out;
 }
+
+static char *rt_bench(const char *args) { return rt_bench_on("cpu", args); }
 
 /* The number after the n-th (0-based) "key": in text. */
 static double json_value(const char *text, const char *key, int nth) {
@@ -207,6 +215,48 @@ static void test_model_depths(void **state) {
     free(out);
 }
 
+static void test_peer_device(void **state) {
+    (void)state;
+    fake_program("llama-bench", json_out);
+    free(rt_bench("model -p 8 -n 4 --reps 1 --threads 2 --json"));
+    expect_args("-dev none -r 1 -p 8", "peer-6.1");
+    rt_registry_t *reg = tu_registry_vulkan("peer-6.2");
+    rt_registry_destroy(reg);
+    free(rt_bench_on("cpu,vulkan", "model --device vulkan0 -p 8 -n 4 --reps 1 --json"));
+    expect_args("-dev Vulkan0 -r 1 -p 8", "peer-6.3");
+}
+
+/* A llama-bench whose prompt figure is 100, 300, then 200 in its calls
+ * (counted in DIR/calls), generation 50. */
+static void fake_rounds(void) {
+    char path[PATH_SIZE + 64];
+    snprintf(path, sizeof path, "%s/bin/llama-bench", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "#!/bin/sh\necho x >> '%s/calls'\nn=$(wc -l < '%s/calls')\n"
+            "case $n in 1) ts=100;; 2) ts=300;; *) ts=200;; esac\n"
+            "printf '[\\n  {\\n    \"n_prompt\": 8,\\n    \"n_gen\": 0,\\n    \"avg_ts\": %%s\\n  },\\n'"
+            " $ts\nprintf '  {\\n    \"n_prompt\": 0,\\n    \"n_gen\": 4,\\n    \"avg_ts\": 50\\n  }\\n]\\n'\n",
+            dir, dir);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(chmod(path, 0755), 0);
+}
+
+static void test_rounds(void **state) {
+    (void)state;
+    fake_rounds();
+    char *out = rt_bench("model -p 8 -n 4 --reps 1 --rounds 3 --json");
+    expect_ratio(out, 0, 0, 200, "tokens_per_s", "ratio", "peer_tokens_per_s", "peer-7.1");
+    expect_ratio(out, 1, 1, 50, "tokens_per_s", "ratio", "peer_tokens_per_s", "peer-7.2");
+    free(out);
+    char cmd[PATH_SIZE + 32];
+    snprintf(cmd, sizeof cmd, "wc -l < '%s/calls'", dir);
+    int status = 0;
+    char *calls = tu_run_capture(cmd, &status);
+    if (atoi(calls) != 3) fail_msg("peer-7.3: llama-bench ran %s times, not 3", calls);
+    free(calls);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_model_json),
@@ -214,6 +264,8 @@ int main(void) {
         cmocka_unit_test(test_no_peer_binary),
         cmocka_unit_test(test_ops),
         cmocka_unit_test(test_model_depths),
+        cmocka_unit_test(test_peer_device),
+        cmocka_unit_test(test_rounds),
     };
     return cmocka_run_group_tests_name("bench-peer", tests, make_dir, remove_dir);
 }

@@ -13,8 +13,11 @@
  * buffer the size of the weights (bench_ceilings.h, the same threads; the
  * memory's for any model past the caches): the weights a token streams
  * over the fastest any read loop streams them. --peer DIR runs llama.cpp's
- * llama-bench on the same model in the same run and prints its figures
- * beside rt's, with the ratios (bench_peer.h).
+ * llama-bench on the same model and device (-dev none beside a CPU) in the
+ * same run and prints its figures beside rt's, with the ratios
+ * (bench_peer.h). On a machine whose load moves, --rounds N takes rt's
+ * runs and llama-bench's in turn N times and reports each figure's median
+ * over the rounds, so that the two see the same load.
  *
  * -d LIST (llama-bench's --n-depth) runs both tests again with that many
  * tokens already in the cache: the context is sized to fit the deepest,
@@ -45,12 +48,14 @@
 
 #define MODEL_MAX_REPS 64
 #define MODEL_MAX_DEPTHS 8
+#define MODEL_MAX_ROUNDS 16
 
 typedef struct model_args {
     const char *model;
     const char *device;   /* the one device to hold the weights, NULL: the library's choice */
     const char *peer;     /* a llama.cpp build directory, or NULL */
     int32_t n_prompt, n_gen, n_threads, n_batch, reps, n_ctx;
+    int32_t rounds;       /* --rounds: rt's runs and the peer's, in turn */
     int32_t depth[MODEL_MAX_DEPTHS], n_depths; /* -d; one depth 0 unless given */
     int32_t flash_attn, type_k, type_v;       /* rtm_flash_attn_t, rt_type_t */
     bool json, no_graph_reuse, no_mmap;
@@ -77,9 +82,13 @@ static void usage(FILE *f) {
             "      --no-graph-reuse build and plan a graph for every token (to measure what\n"
             "                       reusing the decode graph saves)\n"
             "      --peer DIR       run llama.cpp's llama-bench (DIR/bin or DIR) on the same\n"
-            "                       model and print its figures beside these, with the ratios\n"
+            "                       model and device and print its figures beside these, with\n"
+            "                       the ratios\n"
+            "      --rounds N       measure N times, rt then llama.cpp in turn, and report the\n"
+            "                       medians of the rounds (default 1, at most %d): on a busy\n"
+            "                       machine both see the same load\n"
             "      --json           the two rows as a JSON array\n"
-            "  -h, --help           this text\n", MODEL_MAX_DEPTHS, MODEL_MAX_REPS);
+            "  -h, --help           this text\n", MODEL_MAX_DEPTHS, MODEL_MAX_REPS, MODEL_MAX_ROUNDS);
 }
 
 /* -d's comma-separated depths into a; false after a message. */
@@ -104,14 +113,15 @@ static bool parse_depths(const char *name, const char *v, model_args_t *a) {
 /* 0: parsed; 1: help shown; 2: usage error. */
 static int parse(int argc, char **argv, model_args_t *a) {
     enum { OPT_DEVICE = 0x2000, OPT_REPS, OPT_NO_REUSE, OPT_JSON, OPT_PEER, OPT_FA, OPT_CTK, OPT_CTV,
-           OPT_NO_MMAP };
+           OPT_NO_MMAP, OPT_ROUNDS };
     static const struct option opts[] = {
         {"model", required_argument, NULL, 'm'}, RT_CLI_DEVICE_OPTIONS(OPT_DEVICE),
         {"threads", required_argument, NULL, 't'}, {"n-batch", required_argument, NULL, 'b'},
         {"batch-size", required_argument, NULL, 'b'}, {"reps", required_argument, NULL, OPT_REPS},
         {"no-graph-reuse", no_argument, NULL, OPT_NO_REUSE}, {"json", no_argument, NULL, OPT_JSON},
         RT_CLI_MMAP_OPTION(OPT_NO_MMAP),
-        {"peer", required_argument, NULL, OPT_PEER}, {"help", no_argument, NULL, 'h'},
+        {"peer", required_argument, NULL, OPT_PEER}, {"rounds", required_argument, NULL, OPT_ROUNDS},
+        {"help", no_argument, NULL, 'h'},
         {"n-depth", required_argument, NULL, 'd'}, {"ctx-size", required_argument, NULL, 'c'},
         RT_CLI_ATTN_OPTIONS(OPT_FA, OPT_CTK, OPT_CTV), {NULL, 0, NULL, 0}};
     optind = 1;
@@ -133,6 +143,7 @@ static int parse(int argc, char **argv, model_args_t *a) {
         case OPT_CTK: ok = rt_cli_cache_type(TOOL, name, optarg, &a->type_k); break;
         case OPT_CTV: ok = rt_cli_cache_type(TOOL, name, optarg, &a->type_v); break;
         case OPT_REPS: ok = rt_cli_int(TOOL, name, optarg, 1, MODEL_MAX_REPS, &a->reps); break;
+        case OPT_ROUNDS: ok = rt_cli_int(TOOL, name, optarg, 1, MODEL_MAX_ROUNDS, &a->rounds); break;
         case OPT_NO_REUSE: a->no_graph_reuse = true; break;
         case OPT_NO_MMAP: a->no_mmap = true; break;
         case OPT_JSON: a->json = true; break;
@@ -146,10 +157,13 @@ static int parse(int argc, char **argv, model_args_t *a) {
 }
 
 /* One depth's figures: prompt median, best; generation median, best; and
- * llama.cpp's pp and tg without [0] and with [1] its flash attention. */
+ * llama.cpp's pp and tg without [0] and with [1] its flash attention. The
+ * medians over the rounds of each round's (the best: the best of all). */
 typedef struct depth_row {
     double tps[4];
     double peer[2][2];
+    double round_tps[MODEL_MAX_ROUNDS][4];
+    double round_peer[MODEL_MAX_ROUNDS][2][2];
 } depth_row_t;
 
 typedef struct model_run {
@@ -312,12 +326,26 @@ static bool on_cpu(const rtm_model_t *model) {
            props.kind == RT_DEVICE_KIND_CPU;
 }
 
-/* llama-bench once over every depth: plain pp/tg at depth 0 alone (as
- * before depths), -d LIST -fa 0,1 otherwise. */
-static void measure_peer(model_run_t *r, int threads) {
+/* llama-bench's -dev for the device every layer is on ("none": its CPU),
+ * nothing when the layers are spread (its own default then, as rt's). */
+static void peer_device(const model_run_t *r, char *buf, size_t size) {
+    const rt_device_t *d0 = rtm_model_layer_device(r->model, 0);
+    buf[0] = '\0';
+    for (int32_t il = 1; il < rtm_model_n_layer(r->model); il++)
+        if (rtm_model_layer_device(r->model, il) != d0) return;
+    char name[64] = "none";
+    if (!on_cpu(r->model)) bench_peer_device(rt_device_name(d0), name, sizeof name);
+    snprintf(buf, size, "-dev %s ", name);
+}
+
+/* llama-bench once over every depth (plain pp/tg at depth 0 alone, as
+ * before depths; -d LIST -fa 0,1 otherwise), into round's figures. */
+static void measure_peer(model_run_t *r, int threads, int round) {
     const model_args_t *a = r->a;
     char args[512] = "";
-    size_t n = (size_t)snprintf(args, sizeof args, "-r %d ", a->reps); /* as many runs as rt's */
+    peer_device(r, args, sizeof args);
+    size_t n = strlen(args);
+    n += (size_t)snprintf(args + n, sizeof args - n, "-r %d ", a->reps); /* as many runs as rt's */
     if (a->n_depths > 1 || a->depth[0] != 0) {
         n += (size_t)snprintf(args + n, sizeof args - n, "-fa 0,1 -d ");
         for (int32_t i = 0; i < a->n_depths && n < sizeof args; i++)
@@ -331,20 +359,18 @@ static void measure_peer(model_run_t *r, int threads) {
     for (int32_t i = 0; i < a->n_depths; i++)
         for (int fa = 0; fa < 2; fa++) {
             const bench_peer_want_t w = {a->n_prompt, a->n_gen, a->depth[i], fa};
-            bench_peer_parse_llama_bench_at(out, &w, &r->row[i].peer[fa][0], &r->row[i].peer[fa][1]);
-            r->peer_any = r->peer_any || r->row[i].peer[fa][0] > 0 || r->row[i].peer[fa][1] > 0;
+            double *f = r->row[i].round_peer[round][fa];
+            bench_peer_parse_llama_bench_at(out, &w, &f[0], &f[1]);
+            r->peer_any = r->peer_any || f[0] > 0 || f[1] > 0;
         }
     free(out);
     if (!r->peer_any) snprintf(r->peer_why, sizeof r->peer_why, "no pp%d or tg%d figure in llama-bench's "
                                "output", a->n_prompt, a->n_gen);
 }
 
-/* What the run is put against: the read ceiling (on a CPU device) and
- * llama.cpp's figures (with --peer), both measured after rt's own runs so
- * that neither disturbs them. */
-static void measure_against(model_run_t *r) {
-    const model_args_t *a = r->a;
-    const int threads = a->n_threads > 0 ? a->n_threads : rt_tools_cpu_count();
+/* The read ceiling a CPU device's generation is put against, measured
+ * after rt's runs so that it does not disturb them. */
+static void measure_ceiling(model_run_t *r, int threads) {
     rtm_load_stats_t ls = {.struct_size = sizeof ls};
     if (rtm_model_get_load_stats(r->model, &ls) == RT_OK) r->weights = (double)ls.bytes_weights;
     if (on_cpu(r->model) && r->weights > 0) {
@@ -352,7 +378,33 @@ static void measure_against(model_run_t *r) {
         bench_ceil_init(&c, threads);
         r->ceiling = bench_ceil_read(&c, (size_t)r->weights);
     }
-    if (a->peer != NULL) measure_peer(r, threads);
+}
+
+/* The median of the rounds' figures that are there (> 0), else 0. */
+static double rounds_median(const double *v, size_t stride, int rounds) {
+    double t[MODEL_MAX_ROUNDS];
+    size_t n = 0;
+    for (int i = 0; i < rounds; i++)
+        if (v[i * stride] > 0) t[n++] = v[i * stride];
+    return n ? bench_median(t, n) : 0;
+}
+
+/* Each depth's figures from its rounds'. */
+static void combine_rounds(model_run_t *r) {
+    const int rounds = r->a->rounds;
+    for (int32_t i = 0; i < r->a->n_depths; i++) {
+        depth_row_t *d = &r->row[i];
+        const size_t s = sizeof d->round_tps[0] / sizeof(double), sp = sizeof d->round_peer[0] / sizeof(double);
+        for (int k = 0; k < 4; k += 2) {
+            d->tps[k] = rounds_median(&d->round_tps[0][k], s, rounds);
+            d->tps[k + 1] = 0;
+            for (int j = 0; j < rounds; j++)
+                if (d->round_tps[j][k + 1] > d->tps[k + 1]) d->tps[k + 1] = d->round_tps[j][k + 1];
+        }
+        for (int fa = 0; fa < 2; fa++)
+            for (int test = 0; test < 2; test++)
+                d->peer[fa][test] = rounds_median(&d->round_peer[0][fa][test], sp, rounds);
+    }
 }
 
 /* Positions the deepest test needs, or -c when larger. */
@@ -388,21 +440,26 @@ static int run(model_run_t *r, rt_registry_t *reg) {
     uint64_t s = cf_rng_init(0); /* the tests' generator (tests/conform/rng.h) */
     for (int32_t i = 0; i < a->n_prompt; i++)
         r->tokens[i] = (rtm_token_t)((cf_rng_next(&s) >> 33) % (uint64_t)rtm_model_n_vocab(r->model));
-    for (int32_t i = 0; i < a->n_depths; i++) {
-        double *tps = r->row[i].tps;
-        r->depth = a->depth[i];
-        if (!measure(r, time_prompt, a->n_prompt, &tps[0], &tps[1]) ||
-            !measure(r, time_gen, a->n_gen, &tps[2], &tps[3]))
-            return -1;
+    const int threads = a->n_threads > 0 ? a->n_threads : rt_tools_cpu_count();
+    for (int round = 0; round < a->rounds; round++) {
+        for (int32_t i = 0; i < a->n_depths; i++) {
+            double *tps = r->row[i].round_tps[round];
+            r->depth = a->depth[i];
+            if (!measure(r, time_prompt, a->n_prompt, &tps[0], &tps[1]) ||
+                !measure(r, time_gen, a->n_gen, &tps[2], &tps[3]))
+                return -1;
+        }
+        if (a->peer != NULL) measure_peer(r, threads, round);
     }
-    measure_against(r);
+    combine_rounds(r);
+    measure_ceiling(r, threads);
     print_rows(r);
     return 0;
 }
 
 int bench_model_main(int argc, char **argv) {
     char path[PATH_MAX + 64];
-    model_args_t a = {.n_prompt = 128, .n_gen = 64, .reps = 5, .n_depths = 1};
+    model_args_t a = {.n_prompt = 128, .n_gen = 64, .reps = 5, .n_depths = 1, .rounds = 1};
     const int parsed = parse(argc, argv, &a);
     if (parsed != 0) return parsed == 1 ? 0 : 2;
     if (a.model == NULL) a.model = rt_tools_bundled_model(path, sizeof path);

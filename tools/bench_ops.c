@@ -22,8 +22,9 @@
  * their type reads "q8_0(r)" then. --no-weights-buft keeps them in the
  * plain buffer type, in the GGUF layout.
  *
- * --peer DIR runs llama.cpp's test-backend-ops perf -o MUL_MAT on its CPU
- * backend after rt's rows and adds its GFLOPS beside each MUL_MAT row of
+ * --peer DIR runs llama.cpp's test-backend-ops perf -o MUL_MAT on its
+ * backend of the same device (its CPU for cpu0, Vulkan0 for vulkan0:
+ * bench_peer_device) after rt's rows and adds its GFLOPS beside each MUL_MAT row of
  * the same weight type and shape, with the ratio (bench_peer.h). */
 #include "../tests/conform/rng.h"
 #include "bench.h"
@@ -90,6 +91,7 @@ typedef struct bench {
     bench_peer_op_t *peer; /* llama.cpp's MUL_MAT rows (--peer) */
     int n_peer;
     char peer_why[512];   /* why there are none */
+    char peer_backend[64]; /* its backend (-b) */
 } bench_t;
 
 //===--- arguments ---===//
@@ -317,8 +319,8 @@ static void print_header(bench_t *b) {
            "memory read ceiling %.1f GB/s (a %zu MiB buffer, past the caches)\n",
            b->ceil.threads, peak, b->ceil.isa, bench_ceil_read(&b->ceil, mem), mem >> 20);
     if (b->a->peer != NULL && b->n_peer > 0)
-        printf("llama.cpp: %s's test-backend-ops perf -o MUL_MAT, %d rows; x llama: rt's GFLOPS "
-               "over its\n", b->a->peer, b->n_peer);
+        printf("llama.cpp: %s's test-backend-ops perf -o MUL_MAT on %s, %d rows; x llama: rt's "
+               "GFLOPS over its\n", b->a->peer, b->peer_backend, b->n_peer);
     else if (b->a->peer != NULL)
         printf("llama.cpp: skipped (%s)\n", b->peer_why);
     printf("%-9s %-12s %6s %6s %6s %10s %10s %9s %9s %9s  %7s  %7s  %7s  %7s", "op", "types",
@@ -736,7 +738,8 @@ static void run_peer(bench_t *b) {
     }
     fprintf(stderr, "rt-bench ops: running llama.cpp's test-backend-ops from %s (-p '%s')\n",
             b->a->peer, re);
-    b->n_peer = bench_peer_ops(b->a->peer, re, b->peer, OPS_MAX_PEER, b->peer_why,
+    bench_peer_device(rt_device_name(b->dev), b->peer_backend, sizeof b->peer_backend);
+    b->n_peer = bench_peer_ops(b->a->peer, b->peer_backend, re, b->peer, OPS_MAX_PEER, b->peer_why,
                                sizeof b->peer_why);
 }
 

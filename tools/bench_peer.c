@@ -24,6 +24,19 @@ bool bench_peer_find(const char *dir, const char *name, char *buf, size_t size) 
     return false;
 }
 
+void bench_peer_device(const char *rt_name, char *buf, size_t size) {
+    static const struct { const char *rt, *peer; } names[] = {
+        {"cpu", "CPU"}, {"vulkan", "Vulkan"}, {"cuda", "CUDA"}, {"metal", "MTL"}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const size_t n = strlen(names[i].rt);
+        if (strncmp(rt_name, names[i].rt, n) != 0) continue;
+        /* one CPU backend in llama.cpp, unnumbered */
+        snprintf(buf, size, "%s%s", names[i].peer, i == 0 ? "" : rt_name + n);
+        return;
+    }
+    snprintf(buf, size, "%s", rt_name);
+}
+
 //===--- running ---===//
 
 /* s in single quotes for the shell, appended to cmd. */
@@ -266,15 +279,16 @@ int bench_peer_parse_backend_ops(const char *text, bench_peer_op_t *rows, int ma
     return n;
 }
 
-int bench_peer_ops(const char *dir, const char *params_regex, bench_peer_op_t *rows, int max,
-                   char *why, size_t why_size) {
+int bench_peer_ops(const char *dir, const char *backend, const char *params_regex,
+                   bench_peer_op_t *rows, int max, char *why, size_t why_size) {
     char exe[4096], cmd[PEER_CMD_MAX] = "";
     if (!bench_peer_find(dir, "test-backend-ops", exe, sizeof exe)) {
         snprintf(why, why_size, "no test-backend-ops in %s or %s/bin", dir, dir);
         return -1;
     }
     append_quoted(cmd, sizeof cmd, exe);
-    strncat(cmd, " perf -o MUL_MAT -b CPU", sizeof cmd - strlen(cmd) - 1);
+    strncat(cmd, " perf -o MUL_MAT -b ", sizeof cmd - strlen(cmd) - 1);
+    append_quoted(cmd, sizeof cmd, backend);
     if (params_regex != NULL) {
         strncat(cmd, " -p ", sizeof cmd - strlen(cmd) - 1);
         append_quoted(cmd, sizeof cmd, params_regex);

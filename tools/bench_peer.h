@@ -22,6 +22,12 @@
 /* DIR/bin/name or DIR/name, the first that is executable, into buf. */
 bool bench_peer_find(const char *dir, const char *name, char *buf, size_t size);
 
+/* llama.cpp's name of the device rt calls rt_name, into buf: its backend
+ * for test-backend-ops' -b and its device for llama-bench's -dev ("cpu0"
+ * -> "CPU", "vulkan1" -> "Vulkan1", "cuda0" -> "CUDA0", "metal0" ->
+ * "MTL0"); a name of another plugin is passed through. */
+void bench_peer_device(const char *rt_name, char *buf, size_t size);
+
 /* llama-bench's tokens per second for its pp<n_prompt> and tg<n_gen> tests,
  * from its JSON (-o json) or markdown (-o md) output; 0 where absent. */
 void bench_peer_parse_llama_bench(const char *text, int n_prompt, int n_gen, double *pp,
@@ -56,11 +62,12 @@ typedef struct bench_peer_op {
 
 /* The MUL_MAT rows of test-backend-ops' console output; how many. */
 int bench_peer_parse_backend_ops(const char *text, bench_peer_op_t *rows, int max);
-/* Runs DIR's test-backend-ops perf -o MUL_MAT on its CPU backend, only its
- * cases whose parameters params_regex matches (its -p; NULL: all); the
- * rows found, or -1 with the reason in why. */
-int bench_peer_ops(const char *dir, const char *params_regex, bench_peer_op_t *rows, int max,
-                   char *why, size_t why_size);
+/* Runs DIR's test-backend-ops perf -o MUL_MAT on its backend (-b; "CPU",
+ * "Vulkan0": bench_peer_device), only its cases whose parameters
+ * params_regex matches (its -p; NULL: all); the rows found, or -1 with the
+ * reason in why. */
+int bench_peer_ops(const char *dir, const char *backend, const char *params_regex,
+                   bench_peer_op_t *rows, int max, char *why, size_t why_size);
 /* The GFLOPS of the row with this type and shape; 0 when there is none. */
 double bench_peer_op_gflops(const bench_peer_op_t *rows, int n_rows, const char *type, int64_t m,
                             int64_t n, int64_t k);
