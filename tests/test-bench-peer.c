@@ -11,7 +11,7 @@
  *   peer-3  a DIR without llama-bench: rt's figures, and the reason
  *   peer-4  ops: the plain MUL_MAT row of the same type and shape is the one
  *           compared (not a broadcast one), with rt's GFLOPS over its; the
- *           peer is asked for the weight types and m that rt ran alone
+ *           peer is asked for the weight types, m and n that rt ran alone
  *   peer-5  model at depths (-d 0,16): llama-bench is run with the same -d
  *           and -fa 0,1, and each depth's row carries the peer's figures of
  *           that depth with and without its flash attention, the ratio
@@ -170,7 +170,7 @@ static void test_ops(void **state) {
                          "--no-openblas --json");
     expect_ratio(out, 1, 0, 13.11, "gflops", "ratio_to_peer", "peer_gflops", "peer-4.1");
     free(out);
-    expect_args("perf -o MUL_MAT -b CPU -p type_a=(f32),type_b=f32,m=(256),", "peer-4.2");
+    expect_args("perf -o MUL_MAT -b CPU -p type_a=(f32),type_b=f32,m=(256),n=(1),", "peer-4.2");
 }
 
 /* One llama-bench JSON result object. */

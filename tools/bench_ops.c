@@ -707,10 +707,11 @@ static void add_alternative(char *re, size_t size, const char *name) {
     if (strstr(re, item) == NULL) snprintf(re + strlen(re), size - strlen(re), "%s|", name);
 }
 
-/* test-backend-ops' -p: only the weight types and m of rt's MUL_MAT rows,
- * so that llama.cpp runs no case without an rt row beside it. */
+/* test-backend-ops' -p: only the weight types, m and n of rt's MUL_MAT
+ * rows, so that llama.cpp runs few cases without an rt row beside it (on
+ * a slow device its n = 512 rows alone take minutes). */
 static void peer_filter(const bench_t *b, char *re, size_t size) {
-    char types[512] = "|", ms[256] = "|", name[32];
+    char types[512] = "|", ms[256] = "|", ns[256] = "|", name[32];
     for (int i = 0; i < b->n_rows; i++) {
         const ops_row_t *r = &b->rows[i];
         if (strcmp(r->op, "mul_mat") != 0) continue;
@@ -718,9 +719,11 @@ static void peer_filter(const bench_t *b, char *re, size_t size) {
         add_alternative(types, sizeof types, name);
         snprintf(name, sizeof name, "%lld", (long long)r->m);
         add_alternative(ms, sizeof ms, name);
+        snprintf(name, sizeof name, "%lld", (long long)r->n);
+        add_alternative(ns, sizeof ns, name);
     }
-    types[strlen(types) - 1] = ms[strlen(ms) - 1] = '\0'; /* the last '|' */
-    snprintf(re, size, "type_a=(%s),type_b=f32,m=(%s),", types + 1, ms + 1);
+    types[strlen(types) - 1] = ms[strlen(ms) - 1] = ns[strlen(ns) - 1] = '\0'; /* the last '|' */
+    snprintf(re, size, "type_a=(%s),type_b=f32,m=(%s),n=(%s),", types + 1, ms + 1, ns + 1);
 }
 
 /* llama.cpp's rows, after rt's so that neither run disturbs the other. */

@@ -477,6 +477,14 @@ static uint64_t vk_mv_level_blocks(const rt_tensor_t *n) {
     return (uint64_t)(n->ne[1] * n->ne[2] * n->ne[3]) * (uint64_t)(n->src[0]->ne[0] / 32);
 }
 
+/* The rows of a float a that one team of mul_mat.comp takes at once (the
+ * workgroup's rows grow with them: each team keeps its number of passes);
+ * a quantised a's rows are taken one at a time. */
+static uint32_t vk_mv_team_rows(const rt_vk_tuning_t *tu, const rt_tensor_t *a) {
+    const bool flt = a->type == RT_TYPE_F32 || a->type == RT_TYPE_F16 || a->type == RT_TYPE_BF16;
+    return flt && tu->mv_team_rows > 1 ? tu->mv_team_rows : 1;
+}
+
 /* Up to VK_MM_TILE_MAX columns: mul_mat.comp (or mul_mat_sg.comp, with
  * subgroup arithmetic), one workgroup per dev->tune.mv_rows rows of a and
  * tile of columns. More: mul_mm.comp, one per 64 x 64 tile of c, with
@@ -497,7 +505,8 @@ static void vk_build_mul_mat(const rt_vk_device_t *dev, const rt_tensor_t *n, rt
     const uint32_t tile = mm ? VK_MM_BN : b->ne[1] == 1 ? 1 : b->ne[1] <= 4 ? 4 : VK_MM_TILE_MAX;
     const uint64_t n_tiles = vk_ceil_div((uint64_t)b->ne[1], tile);
     const rt_vk_tuning_t *tu = &dev->tune;
-    const uint32_t rows = mm || tu->mv_rows == 0 ? 1 : tu->mv_rows;
+    const uint32_t team = vk_mv_team_rows(tu, a);
+    const uint32_t rows = mm || tu->mv_rows == 0 ? 1 : tu->mv_rows * team;
     const uint64_t m_tiles = vk_ceil_div((uint64_t)n->ne[0], mm ? VK_MM_BM : rows);
     const char *mv = tu->subgroup_arith ? "mul_mat_sg" : "mul_mat";
     const uint32_t tm = tu->mm_tm ? tu->mm_tm : 4, tn = tu->mm_tn ? tu->mm_tn : 4;
@@ -506,6 +515,7 @@ static void vk_build_mul_mat(const rt_vk_device_t *dev, const rt_tensor_t *n, rt
     vk_dispatch_init(d, mm ? "mul_mm" : mv, op == VK_MV_LEVELS ? 64 : wg, op, n);
     d->spec[RT_VK_SPEC_EXTRA] = mm ? tn : tile;
     d->spec[RT_VK_SPEC_ROWS] = mm ? tm : rows;
+    d->spec[RT_VK_SPEC_X] = mm ? 0 : team;
     d->bind[0] = a;
     d->bind[1] = op == VK_MV_FROM_LEVELS ? NULL : b;
     if (op != VK_MV_ROUND) d->scratch = op == VK_MV_LEVELS ? 3 : 1;

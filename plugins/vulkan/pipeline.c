@@ -165,10 +165,14 @@ void rt_vk_pipelines_destroy(rt_vk_device_t *dev) {
 /* Mat-vec: with subgroup arithmetic, a workgroup of a few subgroups, each
  * reducing its own rows with no barrier; ROWS rows per workgroup keep the
  * dispatch at a few hundred workgroups for a 4096-row weight. Without it,
- * one row per workgroup of 32 reduced in shared memory. RT_VULKAN_MV=WG,ROWS
- * overrides both (measurements), RT_VULKAN_NO_SUBGROUP=1 takes the
+ * one row per workgroup of 32 reduced in shared memory. A subgroup takes
+ * RT_VK_MV_TEAM_ROWS rows of a float weight at once, reading each piece of
+ * b once for them all (b's loads are most of a float mat-vec's at n > 1).
+ * RT_VULKAN_MV=WG,ROWS[,TEAM] overrides them (measurements), RT_VULKAN_NO_SUBGROUP=1 takes the
  * fallback on any device (tests). The blocks of 32 read b's levels made
  * once per node (mv_levels) unless RT_VULKAN_MV_LEVELS=0 (measurements). */
+#define RT_VK_MV_TEAM_ROWS 4u
+
 static void vk_tuning_mat_vec(rt_vk_device_t *dev) {
     rt_vk_tuning_t *t = &dev->tune;
     const char *off = getenv("RT_VULKAN_NO_SUBGROUP");
@@ -179,15 +183,17 @@ static void vk_tuning_mat_vec(rt_vk_device_t *dev) {
     t->mv_wg = sub ? (sg < 64 ? 64 : sg) : 32;
     if (t->mv_wg > max_wg) t->mv_wg = sub ? sg : 32;
     t->mv_rows = sub ? 2 * (t->mv_wg / sg) : 1;
+    t->mv_team_rows = sub ? RT_VK_MV_TEAM_ROWS : 1;
     const char *levels = getenv("RT_VULKAN_MV_LEVELS");
     t->mv_levels = !(levels && strcmp(levels, "0") == 0);
-    unsigned wg = 0, rows = 0;
+    unsigned wg = 0, rows = 0, team = 0;
     const char *env = getenv("RT_VULKAN_MV");
-    if (env && sscanf(env, "%u,%u", &wg, &rows) == 2 && wg >= 1 && wg <= 256 &&
-        (wg & (wg - 1)) == 0 && rows >= 1 && rows <= 64) {
+    const int got = env ? sscanf(env, "%u,%u,%u", &wg, &rows, &team) : 0;
+    if (got >= 2 && wg >= 1 && wg <= 256 && (wg & (wg - 1)) == 0 && rows >= 1 && rows <= 64) {
         t->mv_wg = wg;
         t->mv_rows = rows;
     }
+    if (got == 3 && sub && team >= 1 && team <= 4) t->mv_team_rows = team;
 }
 
 /* mul_mm: an 8 x 8 register block (64 invocations) reads shared memory

@@ -137,6 +137,8 @@ typedef struct rt_vk_tuning {
     bool coop_matrix;             /* VK_KHR_cooperative_matrix (no kernel uses it yet) */
     uint32_t mv_wg;               /* mat-vec workgroup size, 0: the default */
     uint32_t mv_rows;             /* mat-vec rows per workgroup, 0: 1 */
+    uint32_t mv_team_rows;        /* float mat-vec rows a subgroup takes at once (each
+                                     piece of b read once for them), 0: 1 */
     bool mv_levels;               /* blocks of 32: b's levels made once per node (a first
                                      dispatch into the queue's scratch), not per row of a */
     uint32_t mm_tm, mm_tn;        /* mul_mm's register block (4 or 8), 0: 4 */

@@ -8,12 +8,16 @@
 // A workgroup computes ROWS rows of c against EXTRA (<= 8) rows of b. The
 // rows are shared among "teams": with RT_MV_SUBGROUP a team is a subgroup
 // (several rows in flight per workgroup, each reduced with subgroupAdd and
-// no barrier at all), else the whole workgroup (one row at a time, reduced
-// through shared memory: devices without subgroup arithmetic). A team's
-// lanes split K so that neighbouring lanes read neighbouring memory: 16
-// bytes of a float row per lane and load (vec4 / uvec4 views, when the
-// offsets allow), or one unit of blocks of a quantised row, decoded once
-// and used for every b row (rounded as dequant.glsl's DQ_RB says).
+// no barrier at all), else the whole workgroup (reduced through shared
+// memory: devices without subgroup arithmetic). A team takes TEAM_ROWS
+// rows at once (a specialisation constant): a float row's lanes read each
+// piece of b once for all of them, so that b's loads, EXTRA per piece of
+// a, are shared among TEAM_ROWS rows (a quantised row's take their rows in
+// turn). A team's lanes split K so that neighbouring lanes read
+// neighbouring memory: 16 bytes of a float row per lane and load (vec4 /
+// uvec4 views, when the offsets allow), or one unit of blocks of a
+// quantised row, decoded once and used for every b row (rounded as
+// dequant.glsl's DQ_RB says).
 //
 // OP: 0 (MV_ROUND) a team rounds b's blocks to levels itself, for each
 // row of a; for the blocks of 32 the plugin (ops_build.c, rt_vk_mv_levels)
@@ -25,7 +29,12 @@
 #include "dequant.glsl"
 
 #define NT_MAX 8u
+#define TR_MAX 4u
 #define WG_MAX 256u
+
+// Rows of a team at once, 1..TR_MAX (0, a zeroed tuning's: 1).
+layout(constant_id = 8) const uint TEAM_ROWS_SPEC = 1;
+const uint TEAM_ROWS = TEAM_ROWS_SPEC > TR_MAX ? TR_MAX : TEAM_ROWS_SPEC < 1u ? 1u : TEAM_ROWS_SPEC;
 
 layout(push_constant) uniform Push {
     uvec4 offs;
@@ -44,7 +53,7 @@ const bool QUANT = TYPE_IS_QUANT(TYPE0);
 const bool B_D16 = TYPE0 == T_Q4_0 || TYPE0 == T_Q8_0;
 uint lv_row0; // MV_FROM_LEVELS: the levels' row of b row n0 (dims 1-3 flattened)
 
-float acc[NT_MAX];
+float acc[TR_MAX][NT_MAX]; // [row of the team][row of b]
 float dsc[NT_MAX]; // b's rounding scales (dequant.glsl's DQ_RB) for the unit at hand
 bool b_vec;        // b's rows start 16-byte aligned: read through the vec4 view
 
@@ -56,7 +65,8 @@ uint team_size() { return gl_SubgroupSize; }
 uint team_id() { return gl_SubgroupID; }
 uint team_count() { return gl_NumSubgroups; }
 void team_sum() {
-    for (uint j = 0u; j < EXTRA; j++) acc[j] = subgroupAdd(acc[j]);
+    for (uint r = 0u; r < TEAM_ROWS; r++)
+        for (uint j = 0u; j < EXTRA; j++) acc[r][j] = subgroupAdd(acc[r][j]);
 }
 #else
 shared float red[NT_MAX * WG_MAX];
@@ -64,19 +74,21 @@ uint team_lane() { return gl_LocalInvocationID.x; }
 uint team_size() { return gl_WorkGroupSize.x; }
 uint team_id() { return 0u; }
 uint team_count() { return 1u; }
-// A tree over shared memory (the workgroup size is a power of two <= WG_MAX);
-// lane 0 ends with the sums.
+// A tree over shared memory (the workgroup size is a power of two <= WG_MAX),
+// one team row after the other; lane 0 ends with the sums.
 void team_sum() {
     const uint t = gl_LocalInvocationID.x, wg = gl_WorkGroupSize.x;
-    for (uint j = 0u; j < EXTRA; j++) red[j * wg + t] = acc[j];
-    barrier();
-    for (uint s = wg / 2u; s > 0u; s >>= 1) {
-        if (t < s)
-            for (uint j = 0u; j < EXTRA; j++) red[j * wg + t] += red[j * wg + t + s];
+    for (uint r = 0u; r < TEAM_ROWS; r++) {
+        for (uint j = 0u; j < EXTRA; j++) red[j * wg + t] = acc[r][j];
+        barrier();
+        for (uint s = wg / 2u; s > 0u; s >>= 1) {
+            if (t < s)
+                for (uint j = 0u; j < EXTRA; j++) red[j * wg + t] += red[j * wg + t + s];
+            barrier();
+        }
+        for (uint j = 0u; j < EXTRA; j++) acc[r][j] = red[j * wg];
         barrier();
     }
-    for (uint j = 0u; j < EXTRA; j++) acc[j] = red[j * wg];
-    barrier();
 }
 #endif
 
@@ -93,12 +105,6 @@ uint b_word(uint b0, uint j, uint k0) { return (b0 + j * pc.nb_b.y) / 4u + k0; }
 
 //===--- float a ---===//
 
-// acc[j] += the W elements of a in x times those of b rows n0 + j from k0.
-void add_vec4(vec4 x, uint b0, uint n0, uint k0) {
-    for (uint j = 0u; j < EXTRA; j++)
-        if (n0 + j < pc.ne_d.y) acc[j] += dot(x, load_b4(b_word(b0, j, k0)));
-}
-
 // Eight elements of an F16 or BF16 row, packed two to a word.
 void unpack8(uvec4 w, out vec4 lo, out vec4 hi) {
     if (TYPE0 == T_BF16) {
@@ -112,40 +118,55 @@ void unpack8(uvec4 w, out vec4 lo, out vec4 hi) {
     }
 }
 
-// A float row whose start is 16-byte aligned and K a multiple of 16 bytes'
-// worth of elements: one 16-byte load per lane per step, lanes adjacent.
-void add_float_row_wide(uint a0, uint b0, uint n0) {
+// nr (<= TEAM_ROWS) float rows from a0, nb_a.y apart, each starting
+// 16-byte aligned, K a multiple of 16 bytes' worth of elements: one
+// 16-byte load per lane and row per step, lanes adjacent, and each vec4 of
+// b loaded once for the nr rows.
+void add_float_rows_wide(uint a0, uint nr, uint b0, uint n0) {
     const uint lane = team_lane(), lanes = team_size();
     const uint W = TYPE0 == T_F32 ? 4u : 8u;
     for (uint i = lane; i < pc.k / W; i += lanes) {
-        if (TYPE0 == T_F32) {
-            add_vec4(b0_v4.v[a0 / 16u + i], b0, n0, W * i);
-        } else {
-            vec4 lo, hi;
-            unpack8(b0_u4.v[a0 / 16u + i], lo, hi);
-            add_vec4(lo, b0, n0, W * i);
-            add_vec4(hi, b0, n0, W * i + 4u);
+        vec4 x[TR_MAX][2];
+        for (uint r = 0u; r < TEAM_ROWS; r++) {
+            if (r >= nr) break;
+            const uint w = (a0 + r * pc.nb_a.y) / 16u + i;
+            if (TYPE0 == T_F32) x[r][0] = b0_v4.v[w];
+            else unpack8(b0_u4.v[w], x[r][0], x[r][1]);
+        }
+        for (uint j = 0u; j < EXTRA; j++) {
+            if (n0 + j >= pc.ne_d.y) break;
+            for (uint h = 0u; h < W / 4u; h++) {
+                const vec4 y = load_b4(b_word(b0, j, W * i + 4u * h));
+                for (uint r = 0u; r < TEAM_ROWS; r++)
+                    if (r < nr) acc[r][j] += dot(x[r][h], y);
+            }
         }
     }
 }
 
-void add_float_row(uint a0, uint b0, uint n0) {
-    const uint W = TYPE0 == T_F32 ? 4u : 8u;
-    if (b_vec && a0 % 16u == 0u && pc.k % W == 0u) {
-        add_float_row_wide(a0, b0, n0);
-        return;
-    }
+// Row r of the team, element by element (any offsets).
+void add_float_row(uint a0, uint r, uint b0, uint n0) {
     for (uint e = team_lane(); e < pc.k; e += team_size()) {
         const float av = load0(a0 + e * type_bytes(TYPE0));
         for (uint j = 0u; j < EXTRA; j++)
-            if (n0 + j < pc.ne_d.y) acc[j] += av * b1_f32.v[b_word(b0, j, e)];
+            if (n0 + j < pc.ne_d.y) acc[r][j] += av * b1_f32.v[b_word(b0, j, e)];
     }
+}
+
+void add_float_rows(uint a0, uint nr, uint b0, uint n0) {
+    const uint W = TYPE0 == T_F32 ? 4u : 8u;
+    if (b_vec && a0 % 16u == 0u && (nr == 1u || pc.nb_a.y % 16u == 0u) && pc.k % W == 0u) {
+        add_float_rows_wide(a0, nr, b0, n0);
+        return;
+    }
+    for (uint r = 0u; r < TEAM_ROWS; r++)
+        if (r < nr) add_float_row(a0 + r * pc.nb_a.y, r, b0, n0);
 }
 
 //===--- quantised a ---===//
 
-// acc[j] += the 16 elements of a at k0.. times those of b row n0 + j.
-void add_group(float y[16], uint b0, uint k0, uint n0) {
+// acc[r][j] += the 16 elements of a at k0.. times those of b row n0 + j.
+void add_group(float y[16], uint r, uint b0, uint k0, uint n0) {
     for (uint j = 0u; j < EXTRA; j++) {
         if (n0 + j >= pc.ne_d.y) break;
         const uint bi = b_word(b0, j, k0);
@@ -157,7 +178,7 @@ void add_group(float y[16], uint b0, uint k0, uint n0) {
                          dq_round_b(x.w, dsc[j]));
             s += dot(vec4(y[4u * q], y[4u * q + 1u], y[4u * q + 2u], y[4u * q + 3u]), x);
         }
-        acc[j] += s;
+        acc[r][j] += s;
     }
 }
 
@@ -246,7 +267,7 @@ float read_levels(uint j, uint u, out ivec4 q[8], out float s) {
 // b rounded per block as the CPU rounds it for a's type: the integer dot
 // product, scaled once (d * d_b * sum(u * q_b) + m * d_b * sum(q_b)), so
 // that the device agrees with the CPU up to the order of the block sums.
-void add_block_levels(ivec4 u[8], vec2 dm, uint b0, uint k0, uint n0) {
+void add_block_levels(ivec4 u[8], vec2 dm, uint r, uint b0, uint k0, uint n0) {
     for (uint j = 0u; j < EXTRA; j++) {
         if (n0 + j >= pc.ne_d.y) break;
         ivec4 qb[8];
@@ -255,7 +276,7 @@ void add_block_levels(ivec4 u[8], vec2 dm, uint b0, uint k0, uint n0) {
                                               : b_levels(b_word(b0, j, k0), B_D16, qb, sb);
         int isum = 0;
         for (uint q = 0u; q < 8u; q++) isum += idot4(u[q], qb[q]);
-        acc[j] += dm.x * db * float(isum) + (dm.y != 0.0 ? dm.y * sb : 0.0);
+        acc[r][j] += dm.x * db * float(isum) + (dm.y != 0.0 ? dm.y * sb : 0.0);
     }
 }
 
@@ -289,16 +310,17 @@ vec2 block_levels(uint off, out ivec4 u[8]) {
     return dm;
 }
 
-// The units of a row a lane takes in turn: a block of 32, or a super-block
-// of 256 (b rounded per 256: its scale is then one per unit and b row).
-void add_quant_row(uint a0, uint b0, uint n0) {
+// The units of row r of the team a lane takes in turn: a block of 32, or a
+// super-block of 256 (b rounded per 256: its scale is then one per unit
+// and b row).
+void add_quant_row(uint a0, uint r, uint b0, uint n0) {
     const uint lane = team_lane(), lanes = team_size();
     const uint U = DQ_RB == 256u ? 256u : 32u;
     if (DQ_QK == 32u) {
         for (uint u = lane; u < pc.k / 32u; u += lanes) {
             ivec4 lv[8];
             const vec2 dm = block_levels(a0 + u * type_bytes(TYPE0), lv);
-            add_block_levels(lv, dm, b0, 32u * u, n0);
+            add_block_levels(lv, dm, r, b0, 32u * u, n0);
         }
         return;
     }
@@ -308,7 +330,7 @@ void add_quant_row(uint a0, uint b0, uint n0) {
             dsc[j] = DQ_RB != 0u && n0 + j < pc.ne_d.y ? b_scale(b_word(b0, j, u * U)) : 0.0;
         for (uint G = u * (U / 16u); G < (u + 1u) * (U / 16u); G++) {
             dq_row_group(a0, G, y);
-            add_group(y, b0, 16u * G, n0);
+            add_group(y, r, b0, 16u * G, n0);
         }
     }
 }
@@ -333,18 +355,25 @@ void main() {
     lv_row0 = (i3 * pc.ne_d.z + i2) * pc.ne_d.y + n0;
     // Every lane of a team takes the same rows, so the reductions see
     // uniform control flow.
-    for (uint r = team_id(); r < ROWS; r += team_count()) {
-        const uint m = mg * ROWS + r;
-        if (m >= pc.ne_d.x) break;
-        for (uint j = 0u; j < NT_MAX; j++) acc[j] = 0.0;
-        const uint a0 = a00 + m * pc.nb_a.y;
-        if (QUANT) add_quant_row(a0, b0, n0);
-        else add_float_row(a0, b0, n0);
+    for (uint r0 = team_id() * TEAM_ROWS; r0 < ROWS; r0 += team_count() * TEAM_ROWS) {
+        const uint m0 = mg * ROWS + r0;
+        if (m0 >= pc.ne_d.x) break;
+        const uint nr = min(TEAM_ROWS, min(ROWS - r0, pc.ne_d.x - m0));
+        for (uint r = 0u; r < TR_MAX; r++)
+            for (uint j = 0u; j < NT_MAX; j++) acc[r][j] = 0.0;
+        const uint a0 = a00 + m0 * pc.nb_a.y;
+        if (QUANT) {
+            for (uint r = 0u; r < TEAM_ROWS; r++)
+                if (r < nr) add_quant_row(a0 + r * pc.nb_a.y, r, b0, n0);
+        } else {
+            add_float_rows(a0, nr, b0, n0);
+        }
         team_sum();
         if (team_lane() == 0u)
-            for (uint j = 0u; j < EXTRA; j++)
-                if (n0 + j < pc.ne_d.y)
-                    store3(pc.offs.w + m * pc.nb_d.x + (n0 + j) * pc.nb_d.y + i2 * pc.nb_d.z +
-                           i3 * pc.nb_d.w, acc[j]);
+            for (uint r = 0u; r < TEAM_ROWS; r++)
+                for (uint j = 0u; j < EXTRA; j++)
+                    if (r < nr && n0 + j < pc.ne_d.y)
+                        store3(pc.offs.w + (m0 + r) * pc.nb_d.x + (n0 + j) * pc.nb_d.y +
+                               i2 * pc.nb_d.z + i3 * pc.nb_d.w, acc[r][j]);
     }
 }
