@@ -477,12 +477,17 @@ static uint64_t vk_mv_level_blocks(const rt_tensor_t *n) {
     return (uint64_t)(n->ne[1] * n->ne[2] * n->ne[3]) * (uint64_t)(n->src[0]->ne[0] / 32);
 }
 
-/* The rows of a float a that one team of mul_mat.comp takes at once (the
- * workgroup's rows grow with them: each team keeps its number of passes);
- * a quantised a's rows are taken one at a time. */
+/* The rows of a that one team of mul_mat.comp takes at once (the
+ * workgroup's rows grow with them: each team keeps its number of passes):
+ * a float a's, or one in blocks of 32; a super-block type's rows are taken
+ * one at a time. */
 static uint32_t vk_mv_team_rows(const rt_vk_tuning_t *tu, const rt_tensor_t *a) {
-    const bool flt = a->type == RT_TYPE_F32 || a->type == RT_TYPE_F16 || a->type == RT_TYPE_BF16;
-    return flt && tu->mv_team_rows > 1 ? tu->mv_team_rows : 1;
+    switch (a->type) {
+    case RT_TYPE_F32: case RT_TYPE_F16: case RT_TYPE_BF16: case RT_TYPE_Q4_0: case RT_TYPE_Q4_1:
+    case RT_TYPE_Q5_0: case RT_TYPE_Q5_1: case RT_TYPE_Q8_0: case RT_TYPE_IQ4_NL:
+        return tu->mv_team_rows > 1 ? tu->mv_team_rows : 1;
+    default: return 1;
+    }
 }
 
 /* Up to VK_MM_TILE_MAX columns: mul_mat.comp (or mul_mat_sg.comp, with

@@ -263,20 +263,24 @@ float read_levels(uint j, uint u, out ivec4 q[8], out float s) {
     return uintBitsToFloat(ds.x);
 }
 
-// A block of 32 of a as integer levels u (element j is d * u[j] + m), by
-// b rounded per block as the CPU rounds it for a's type: the integer dot
-// product, scaled once (d * d_b * sum(u * q_b) + m * d_b * sum(q_b)), so
-// that the device agrees with the CPU up to the order of the block sums.
-void add_block_levels(ivec4 u[8], vec2 dm, uint r, uint b0, uint k0, uint n0) {
+// A block of 32 of each of nr rows of a as integer levels u (element j is
+// d * u[j] + m), by b rounded per block as the CPU rounds it for a's type
+// (read or rounded once for the nr rows): the integer dot product, scaled
+// once (d * d_b * sum(u * q_b) + m * d_b * sum(q_b)), so that the device
+// agrees with the CPU up to the order of the block sums.
+void add_block_levels(ivec4 u[TR_MAX][8], vec2 dm[TR_MAX], uint nr, uint b0, uint k0, uint n0) {
     for (uint j = 0u; j < EXTRA; j++) {
         if (n0 + j >= pc.ne_d.y) break;
         ivec4 qb[8];
         float sb;
         const float db = OP == MV_FROM_LEVELS ? read_levels(j, k0 / 32u, qb, sb)
                                               : b_levels(b_word(b0, j, k0), B_D16, qb, sb);
-        int isum = 0;
-        for (uint q = 0u; q < 8u; q++) isum += idot4(u[q], qb[q]);
-        acc[r][j] += dm.x * db * float(isum) + (dm.y != 0.0 ? dm.y * sb : 0.0);
+        for (uint r = 0u; r < TEAM_ROWS; r++) {
+            if (r >= nr) break;
+            int isum = 0;
+            for (uint q = 0u; q < 8u; q++) isum += idot4(u[r][q], qb[q]);
+            acc[r][j] += dm[r].x * db * float(isum) + (dm[r].y != 0.0 ? dm[r].y * sb : 0.0);
+        }
     }
 }
 
@@ -310,20 +314,25 @@ vec2 block_levels(uint off, out ivec4 u[8]) {
     return dm;
 }
 
-// The units of row r of the team a lane takes in turn: a block of 32, or a
-// super-block of 256 (b rounded per 256: its scale is then one per unit
-// and b row).
+// The blocks of 32 of nr rows of the team from a0 (nb_a.y apart) a lane
+// takes in turn, each block of b used for all of them.
+void add_quant_rows_32(uint a0, uint nr, uint b0, uint n0) {
+    for (uint u = team_lane(); u < pc.k / 32u; u += team_size()) {
+        ivec4 lv[TR_MAX][8];
+        vec2 dm[TR_MAX];
+        for (uint r = 0u; r < TEAM_ROWS; r++) {
+            if (r >= nr) break;
+            dm[r] = block_levels(a0 + r * pc.nb_a.y + u * type_bytes(TYPE0), lv[r]);
+        }
+        add_block_levels(lv, dm, nr, b0, 32u * u, n0);
+    }
+}
+
+// The units of row r of the team a lane takes in turn: a super-block of
+// 256 (b rounded per 256: its scale is then one per unit and b row).
 void add_quant_row(uint a0, uint r, uint b0, uint n0) {
     const uint lane = team_lane(), lanes = team_size();
     const uint U = DQ_RB == 256u ? 256u : 32u;
-    if (DQ_QK == 32u) {
-        for (uint u = lane; u < pc.k / 32u; u += lanes) {
-            ivec4 lv[8];
-            const vec2 dm = block_levels(a0 + u * type_bytes(TYPE0), lv);
-            add_block_levels(lv, dm, r, b0, 32u * u, n0);
-        }
-        return;
-    }
     float y[16];
     for (uint u = lane; u < pc.k / U; u += lanes) {
         for (uint j = 0u; j < EXTRA; j++)
@@ -362,7 +371,9 @@ void main() {
         for (uint r = 0u; r < TR_MAX; r++)
             for (uint j = 0u; j < NT_MAX; j++) acc[r][j] = 0.0;
         const uint a0 = a00 + m0 * pc.nb_a.y;
-        if (QUANT) {
+        if (QUANT && DQ_QK == 32u) {
+            add_quant_rows_32(a0, nr, b0, n0);
+        } else if (QUANT) {
             for (uint r = 0u; r < TEAM_ROWS; r++)
                 if (r < nr) add_quant_row(a0 + r * pc.nb_a.y, r, b0, n0);
         } else {
