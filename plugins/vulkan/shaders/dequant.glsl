@@ -216,3 +216,16 @@ float dq_b_scale(uint i) {
     return DQ_RB == 32u ? amax : amax / 127.0;
 }
 
+
+// Eight elements of an F16 or BF16 row of binding 0, packed two to a word.
+void dq_unpack8(uvec4 w, out vec4 lo, out vec4 hi) {
+    if (TYPE0 == T_BF16) {
+        lo = vec4(uintBitsToFloat(w.x << 16), uintBitsToFloat(w.x & 0xffff0000u),
+                  uintBitsToFloat(w.y << 16), uintBitsToFloat(w.y & 0xffff0000u));
+        hi = vec4(uintBitsToFloat(w.z << 16), uintBitsToFloat(w.z & 0xffff0000u),
+                  uintBitsToFloat(w.w << 16), uintBitsToFloat(w.w & 0xffff0000u));
+    } else {
+        lo = vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
+        hi = vec4(unpackHalf2x16(w.z), unpackHalf2x16(w.w));
+    }
+}

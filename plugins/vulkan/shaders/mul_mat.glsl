@@ -105,19 +105,6 @@ uint b_word(uint b0, uint j, uint k0) { return (b0 + j * pc.nb_b.y) / 4u + k0; }
 
 //===--- float a ---===//
 
-// Eight elements of an F16 or BF16 row, packed two to a word.
-void unpack8(uvec4 w, out vec4 lo, out vec4 hi) {
-    if (TYPE0 == T_BF16) {
-        lo = vec4(uintBitsToFloat(w.x << 16), uintBitsToFloat(w.x & 0xffff0000u),
-                  uintBitsToFloat(w.y << 16), uintBitsToFloat(w.y & 0xffff0000u));
-        hi = vec4(uintBitsToFloat(w.z << 16), uintBitsToFloat(w.z & 0xffff0000u),
-                  uintBitsToFloat(w.w << 16), uintBitsToFloat(w.w & 0xffff0000u));
-    } else {
-        lo = vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
-        hi = vec4(unpackHalf2x16(w.z), unpackHalf2x16(w.w));
-    }
-}
-
 // nr (<= TEAM_ROWS) float rows from a0, nb_a.y apart, each starting
 // 16-byte aligned, K a multiple of 16 bytes' worth of elements: one
 // 16-byte load per lane and row per step, lanes adjacent, and each vec4 of
@@ -131,7 +118,7 @@ void add_float_rows_wide(uint a0, uint nr, uint b0, uint n0) {
             if (r >= nr) break;
             const uint w = (a0 + r * pc.nb_a.y) / 16u + i;
             if (TYPE0 == T_F32) x[r][0] = b0_v4.v[w];
-            else unpack8(b0_u4.v[w], x[r][0], x[r][1]);
+            else dq_unpack8(b0_u4.v[w], x[r][0], x[r][1]);
         }
         for (uint j = 0u; j < EXTRA; j++) {
             if (n0 + j >= pc.ne_d.y) break;

@@ -11,7 +11,10 @@
 // workgroup is then (64 / ROWS) x (64 / EXTRA) invocations) that
 // pipeline.c chooses per device: larger blocks read shared memory less
 // per multiply-add, smaller ones keep more invocations busy. Each element
-// of a is decoded once per 64 columns instead of once per 8.
+// of a is decoded once per 64 columns instead of once per 8. Float a and
+// unrounded b are read 16 bytes a load where the offsets allow, the
+// neighbouring invocations along K (a GPU's loads coalesce; lavapipe pays
+// per load).
 #version 450
 #include "common.glsl"
 #include "dequant.glsl"
@@ -52,6 +55,22 @@ void load_a(uint a0, uint m0, uint k0) {
         }
         return;
     }
+    const uint W = TYPE0 == T_F32 ? 4u : 8u; // elements in 16 bytes
+    if ((TYPE0 == T_F32 || TYPE0 == T_F16 || TYPE0 == T_BF16) && a0 % 16u == 0u &&
+        pc.nb_a.y % 16u == 0u && k0 + BK <= pc.k) {
+        // 16 bytes a load, neighbouring invocations along a row's BK
+        for (uint i = t; i < BM * BK / W; i += gl_WorkGroupSize.x) {
+            const uint kw = W * (i % (BK / W)), r = i / (BK / W);
+            vec4 x[2] = vec4[2](vec4(0.0), vec4(0.0));
+            const uint w = (a0 + (m0 + r) * pc.nb_a.y + k0 * type_bytes(TYPE0)) / 16u + kw / W;
+            if (m0 + r < pc.ne_d.x) {
+                if (TYPE0 == T_F32) x[0] = b0_v4.v[w];
+                else dq_unpack8(b0_u4.v[w], x[0], x[1]);
+            }
+            for (uint e = 0u; e < W; e++) as[kw + e][r] = x[e / 4u][e % 4u];
+        }
+        return;
+    }
     for (uint i = t; i < BM * BK; i += gl_WorkGroupSize.x) {
         const uint kk = i % BK, r = i / BK;
         const bool ok = m0 + r < pc.ne_d.x && k0 + kk < pc.k;
@@ -70,6 +89,19 @@ void load_b(uint b0, uint n0, uint k0) {
         for (uint c = t; c < BN; c += gl_WorkGroupSize.x)
             bscale[c] = n0 + c < pc.ne_d.y ? dq_b_scale((b0 + (n0 + c) * pc.nb_b.y) / 4u + k0) : 0.0;
     if (DQ_RB != 0u) barrier();
+    const uint brow = pc.nb_b.y / 4u;
+    if (DQ_RB == 0u && b0 % 16u == 0u && brow % 4u == 0u && k0 + BK <= pc.k) {
+        // 16 bytes a load, 8 neighbouring invocations over a column's BK
+        for (uint i = t; i < BN * BK / 4u; i += gl_WorkGroupSize.x) {
+            const uint kq = 4u * (i % (BK / 4u)), c = i / (BK / 4u);
+            const vec4 x = n0 + c < pc.ne_d.y ? b1_v4.v[(b0 / 4u + (n0 + c) * brow + k0 + kq) / 4u] : vec4(0.0);
+            bs[kq][c] = x.x;
+            bs[kq + 1u][c] = x.y;
+            bs[kq + 2u][c] = x.z;
+            bs[kq + 3u][c] = x.w;
+        }
+        return;
+    }
     for (uint i = t; i < BN * BK; i += gl_WorkGroupSize.x) {
         const uint kk = i % BK, c = i / BK;
         const bool ok = n0 + c < pc.ne_d.y && k0 + kk < pc.k;
