@@ -622,9 +622,10 @@ static void test_smollm2_story(void **state) {
  * subgroup arithmetic) and b rounded by each workgroup (no levels
  * dispatch: both as the Metal plugin's zeroed tuning has them; every
  * case), other mat-vec workgroup sizes and row counts (a last workgroup
- * with rows past M, one subgroup per workgroup, several; the cases of at
- * most 8 columns, which the mat-vec takes) and mul_mm's other register
- * blocks (the cases of more). */
+ * with rows past M, one subgroup per workgroup, several, a subgroup taking
+ * 3 rows at once, not the device's 4; the cases of at most 8 columns,
+ * which the mat-vec takes) and mul_mm's other register blocks (the cases
+ * of more). */
 static void test_mat_vec_shapes(void **state) {
     (void)state;
     if (!vulkan_device()) return;
@@ -635,6 +636,7 @@ static void test_mat_vec_shapes(void **state) {
         {"RT_VULKAN_MV=256,5", " --rows-max 8"},                                 /* vulkan-11.4 */
         {"RT_VULKAN_MM=4,4", " --rows-min 9"},                                   /* vulkan-11.5 */
         {"RT_VULKAN_MM=4,8", " --rows-min 9"},                                   /* vulkan-11.6 */
+        {"RT_VULKAN_MV=64,7,3", " --rows-max 8"},                                /* vulkan-11.7 */
     };
     for (size_t i = 0; i < sizeof envs / sizeof envs[0]; i++) {
         char op[64];

@@ -394,7 +394,8 @@ static void combine_rounds(model_run_t *r) {
     const int rounds = r->a->rounds;
     for (int32_t i = 0; i < r->a->n_depths; i++) {
         depth_row_t *d = &r->row[i];
-        const size_t s = sizeof d->round_tps[0] / sizeof(double), sp = sizeof d->round_peer[0] / sizeof(double);
+        const size_t s = sizeof d->round_tps[0] / sizeof(double);
+        const size_t sp = sizeof d->round_peer[0] / sizeof(double);
         for (int k = 0; k < 4; k += 2) {
             d->tps[k] = rounds_median(&d->round_tps[0][k], s, rounds);
             d->tps[k + 1] = 0;

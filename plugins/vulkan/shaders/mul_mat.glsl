@@ -10,10 +10,10 @@
 // (several rows in flight per workgroup, each reduced with subgroupAdd and
 // no barrier at all), else the whole workgroup (reduced through shared
 // memory: devices without subgroup arithmetic). A team takes TEAM_ROWS
-// rows at once (a specialisation constant): a float row's lanes read each
-// piece of b once for all of them, so that b's loads, EXTRA per piece of
-// a, are shared among TEAM_ROWS rows (a quantised row's take their rows in
-// turn). A team's lanes split K so that neighbouring lanes read
+// rows at once (a specialisation constant): its lanes read each piece of b
+// (or of b's levels) once for all of them, so that b's loads, EXTRA per
+// piece of a, are shared among TEAM_ROWS rows (the super-block types take
+// their rows in turn). A team's lanes split K so that neighbouring lanes read
 // neighbouring memory: 16 bytes of a float row per lane and load (vec4 /
 // uvec4 views, when the offsets allow), or one unit of blocks of a
 // quantised row, decoded once and used for every b row (rounded as

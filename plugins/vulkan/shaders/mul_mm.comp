@@ -94,7 +94,8 @@ void load_b(uint b0, uint n0, uint k0) {
         // 16 bytes a load, 8 neighbouring invocations over a column's BK
         for (uint i = t; i < BN * BK / 4u; i += gl_WorkGroupSize.x) {
             const uint kq = 4u * (i % (BK / 4u)), c = i / (BK / 4u);
-            const vec4 x = n0 + c < pc.ne_d.y ? b1_v4.v[(b0 / 4u + (n0 + c) * brow + k0 + kq) / 4u] : vec4(0.0);
+            const uint w = (b0 / 4u + (n0 + c) * brow + k0 + kq) / 4u;
+            const vec4 x = n0 + c < pc.ne_d.y ? b1_v4.v[w] : vec4(0.0);
             bs[kq][c] = x.x;
             bs[kq + 1u][c] = x.y;
             bs[kq + 2u][c] = x.z;
