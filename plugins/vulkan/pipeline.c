@@ -166,9 +166,10 @@ void rt_vk_pipelines_destroy(rt_vk_device_t *dev) {
  * reducing its own rows with no barrier; ROWS rows per workgroup keep the
  * dispatch at a few hundred workgroups for a 4096-row weight. Without it,
  * one row per workgroup of 32 reduced in shared memory. A subgroup takes
- * RT_VK_MV_TEAM_ROWS rows of a float weight at once, reading each piece of
- * b once for them all (b's loads are most of a float mat-vec's at n > 1).
- * RT_VULKAN_MV=WG,ROWS[,TEAM] overrides them (measurements), RT_VULKAN_NO_SUBGROUP=1 takes the
+ * RT_VK_MV_TEAM_ROWS rows of a float weight, or of one in blocks of 32, at
+ * once, reading each piece of b (or of b's levels) once for them all (b's
+ * loads are most of a mat-vec's at n > 1). RT_VULKAN_MV=WG,ROWS[,TEAM]
+ * overrides them (measurements), RT_VULKAN_NO_SUBGROUP=1 takes the
  * fallback on any device (tests). The blocks of 32 read b's levels made
  * once per node (mv_levels) unless RT_VULKAN_MV_LEVELS=0 (measurements). */
 #define RT_VK_MV_TEAM_ROWS 4u
