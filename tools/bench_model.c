@@ -380,31 +380,31 @@ static void measure_ceiling(model_run_t *r, int threads) {
     }
 }
 
-/* The median of the rounds' figures that are there (> 0), else 0. */
-static double rounds_median(const double *v, size_t stride, int rounds) {
+/* The median of the n figures in v that are there (> 0), else 0. */
+static double median_present(const double *v, int n) {
     double t[MODEL_MAX_ROUNDS];
-    size_t n = 0;
-    for (int i = 0; i < rounds; i++)
-        if (v[i * stride] > 0) t[n++] = v[i * stride];
-    return n ? bench_median(t, n) : 0;
+    size_t got = 0;
+    for (int i = 0; i < n; i++)
+        if (v[i] > 0) t[got++] = v[i];
+    return got ? bench_median(t, got) : 0;
 }
 
-/* Each depth's figures from its rounds'. */
+/* Each depth's figures from its rounds': medians, and the best of all. */
 static void combine_rounds(model_run_t *r) {
     const int rounds = r->a->rounds;
     for (int32_t i = 0; i < r->a->n_depths; i++) {
         depth_row_t *d = &r->row[i];
-        const size_t s = sizeof d->round_tps[0] / sizeof(double);
-        const size_t sp = sizeof d->round_peer[0] / sizeof(double);
-        for (int k = 0; k < 4; k += 2) {
-            d->tps[k] = rounds_median(&d->round_tps[0][k], s, rounds);
-            d->tps[k + 1] = 0;
-            for (int j = 0; j < rounds; j++)
-                if (d->round_tps[j][k + 1] > d->tps[k + 1]) d->tps[k + 1] = d->round_tps[j][k + 1];
+        double v[MODEL_MAX_ROUNDS];
+        for (int k = 0; k < 4; k++) {
+            for (int j = 0; j < rounds; j++) v[j] = d->round_tps[j][k];
+            d->tps[k] = median_present(v, rounds);
+            for (int j = 0; k % 2 == 1 && j < rounds; j++)
+                if (v[j] > d->tps[k]) d->tps[k] = v[j];
         }
-        for (int fa = 0; fa < 2; fa++)
-            for (int test = 0; test < 2; test++)
-                d->peer[fa][test] = rounds_median(&d->round_peer[0][fa][test], sp, rounds);
+        for (int f = 0; f < 4; f++) {
+            for (int j = 0; j < rounds; j++) v[j] = d->round_peer[j][f / 2][f % 2];
+            d->peer[f / 2][f % 2] = median_present(v, rounds);
+        }
     }
 }
 

@@ -24,8 +24,9 @@
  *
  * --peer DIR runs llama.cpp's test-backend-ops perf -o MUL_MAT on its
  * backend of the same device (its CPU for cpu0, Vulkan0 for vulkan0:
- * bench_peer_device) after rt's rows and adds its GFLOPS beside each MUL_MAT row of
- * the same weight type and shape, with the ratio (bench_peer.h). */
+ * bench_peer_device) after rt's rows and adds its GFLOPS beside each
+ * MUL_MAT row of the same weight type and shape, with the ratio
+ * (bench_peer.h). */
 #include "../tests/conform/rng.h"
 #include "bench.h"
 #include "bench_ceilings.h"
@@ -728,7 +729,7 @@ static void peer_filter(const bench_t *b, char *re, size_t size) {
 
 /* llama.cpp's rows, after rt's so that neither run disturbs the other. */
 static void run_peer(bench_t *b) {
-    char re[1024];
+    char re[1152]; /* peer_filter's three lists and its text */
     b->peer = calloc(OPS_MAX_PEER, sizeof *b->peer);
     if (b->peer == NULL) {
         snprintf(b->peer_why, sizeof b->peer_why, "no memory");
