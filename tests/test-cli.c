@@ -11,7 +11,12 @@
  *   cli-5  -r stops after the text, which is not printed; -f reads the prompt
  *   cli-6  a flag is not asked for a value; a bad value names the option
  *   cli-7  stop_text: a stop split over pieces is never shown in part, and
- *          text that only looks like a stop's start is written in the end
+ *          text that only looks like a stop's start is written in the end;
+ *          the stop strings are its own copies (the caller's may go)
+ *   cli-9  stop_text writes whole UTF-8 characters: an emoji fed a byte at
+ *          a time comes out once, whole; a character cut off at the end,
+ *          a stray continuation byte, an overlong form and a surrogate
+ *          come out as U+FFFD; rt_utf8_complete on each kind of tail
  *   cli-8  rt-run -cnv with SmolLM2-135M-Instruct (pip, tests/pip_models.py):
  *          two turns on stdin answered through the model's template, the
  *          second the same text as the whole conversation given with
@@ -28,6 +33,7 @@
 #include <unistd.h>
 
 #include "../tools/stop_text.h"
+#include "../tools/utf8_text.h"
 
 #define MODEL "stories260K.gguf"
 
@@ -150,10 +156,13 @@ static void collect(const char *text, size_t len, void *user) {
 
 static void test_stop_text(void **state) {
     (void)state;
-    const char *stops[] = {"<|im_end|>", "User:"};
+    char first[] = "<|im_end|>", second[] = "User:";
+    const char *stops[] = {first, second};
     char got[128] = "";
     rt_stop_text_t st;
-    rt_stop_text_init(&st, stops, 2);
+    assert_true(rt_stop_text_init(&st, stops, 2));
+    memset(first, 'x', strlen(first)); /* the caller's strings may change or go */
+    memset(second, 'x', strlen(second));
     const char *pieces[] = {"Hello", " <|im", "_", "end", "|> more"};
     bool stopped = false;
     for (size_t i = 0; i < 5 && !stopped; i++) {
@@ -164,13 +173,52 @@ static void test_stop_text(void **state) {
     assert_string_equal(got, "Hello ");
     rt_stop_text_deinit(&st);
     got[0] = 0;
-    rt_stop_text_init(&st, stops, 2);
+    const char *again[] = {"<|im_end|>", "User:"};
+    assert_true(rt_stop_text_init(&st, again, 2));
     assert_false(rt_stop_text_feed(&st, "a Use", 5, collect, got));
     assert_string_equal(got, "a ");
     assert_false(rt_stop_text_feed(&st, "d <|", 4, collect, got));
     rt_stop_text_finish(&st, collect, got);
     assert_string_equal(got, "a Used <|");
     rt_stop_text_deinit(&st);
+}
+
+/* Each piece fed alone (no stops), what was written after each. */
+static void feed_bytes(const char *const *pieces, size_t n, const char *const *after, const char *end) {
+    char got[128] = "";
+    rt_stop_text_t st;
+    assert_true(rt_stop_text_init(&st, NULL, 0));
+    for (size_t i = 0; i < n; i++) {
+        assert_false(rt_stop_text_feed(&st, pieces[i], strlen(pieces[i]), collect, got));
+        assert_string_equal(got, after[i]);
+    }
+    rt_stop_text_finish(&st, collect, got);
+    assert_string_equal(got, end);
+    rt_stop_text_deinit(&st);
+}
+
+static void test_utf8(void **state) {
+    (void)state;
+    /* U+1F600 in four byte-fallback tokens, then text */
+    const char *emoji[] = {"a\xF0", "\x9F", "\x98", "\x80", " b"};
+    const char *emoji_after[] = {"a", "a", "a", "a\xF0\x9F\x98\x80", "a\xF0\x9F\x98\x80 b"};
+    feed_bytes(emoji, 5, emoji_after, "a\xF0\x9F\x98\x80 b");
+    /* the text ends inside U+3042: one U+FFFD for what came */
+    const char *cut[] = {"x\xE3\x81"};
+    const char *cut_after[] = {"x"};
+    feed_bytes(cut, 1, cut_after, "x\xEF\xBF\xBD");
+    /* a stray continuation byte, an overlong '/', a surrogate half */
+    const char *bad[] = {"\x80y", "\xC0\xAF", "\xED\xA0\x80z"};
+    const char *bad_after[] = {"\xEF\xBF\xBDy", "\xEF\xBF\xBDy\xEF\xBF\xBD\xEF\xBF\xBD",
+                               "\xEF\xBF\xBDy\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"
+                               "\xEF\xBF\xBDz"};
+    feed_bytes(bad, 3, bad_after, bad_after[2]);
+    assert_int_equal(rt_utf8_complete("ab", 2), 2);
+    assert_int_equal(rt_utf8_complete("a\xC3", 2), 1);          /* 2-byte lead */
+    assert_int_equal(rt_utf8_complete("a\xC3\xA9", 3), 3);      /* e acute, whole */
+    assert_int_equal(rt_utf8_complete("a\xF0\x9F\x98", 4), 1); /* 3 of 4 */
+    assert_int_equal(rt_utf8_complete("a\xE0\x80", 3), 3);      /* can never complete: written (as U+FFFD) */
+    assert_int_equal(rt_utf8_complete("\x80", 1), 1);
 }
 
 static void test_chat(void **state) {
@@ -224,6 +272,7 @@ int main(void) {
         cmocka_unit_test(test_bad_lines),
         cmocka_unit_test(test_stop_text),
         cmocka_unit_test(test_chat),
+        cmocka_unit_test(test_utf8),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }

@@ -18,6 +18,12 @@
 #             answer through the openai client, streamed and not
 #   server-9  5 concurrent clients (more than the 4 slots; streamed and
 #             not) with greedy sampling get the texts they get one by one
+#   server-10 "stop" (a string, a list; streamed and not; 4 clients at
+#             once): the greedy text up to the stop, finish_reason "stop",
+#             and the server still up (any stop used to crash it)
+#   server-11 UTF-8 (SmolLM2): an emoji and a Japanese prompt streamed,
+#             every chunk a delta with content, the pieces joined equal to
+#             the whole reply, which is valid text
 import json, os, re, socket, subprocess, sys, threading, time
 
 B = os.environ.get("RT_TEST_BUILD_DIR", "build")
@@ -54,6 +60,55 @@ def rt_run_text(prompt, n):
     out = subprocess.run([f"{B}/bin/rt-run", "-p", prompt, "-n", str(n)], env=ENV, capture_output=True,
                          text=True, timeout=60).stdout
     return out[len(prompt):].rstrip("\n")
+
+def stops(port, want, openai):
+    """server-10: want is the greedy 24-token text of "Once upon a time"."""
+    global skipped
+    if not openai:
+        skipped += 1
+        return
+    words = want.split()
+    stop = " " + words[2] if len(words) > 3 else None
+    if stop is None or stop not in want:
+        check("server-10 a stop in the text", False, want)
+        return
+    cut = want[:want.index(stop)]
+    c = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none", timeout=60)
+    def one(stop_field, stream):
+        r = c.completions.create(model="m", prompt="Once upon a time", max_tokens=24, temperature=0,
+                                 stop=stop_field, stream=stream)
+        if not stream:
+            return r.choices[0].text, r.choices[0].finish_reason
+        chunks = list(r)
+        return "".join(ch.choices[0].text for ch in chunks), chunks[-1].choices[0].finish_reason
+    got = [one(stop, False), one([stop, "zzzz"], False), one(stop, True), one(["zzzz", stop], True)]
+    check("server-10 stop", got == [(cut, "stop")] * 4, f"{got} vs {cut!r}")
+    together = [None] * 4
+    def run(i):
+        together[i] = one([stop], i % 2 == 1)
+    ts = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+    [t.start() for t in ts]
+    [t.join(90) for t in ts]
+    check("server-10 stop, 4 clients", together == [(cut, "stop")] * 4, str(together))
+    code, _ = curl(port, "/health")
+    check("server-10 alive", code == 200)
+
+def utf8(port, openai):
+    """server-11, against SmolLM2."""
+    c = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none", timeout=60)
+    for name, prompt in [("emoji", "Reply with emoji only: \U0001F600\U0001F389\U0001F680"),
+                         ("japanese", "\u65e5\u672c\u8a9e\u3067\u7b54\u3048\u3066\u304f\u3060\u3055\u3044\u3002"
+                                      "\u3053\u3093\u306b\u3061\u306f")]:
+        msgs = [{"role": "user", "content": prompt}]
+        whole = c.chat.completions.create(model="m", messages=msgs, temperature=0, max_tokens=40)
+        text = whole.choices[0].message.content
+        chunks = list(c.chat.completions.create(model="m", messages=msgs, temperature=0, max_tokens=40,
+                                                stream=True))
+        pieces = [ch.choices[0].delta.content for ch in chunks if ch.choices]
+        joined = "".join(x or "" for x in pieces)
+        non_ascii = any(ord(ch) > 127 and ch != "\ufffd" for ch in joined)
+        check(f"server-11 utf-8 {name}", text and joined == text and non_ascii and
+              all(x is not None for x in pieces[:-1]), f"{text!r} vs {joined!r} ({pieces[:5]})")
 
 def main():
     global skipped
@@ -124,6 +179,7 @@ def main():
         [t.join(90) for t in ts]
         check("server-9 5 concurrent greedy = sequential", together == alone and None not in alone,
               f"{together} vs {alone}")
+        stops(port, want, openai)
     finally:
         p.terminate()
         p.wait(10)
@@ -151,6 +207,7 @@ def main():
             s = c.chat.completions.create(model="smollm2", messages=msgs, temperature=0, max_tokens=24, stream=True)
             text = "".join(ch.choices[0].delta.content or "" for ch in s)
             check("server-8 chat stream", text == r.choices[0].message.content, text)
+            utf8(port, openai)
         finally:
             p.terminate()
             p.wait(10)

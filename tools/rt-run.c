@@ -261,8 +261,7 @@ int run_generate(run_t *r, int32_t n_max) {
     const rtm_vocab_t *v = rtm_model_vocab(r->model);
     const double t0 = now();
     r->stopped = false;
-    rt_stop_text_init(&r->stop, r->o->stops, r->o->n_stops);
-    int rc = 0;
+    int rc = rt_stop_text_init(&r->stop, r->o->stops, r->o->n_stops) ? 0 : run_fail("no memory for the stop strings");
     for (int32_t n = 0; rc == 0 && (n_max < 0 || n < n_max); n++) {
         rtm_token_t t; /* over several ranks, it comes when every stage is done */
         if (rtd_next_token(r->dist, r->ctx, r->sampler, rtm_model_n_vocab(r->model), &t) != RT_OK) {

@@ -23,10 +23,7 @@ rt_status_t srv_gen_begin(srv_gen_t *g, const rtm_model_t *model, int32_t n_ctx,
                           const char *const *stops, int32_t n_stops) {
     *g = (srv_gen_t){.model = model, .max_tokens = max_tokens, .n_ctx = n_ctx, .finish = "stop"};
     /* copied: the request that named them may be gone before the generation */
-    if (n_stops > SRV_MAX_STOPS) n_stops = SRV_MAX_STOPS;
-    for (int32_t i = 0; i < n_stops; i++)
-        if ((g->stops[i] = strdup(stops[i])) == NULL) return RT_ERR_OUT_OF_MEMORY;
-    rt_stop_text_init(&g->stop, (const char *const *)g->stops, n_stops);
+    if (!rt_stop_text_init(&g->stop, stops, n_stops)) return RT_ERR_OUT_OF_MEMORY;
     rt_status_t st = rtm_sampler_create(sampling, &g->sampler);
     if (st != RT_OK) return st;
     const rtm_vocab_t *v = rtm_model_vocab(model);
@@ -82,6 +79,5 @@ void srv_gen_end(srv_gen_t *g) {
     rt_stop_text_deinit(&g->stop);
     free(g->prompt);
     free(g->out);
-    for (int32_t i = 0; i < SRV_MAX_STOPS; i++) free(g->stops[i]);
     *g = (srv_gen_t){0};
 }

@@ -18,7 +18,6 @@ typedef struct srv_gen {
     const rtm_model_t *model;
     rtm_sampler_t *sampler;
     rt_stop_text_t stop;
-    char *stops[SRV_MAX_STOPS]; /* the stop strings, copied (NULL past their count) */
     int32_t max_tokens;       /* < 0: until end of generation or a full context */
     int32_t n_ctx;            /* positions the request's sequence may hold */
     rtm_token_t *prompt;      /* n_prompt tokens, malloc'd */
@@ -32,7 +31,7 @@ typedef struct srv_gen {
 } srv_gen_t;
 
 /* The prompt tokenized (add_special; parse_special for chat), up to
- * SRV_MAX_STOPS stop strings copied. RT_ERR_DOES_NOT_FIT when the prompt does not leave
+ * n_stops stop strings copied (srv_gen_t may then be copied by value). RT_ERR_DOES_NOT_FIT when the prompt does not leave
  * room in n_ctx positions, RT_ERR_INVALID_ARGUMENT for bad sampling,
  * RT_ERR_OUT_OF_MEMORY. */
 rt_status_t srv_gen_begin(srv_gen_t *g, const rtm_model_t *model, int32_t n_ctx, const char *prompt,

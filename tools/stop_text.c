@@ -1,17 +1,29 @@
 /* SPDX-License-Identifier: MIT */
 /* stop_text.c: see stop_text.h. After each piece the held text is searched
  * for every stop; without a match, the longest suffix that is a prefix of
- * some stop stays held and the rest is written. */
+ * some stop stays held, and so do the first bytes of a character the text
+ * ends in; the rest is written. */
 #include "stop_text.h"
+#include "utf8_text.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-void rt_stop_text_init(rt_stop_text_t *st, const char *const *stops, int32_t n_stops) {
-    *st = (rt_stop_text_t){.stops = stops, .n_stops = n_stops};
+bool rt_stop_text_init(rt_stop_text_t *st, const char *const *stops, int32_t n_stops) {
+    *st = (rt_stop_text_t){0};
+    if (n_stops <= 0) return true;
+    if ((st->stops = calloc((size_t)n_stops, sizeof st->stops[0])) == NULL) return false;
+    for (int32_t i = 0; i < n_stops; i++) {
+        if (stops[i] == NULL || stops[i][0] == 0) continue;
+        if ((st->stops[st->n_stops] = strdup(stops[i])) == NULL) return false;
+        st->n_stops++;
+    }
+    return true;
 }
 
 void rt_stop_text_deinit(rt_stop_text_t *st) {
+    for (int32_t i = 0; i < st->n_stops; i++) free(st->stops[i]);
+    free(st->stops);
     free(st->held);
     *st = (rt_stop_text_t){0};
 }
@@ -55,7 +67,7 @@ static size_t partial_stop(const rt_stop_text_t *st) {
 }
 
 static void write_front(rt_stop_text_t *st, size_t n, rt_write_fn write, void *user) {
-    if (n) write(st->held, n, user);
+    if (n) rt_utf8_write(st->held, n, write, user);
     memmove(st->held, st->held + n, st->n_held - n);
     st->n_held -= n;
 }
@@ -65,7 +77,7 @@ bool rt_stop_text_feed(rt_stop_text_t *st, const char *piece, size_t len, rt_wri
     if (st->failed || !append(st, piece, len)) {
         st->failed = true;
         rt_stop_text_finish(st, write, user);
-        if (len) write(piece, len, user);
+        if (len) rt_utf8_write(piece, len, write, user);
         return false;
     }
     const size_t at = find_stop(st);
@@ -74,7 +86,7 @@ bool rt_stop_text_feed(rt_stop_text_t *st, const char *piece, size_t len, rt_wri
         st->n_held = 0;
         return true;
     }
-    write_front(st, st->n_held - partial_stop(st), write, user);
+    write_front(st, rt_utf8_complete(st->held, st->n_held - partial_stop(st)), write, user);
     return false;
 }
 
