@@ -445,12 +445,20 @@ RTM_API rt_status_t rtm_context_advance(rtm_context_t *ctx, int32_t n);
 
 typedef struct rtm_sampler rtm_sampler_t;
 
+/* One token's additive bias (OpenAI's logit_bias): -100 all but bans it. */
+typedef struct rtm_logit_bias {
+    rtm_token_t token;
+    float bias;
+} rtm_logit_bias_t;
+
 /* A zeroed struct is greedy decoding. Otherwise, in llama.cpp's order:
- * the repetition penalty first (also before greedy), then top_k keeps the
- * k most likely tokens (0: all), top_p the smallest set whose probability
- * reaches p (0 or >= 1: all), min_p those at least min_p times as likely
- * as the best (0: all), then temp scales the logits and one token is drawn
- * with a generator seeded by seed (the same seed, the same draws). */
+ * the logit biases, then the penalties (repetition, presence, frequency:
+ * also before greedy), then top_k keeps the k most likely tokens (0: all),
+ * typical_p the locally typical set (0 or >= 1: all), top_p the smallest
+ * set whose probability reaches p (0 or >= 1: all), min_p those at least
+ * min_p times as likely as the best (0: all), then temp scales the logits
+ * and one token is drawn with a generator seeded by seed (the same seed,
+ * the same draws). */
 typedef struct rtm_sampler_params {
     uint32_t struct_size;
     float temp;        /* <= 0: greedy (the largest logit, the lowest id on ties) */
@@ -460,7 +468,16 @@ typedef struct rtm_sampler_params {
     float min_p;       /* 0: off */
     float repeat_penalty; /* divides a positive logit, multiplies a negative one, of each
                              token among the last repeat_last_n accepted; 0 or 1: off */
-    int32_t repeat_last_n; /* tokens the penalty looks back over; 0: 64 */
+    int32_t repeat_last_n; /* tokens the penalties look back over; 0: 64 */
+    /* since the server's fields (0 off, as zeroed) */
+    float typical_p;       /* keeps the tokens whose surprise is nearest the entropy,
+                              the fewest that reach this mass */
+    float presence_penalty;  /* subtracted from the logit of each token among the last
+                                repeat_last_n accepted (OpenAI's, -2..2) */
+    float frequency_penalty; /* subtracted once per time it occurs there */
+    const rtm_logit_bias_t *logit_bias; /* n_logit_bias biases added to the logits first
+                                           (copied; ids past the vocabulary are skipped) */
+    int32_t n_logit_bias;
 } rtm_sampler_params_t;
 
 RTM_API rt_status_t rtm_sampler_create(const rtm_sampler_params_t *params,

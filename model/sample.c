@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* sample.c: picking the next token from logits. Greedy takes the largest
- * logit (the lowest id on ties). The repetition penalty, when set, first
- * rescales the logits of the tokens among the last repeat_last_n accepted
- * (a ring of the sampler's own). Otherwise, in llama.cpp's order: top-k
- * keeps the k largest, top-p the smallest prefix of them (by probability
- * at temperature 1) whose mass reaches p, min-p those whose probability is
- * at least min_p times the first's, the temperature divides what is left,
- * and a token is drawn from the softmax with the sampler's own generator
- * (splitmix64), so a seed gives the same tokens on every run. */
+ * logit (the lowest id on ties). The logit biases, when given, are added
+ * first; the penalties (repetition, presence, frequency), when set, then
+ * rescale or lower the logits of the tokens among the last repeat_last_n
+ * accepted (a ring of the sampler's own). Otherwise, in llama.cpp's order:
+ * top-k keeps the k largest, typical-p the tokens whose surprise (-log p)
+ * is nearest the distribution's entropy until their mass reaches p, top-p
+ * the smallest prefix (by probability at temperature 1) whose mass
+ * reaches p, min-p those whose probability is at least min_p times the
+ * first's, the temperature divides what is left, and a token is drawn
+ * from the softmax with the sampler's own generator (splitmix64), so a
+ * seed gives the same tokens on every run. */
 #include "internal.h"
 
 #include <math.h>
@@ -30,10 +33,37 @@ struct rtm_sampler {
     int32_t cap;
     rtm_token_t *history;      /* repeat_last_n slots, only with a penalty */
     int32_t n_history, head;
+    rtm_logit_bias_t *bias;    /* params.n_logit_bias, owned (params.logit_bias points here) */
 };
 
-static bool has_penalty(const rtm_sampler_params_t *p) {
+static bool has_repeat(const rtm_sampler_params_t *p) {
     return p->repeat_penalty > 0 && p->repeat_penalty != 1.0f;
+}
+
+static bool has_penalty(const rtm_sampler_params_t *p) {
+    return has_repeat(p) || p->presence_penalty != 0 || p->frequency_penalty != 0;
+}
+
+/* Whether the logits change before the filters: then greedy is not argmax. */
+static bool shifts_logits(const rtm_sampler_params_t *p) {
+    return has_penalty(p) || p->n_logit_bias > 0;
+}
+
+static bool params_valid(const rtm_sampler_params_t *p) {
+    return p->top_k >= 0 && !isnan(p->temp) && !isnan(p->top_p) && p->min_p >= 0 && p->min_p <= 1 &&
+           p->repeat_penalty >= 0 && p->repeat_last_n >= 0 && !isnan(p->typical_p) &&
+           isfinite(p->presence_penalty) && isfinite(p->frequency_penalty) && p->n_logit_bias >= 0 &&
+           (p->n_logit_bias == 0 || p->logit_bias != NULL);
+}
+
+/* The biases copied (the caller's array may go); false when out of memory. */
+static bool copy_bias(rtm_sampler_t *s) {
+    const int32_t n = s->params.n_logit_bias;
+    if (n == 0) return (s->params.logit_bias = NULL), true;
+    if ((s->bias = malloc((size_t)n * sizeof s->bias[0])) == NULL) return false;
+    for (int32_t i = 0; i < n; i++) s->bias[i] = s->params.logit_bias[i];
+    s->params.logit_bias = s->bias;
+    return true;
 }
 
 rt_status_t rtm_sampler_create(const rtm_sampler_params_t *params, rtm_sampler_t **out) {
@@ -43,13 +73,21 @@ rt_status_t rtm_sampler_create(const rtm_sampler_params_t *params, rtm_sampler_t
     if (s == NULL) return rtm_error(RT_ERR_OUT_OF_MEMORY, "rtm_sampler_create: no memory");
     rtm_params_copy(&s->params, sizeof s->params, params);
     const rtm_sampler_params_t p = s->params; /* a copy: the message outlives s */
-    if (p.top_k < 0 || isnan(p.temp) || isnan(p.top_p) || !(p.min_p >= 0 && p.min_p <= 1) ||
-        !(p.repeat_penalty >= 0) || p.repeat_last_n < 0) {
+    if (!params_valid(&p)) {
+        s->params.n_logit_bias = 0;
         rtm_sampler_destroy(s);
         return rtm_error(RT_ERR_INVALID_ARGUMENT,
                          "rtm_sampler_create: top_k %d, temp %g, top_p %g, min_p %g, "
-                         "repeat_penalty %g, repeat_last_n %d", p.top_k, (double)p.temp,
-                         (double)p.top_p, (double)p.min_p, (double)p.repeat_penalty, p.repeat_last_n);
+                         "repeat_penalty %g, repeat_last_n %d, typical_p %g, presence_penalty %g, "
+                         "frequency_penalty %g, %d logit biases", p.top_k, (double)p.temp,
+                         (double)p.top_p, (double)p.min_p, (double)p.repeat_penalty, p.repeat_last_n,
+                         (double)p.typical_p, (double)p.presence_penalty, (double)p.frequency_penalty,
+                         p.n_logit_bias);
+    }
+    if (!copy_bias(s)) {
+        rtm_sampler_destroy(s);
+        return rtm_error(RT_ERR_OUT_OF_MEMORY, "rtm_sampler_create: no memory for %d logit biases",
+                         p.n_logit_bias);
     }
     if (s->params.repeat_last_n == 0) s->params.repeat_last_n = DEFAULT_REPEAT_LAST_N;
     if (has_penalty(&p) &&
@@ -66,6 +104,7 @@ rt_status_t rtm_sampler_create(const rtm_sampler_params_t *params, rtm_sampler_t
 void rtm_sampler_destroy(rtm_sampler_t *s) {
     if (s == NULL) return;
     free(s->history);
+    free(s->bias);
     free(s->cands);
     free(s);
 }
@@ -151,16 +190,32 @@ static bool ensure_cands(rtm_sampler_t *s, int32_t n) {
     return true;
 }
 
-/* llama.cpp's rule: each token of the history once, however often it
- * occurs there (a token penalised twice would be mostly a smaller vocabulary). */
-static void apply_penalty(const rtm_sampler_t *s, cand_t *c, int32_t n_vocab) {
-    const float pen = s->params.repeat_penalty;
-    const int32_t n = s->params.repeat_last_n;
+/* llama.cpp's rules: the repetition penalty applies to each token of the
+ * history once, however often it occurs there (a token penalised twice
+ * would be mostly a smaller vocabulary); the frequency penalty once per
+ * occurrence, the presence penalty once. The counts go in p (zero before
+ * softmax) and are zeroed again as each token is done. */
+static void apply_penalties(const rtm_sampler_t *s, cand_t *c, int32_t n_vocab) {
+    const rtm_sampler_params_t *p = &s->params;
+    const int32_t n = p->repeat_last_n;
     for (int32_t i = 0; i < s->n_history; i++) {
         const rtm_token_t t = s->history[(s->head - 1 - i + n) % n];
-        if (t < 0 || t >= n_vocab || c[t].p != 0) continue; /* p marks "done" until softmax */
-        c[t].logit = c[t].logit > 0 ? c[t].logit / pen : c[t].logit * pen;
-        c[t].p = 1;
+        if (t >= 0 && t < n_vocab) c[t].p += 1;
+    }
+    for (int32_t i = 0; i < s->n_history; i++) {
+        const rtm_token_t t = s->history[(s->head - 1 - i + n) % n];
+        if (t < 0 || t >= n_vocab || c[t].p == 0) continue;
+        if (has_repeat(p))
+            c[t].logit = c[t].logit > 0 ? c[t].logit / p->repeat_penalty : c[t].logit * p->repeat_penalty;
+        c[t].logit -= (float)(c[t].p * p->frequency_penalty) + p->presence_penalty;
+        c[t].p = 0;
+    }
+}
+
+static void apply_bias(const rtm_sampler_t *s, cand_t *c, int32_t n_vocab) {
+    for (int32_t i = 0; i < s->params.n_logit_bias; i++) {
+        const rtm_logit_bias_t *b = &s->params.logit_bias[i];
+        if (b->token >= 0 && b->token < n_vocab) c[b->token].logit += b->bias;
     }
 }
 
@@ -181,16 +236,50 @@ static int32_t cut_min_p(const cand_t *c, int32_t n, double min_p) {
     return n;
 }
 
+/* |surprise - entropy| of each candidate, the smallest first, for typical-p. */
+static int by_score(const void *a, const void *b) {
+    const cand_t *x = a, *y = b;
+    if (x->p != y->p) return x->p < y->p ? -1 : 1;
+    return by_logit(a, b);
+}
+
+/* Locally typical sampling (Meister et al.): the candidates whose surprise
+ * is nearest the entropy, nearest first, until their mass reaches typical_p;
+ * then in logit order again for the filters after it. The score rides in
+ * p while sorting; the probabilities are taken again from the logits. */
+static int32_t cut_typical(cand_t *c, int32_t n, double typical_p) {
+    softmax(c, n, 1.0);
+    double entropy = 0, sum = 0;
+    for (int32_t i = 0; i < n; i++) entropy -= c[i].p > 0 ? c[i].p * log(c[i].p) : 0;
+    const double top = c[0].logit;
+    for (int32_t i = 0; i < n; i++) {
+        sum += exp((double)c[i].logit - top);
+        c[i].p = fabs((c[i].p > 0 ? -log(c[i].p) : INFINITY) - entropy);
+    }
+    qsort(c, (size_t)n, sizeof c[0], by_score);
+    double mass = 0;
+    int32_t keep = n;
+    for (int32_t i = 0; i < n; i++)
+        if ((mass += exp((double)c[i].logit - top) / sum) >= typical_p) {
+            keep = i + 1;
+            break;
+        }
+    qsort(c, (size_t)keep, sizeof c[0], by_logit);
+    return keep;
+}
+
 rtm_token_t rtm_sampler_sample(rtm_sampler_t *s, const float *logits, int32_t n_vocab) {
     if (s == NULL || logits == NULL || n_vocab < 1) return RTM_TOKEN_NULL;
     const rtm_sampler_params_t *p = &s->params;
     const bool greedy = p->temp <= 0 || p->top_k == 1;
-    if ((greedy && !has_penalty(p)) || !ensure_cands(s, n_vocab)) return argmax(logits, n_vocab);
+    if ((greedy && !shifts_logits(p)) || !ensure_cands(s, n_vocab)) return argmax(logits, n_vocab);
     for (int32_t i = 0; i < n_vocab; i++) s->cands[i] = (cand_t){i, logits[i], 0};
-    if (has_penalty(p)) apply_penalty(s, s->cands, n_vocab);
+    apply_bias(s, s->cands, n_vocab);
+    if (has_penalty(p)) apply_penalties(s, s->cands, n_vocab);
     if (greedy) return best_cand(s->cands, n_vocab);
     qsort(s->cands, (size_t)n_vocab, sizeof s->cands[0], by_logit);
     int32_t n = p->top_k > 0 && p->top_k < n_vocab ? p->top_k : n_vocab;
+    if (p->typical_p > 0 && p->typical_p < 1) n = cut_typical(s->cands, n, p->typical_p);
     if (p->top_p > 0 && p->top_p < 1) n = cut_top_p(s->cands, n, p->top_p);
     if (p->min_p > 0) n = cut_min_p(s->cands, n, p->min_p);
     softmax(s->cands, n, p->temp);

@@ -10,10 +10,20 @@
  *             with the values in the message
  *   sample-4  greedy is the first index of the largest logit at every
  *             position and length (ties, a lane's last, a short tail), NaNs
- *             never chosen, token 0 when logits[0] is NaN */
+ *             never chosen, token 0 when logits[0] is NaN
+ *   sample-5  presence and frequency penalties: subtracted once, and once
+ *             per occurrence, over the last repeat_last_n; they turn greedy
+ *   sample-6  logit biases: +5 makes a token greedy's choice, -100 keeps a
+ *             token from ever being drawn, an id past the vocabulary is
+ *             skipped, and the caller's array may go after create
+ *   sample-7  typical-p: with p = 0.2 only the token whose surprise is
+ *             nearest the entropy is drawn (not the likeliest), with 0.5
+ *             the two nearest; a NaN typical_p or an infinite penalty is
+ *             refused by name */
 #include "testutil.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../model/rt_model.h"
@@ -111,12 +121,82 @@ static void test_bad_params(void **state) {
     }
 }
 
+static void test_presence_frequency(void **state) {
+    (void)state;
+    const float logits[3] = {2.0f, 1.5f, 0.0f};
+    /* presence 0.6: token 0 seen once drops to 1.4 < 1.5 */
+    rtm_sampler_t *s = make((rtm_sampler_params_t){.presence_penalty = 0.6f, .repeat_last_n = 4});
+    assert_int_equal(rtm_sampler_sample(s, logits, 3), 0);
+    rtm_sampler_accept(s, 0);
+    assert_int_equal(rtm_sampler_sample(s, logits, 3), 1);
+    rtm_sampler_accept(s, 0); /* presence counts once: 1.4 still */
+    rtm_sampler_accept(s, 1); /* 1.5 - 0.6 = 0.9 */
+    assert_int_equal(rtm_sampler_sample(s, logits, 3), 0);
+    rtm_sampler_destroy(s);
+    /* frequency 0.3: token 0 seen once 1.7 > 1.5, twice 1.4 < 1.5 */
+    s = make((rtm_sampler_params_t){.frequency_penalty = 0.3f, .repeat_last_n = 2});
+    rtm_sampler_accept(s, 0);
+    assert_int_equal(rtm_sampler_sample(s, logits, 3), 0);
+    rtm_sampler_accept(s, 0);
+    assert_int_equal(rtm_sampler_sample(s, logits, 3), 1);
+    rtm_sampler_accept(s, 2); /* the window of 2 holds one 0 again */
+    assert_int_equal(rtm_sampler_sample(s, logits, 3), 0);
+    rtm_sampler_destroy(s);
+}
+
+static void test_logit_bias(void **state) {
+    (void)state;
+    const float logits[4] = {1.0f, 0.5f, 0.2f, 0.9f};
+    rtm_logit_bias_t *b = malloc(3 * sizeof *b);
+    b[0] = (rtm_logit_bias_t){2, 5.0f}, b[1] = (rtm_logit_bias_t){0, -100.0f}, b[2] = (rtm_logit_bias_t){99, 9};
+    rtm_sampler_t *g = make((rtm_sampler_params_t){.logit_bias = b, .n_logit_bias = 3});
+    rtm_sampler_t *d = make((rtm_sampler_params_t){.temp = 1, .seed = 3, .logit_bias = b, .n_logit_bias = 2});
+    memset(b, 0xff, 3 * sizeof *b); /* copied at create */
+    free(b);
+    assert_int_equal(rtm_sampler_sample(g, logits, 4), 2);
+    int zero = 0;
+    const float flat[4] = {0, 0, 0, 0};
+    for (int i = 0; i < 500; i++) zero += rtm_sampler_sample(d, flat, 4) == 0;
+    assert_int_equal(zero, 0);
+    rtm_sampler_destroy(g);
+    rtm_sampler_destroy(d);
+}
+
+static void test_typical(void **state) {
+    (void)state;
+    /* p = 0.5, 0.3, 0.15, 0.05: entropy 1.14 nats, surprises 0.69, 1.20,
+       1.90, 3.00: token 1 nearest, then 0, 2, 3 */
+    const float logits[4] = {logf(0.5f), logf(0.3f), logf(0.15f), logf(0.05f)};
+    int seen[2][4] = {{0}};
+    for (uint64_t seed = 0; seed < 200; seed++)
+        for (int k = 0; k < 2; k++) {
+            rtm_sampler_t *s = make((rtm_sampler_params_t){.temp = 1, .typical_p = k ? 0.5f : 0.2f, .seed = seed});
+            seen[k][rtm_sampler_sample(s, logits, 4)]++;
+            rtm_sampler_destroy(s);
+        }
+    assert_int_equal(seen[0][1], 200);
+    assert_true(seen[1][0] > 0 && seen[1][1] > 0);
+    assert_int_equal(seen[1][2] + seen[1][3], 0);
+    const rtm_sampler_params_t bad[] = {{.typical_p = NAN}, {.presence_penalty = INFINITY}};
+    const char *names[] = {"typical_p nan", "presence_penalty inf"};
+    for (int i = 0; i < 2; i++) {
+        rtm_sampler_params_t p = bad[i];
+        p.struct_size = sizeof p;
+        rtm_sampler_t *s = NULL;
+        assert_int_equal(rtm_sampler_create(&p, &s), RT_ERR_INVALID_ARGUMENT);
+        tu_expect_contains(rtm_last_error(), names[i], "sample-7");
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_min_p),
         cmocka_unit_test(test_repeat_penalty),
         cmocka_unit_test(test_bad_params),
         cmocka_unit_test(test_greedy),
+        cmocka_unit_test(test_presence_frequency),
+        cmocka_unit_test(test_logit_bias),
+        cmocka_unit_test(test_typical),
     };
     return cmocka_run_group_tests_name("sample", tests, NULL, NULL);
 }
