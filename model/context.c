@@ -720,6 +720,11 @@ void rtm_seq_clear(rtm_context_t *c, int32_t seq) {
     rtm_kv_seq_clear(&c->kv, seq);
 }
 
+void rtm_seq_keep(rtm_context_t *c, int32_t seq, int32_t n_keep) {
+    if (c == NULL || seq < 0 || seq >= c->kv.n_seq_max || n_keep < 0) return;
+    rtm_kv_seq_keep(&c->kv, seq, n_keep);
+}
+
 rt_sched_t *rtm_context_sched(const rtm_context_t *c) { return c != NULL ? c->sched : NULL; }
 
 void rtm_context_clear(rtm_context_t *c) {

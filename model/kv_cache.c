@@ -113,6 +113,20 @@ void rtm_kv_seq_clear(rtm_kv_cache_t *kv, int32_t seq) {
         }
 }
 
+void rtm_kv_seq_keep(rtm_kv_cache_t *kv, int32_t seq, int32_t n_keep) {
+    if (n_keep >= kv->seq_n_past[seq]) return;
+    if (n_keep == 0) return rtm_kv_seq_clear(kv, seq);
+    for (int32_t r = 0; r < kv->n_ctx; r++) {
+        if (kv->cell_seq[r] != seq) continue;
+        if (kv->cell_pos[r] == n_keep - 1) kv->seq_next[seq] = r + 1; /* where a fused cache writes next */
+        if (kv->cell_pos[r] >= n_keep) {
+            kv->cell_seq[r] = -1;
+            kv->n_used--;
+        }
+    }
+    kv->seq_n_past[seq] = n_keep;
+}
+
 int32_t rtm_kv_rows_used(const rtm_kv_cache_t *kv) {
     int32_t r = kv->n_ctx;
     while (r > 0 && kv->cell_seq[r - 1] < 0) r--;

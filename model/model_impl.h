@@ -218,6 +218,8 @@ RTM_INTERNAL int32_t rtm_kv_cell_take(rtm_kv_cache_t *kv, int32_t seq);
 RTM_INTERNAL void rtm_kv_cell_untake(rtm_kv_cache_t *kv, int32_t row);
 /* Frees every row of seq (seq < 0: of every sequence); it starts again at 0. */
 RTM_INTERNAL void rtm_kv_seq_clear(rtm_kv_cache_t *kv, int32_t seq);
+/* Frees seq's rows at positions n_keep and after (0 <= n_keep). */
+RTM_INTERNAL void rtm_kv_seq_keep(rtm_kv_cache_t *kv, int32_t seq, int32_t n_keep);
 /* One past the highest row held (0: none). */
 RTM_INTERNAL int32_t rtm_kv_rows_used(const rtm_kv_cache_t *kv);
 /* The mask row {n_kv} of a token at position pos of seq: 0 where it may

@@ -362,6 +362,11 @@ RTM_API int32_t rtm_seq_n_past(const rtm_context_t *ctx, int32_t seq);
 /* Forgets sequence seq, freeing its cells for any sequence; its next token
  * goes to position 0. The other sequences and the logits kept stay. */
 RTM_API void rtm_seq_clear(rtm_context_t *ctx, int32_t seq);
+/* Keeps the first n_keep positions of sequence seq and frees the cells of
+ * the rest: its next token goes to position n_keep (a prompt that shares
+ * its first n_keep tokens with what the sequence held decodes only the
+ * rest). n_keep at or past the positions held changes nothing. */
+RTM_API void rtm_seq_keep(rtm_context_t *ctx, int32_t seq, int32_t n_keep);
 
 /* Counters, to see that decoding never re-plans or allocates. */
 typedef struct rtm_context_stats {

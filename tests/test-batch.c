@@ -22,7 +22,11 @@
  *            architecture (tests/arch): sliding windows, learned positions,
  *            rope factors
  *   batch-8  batch-1 and batch-7 with fused attention (FLASH_ATTN), the
- *            references fused too; skipped while cpu0 has no kernel for it */
+ *            references fused too; skipped while cpu0 has no kernel for it
+ *   batch-9  rtm_seq_keep: a sequence that keeps the first half of its
+ *            prompt (another sequence's cells among its own) and is fed
+ *            the rest again gives its alone run's logits at every step,
+ *            unfused and fused; keeping more than it holds changes nothing */
 #include "testutil.h"
 
 #include "../model/rt_model.h"
@@ -415,6 +419,62 @@ static void test_fused(void **state) {
     rt_registry_destroy(reg);
 }
 
+/* Feeds seq 0 its reference's tokens from position `from` on (the prompt's
+ * rest in one batch, then a token a step), each logits row against the
+ * reference's. */
+static void refeed(rtm_context_t *c, const seq_run_t *ref, int32_t from, int32_t n_vocab, const char *what) {
+    rtm_token_t tok[128];
+    int32_t seq[128] = {0};
+    bool want[128] = {false};
+    const int32_t n = ref->n_prompt - from;
+    memcpy(tok, ref->tok + from, (size_t)n * sizeof tok[0]);
+    want[n - 1] = true;
+    const rtm_batch_t b = {sizeof b, n, tok, seq, want};
+    if (rtm_decode_batch(c, &b) != RT_OK) fail_msg("%s: %s", what, rtm_last_error());
+    for (int32_t k = 0; k <= N_STEPS; k++) {
+        const float *got = rtm_get_logits_ith(c, k == 0 ? n - 1 : 0);
+        const double e = tu_nmse_error_f32(ref->logits + (size_t)k * (size_t)n_vocab, got, (size_t)n_vocab);
+        if (!(e <= TOL_SAME)) fail_msg("%s: step %d: logits differ by %.3g", what, k, e);
+        if (k == N_STEPS) break;
+        const rtm_batch_t one = {sizeof one, 1, &ref->tok[ref->n_prompt + k], seq, want + n - 1};
+        if (rtm_decode_batch(c, &one) != RT_OK) fail_msg("%s: step %d: %s", what, k, rtm_last_error());
+    }
+}
+
+static void keep_half(rtm_model_t *m, const seq_run_t refs[4], const char *what) {
+    rtm_context_t *c = context(m, 256, 2);
+    lane_t lanes[2] = {{&refs[0], 0, -1}, {&refs[2], 1, -1}};
+    run_lanes(c, lanes, 2, rtm_model_n_vocab(m), TOL_SAME, what, -1, -1, NULL);
+    const int32_t k = refs[0].n_prompt / 2, held = refs[0].n_prompt + N_STEPS;
+    rtm_seq_keep(c, 0, held + 5);
+    assert_int_equal(rtm_seq_n_past(c, 0), held);
+    rtm_seq_keep(c, 0, k);
+    assert_int_equal(rtm_seq_n_past(c, 0), k);
+    assert_int_equal(rtm_seq_n_past(c, 1), refs[2].n_prompt + N_STEPS);
+    refeed(c, &refs[0], k, rtm_model_n_vocab(m), what);
+    print_message("%s: a sequence kept to %d positions and fed again: its own logits\n", what, k);
+    rtm_context_destroy(c);
+}
+
+static void test_keep(void **state) {
+    (void)state;
+    rt_registry_t *reg = tu_registry_open("cpu", 0);
+    rtm_model_t *m = load(reg, NULL, 0);
+    seq_run_t refs[4] = {0};
+    alone_all(m, refs, false);
+    keep_half(m, refs, "batch-9 (unfused)");
+    flash_attn = RTM_FLASH_ATTN_ON;
+    rtm_context_t *c = NULL;
+    const rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = 256, .n_seq_max = 2,
+                                     .flash_attn = RTM_FLASH_ATTN_ON};
+    if (rtm_context_create(m, &cp, &c) == RT_OK) keep_half(m, refs, "batch-9 (fused)");
+    rtm_context_destroy(c);
+    flash_attn = RTM_FLASH_ATTN_OFF;
+    free_all(refs);
+    rtm_model_destroy(m);
+    rt_registry_destroy(reg);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_interleaved),
@@ -425,6 +485,7 @@ int main(void) {
         cmocka_unit_test(test_decode_unchanged),
         cmocka_unit_test(test_architectures),
         cmocka_unit_test(test_fused),
+        cmocka_unit_test(test_keep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

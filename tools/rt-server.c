@@ -16,6 +16,9 @@
 #include "../abi/rt.h"
 #include "../model/rt_model.h"
 #include "bundled_model.h"
+#include "server_answer.h"
+#include "server_guard.h"
+#include "server_request.h"
 #include "server_slots.h"
 #include "tool_cli.h"
 
@@ -31,7 +34,6 @@
 #include <time.h>
 
 #define TOOL "rt-server"
-#define MAX_STOPS SRV_MAX_STOPS
 #define MAX_CONNECTIONS 256
 /* Tokens per graph run: the CPU's mat-vec kernels take up to 32 activation
  * rows in passes over weights that stay in L2 (RT_CPU_MV_MAX_N,
@@ -39,11 +41,13 @@
  * weight read from memory once a step: SmolLM2's 16 clients, -t 2, 603
  * tokens/s at 8 (two graphs a step), 872 at 16, 885 at 32. */
 #define SERVER_N_BATCH 32
-#define MAX_MESSAGES 256
 
 typedef struct server_options {
-    const char *model, *host, *api_key, *alias;
+    const char *model, *host, *alias;
+    char *api_key_arg;             /* --api-key's value, wiped once read */
+    const char *api_key_file;
     int32_t port, n_ctx, n_threads, timeout_s, max_body;
+    int32_t conns_per_client;      /* 0: no limit */
     int32_t n_parallel;            /* slots: sequences decoded together */
     int32_t n_batch;               /* tokens per graph run */
     int32_t flash_attn;            /* rtm_flash_attn_t */
@@ -59,6 +63,7 @@ typedef struct server {
     int32_t n_ctx_slot;
     srv_slots_t *slots;
     rtm_chat_template_t *tmpl;     /* NULL: the model has none (chat answers 400) */
+    char *api_key;                 /* NULL: none asked for */
     char model_file[PATH_MAX];
 } server_t;
 
@@ -69,7 +74,9 @@ static void usage(FILE *f) {
                "  -m, --model FILE      GGUF model (default: the bundled stories260K)\n"
                "      --host ADDR       IPv4 address to listen on (default: 127.0.0.1)\n"
                "      --port N          TCP port (default: 8080)\n"
-               "      --api-key KEY     require \"Authorization: Bearer KEY\" (default: none)\n"
+               "      --api-key KEY     require \"Authorization: Bearer KEY\" (default: none; ps shows\n"
+               "                        it until it is read: prefer RT_API_KEY or --api-key-file)\n"
+               "      --api-key-file F  the key on F's first line\n"
                "  -a, --alias NAME      the model's id in /v1/models (default: the file's name)\n"
                "  -c, --ctx-size N      context length of each slot (default: the model's, at most 2048)\n"
                "  -np, --parallel N     slots: requests decoded together, in one batch (default: 4)\n"
@@ -77,7 +84,10 @@ static void usage(FILE *f) {
                "  -t, --threads N       CPU threads (default: the plugin's)\n"
                RT_CLI_ATTN_HELP
                RT_CLI_MMAP_HELP
-               "      --timeout S       seconds an idle connection is kept (default: 60)\n"
+               "      --timeout S       seconds a client may take to send a request, and an idle\n"
+               "                        connection is kept (default: 60; generation is not bounded)\n"
+               "      --conns-per-client N  connections one client address may hold (default: 32;\n"
+               "                        0: no limit, for a server behind a proxy)\n"
                "      --max-body N      largest request body, bytes (default: 1048576)\n"
                "  -h, --help            this text\n"
                "      --version         release, ABI and commit\n"
@@ -85,11 +95,13 @@ static void usage(FILE *f) {
 }
 
 static int parse_args(int argc, char **argv, server_options_t *o) {
-    enum { OPT_HOST = 1000, OPT_PORT, OPT_KEY, OPT_TIMEOUT, OPT_MAX_BODY, OPT_VERSION, OPT_PARALLEL,
-           OPT_FA, OPT_CTK, OPT_CTV, OPT_NO_MMAP };
+    enum { OPT_HOST = 1000, OPT_PORT, OPT_KEY, OPT_KEY_FILE, OPT_TIMEOUT, OPT_MAX_BODY, OPT_VERSION, OPT_PARALLEL,
+           OPT_FA, OPT_CTK, OPT_CTV, OPT_NO_MMAP, OPT_PER_CLIENT };
     static const struct option opts[] = {
         {"model", required_argument, NULL, 'm'}, {"host", required_argument, NULL, OPT_HOST},
         {"port", required_argument, NULL, OPT_PORT}, {"api-key", required_argument, NULL, OPT_KEY},
+        {"api-key-file", required_argument, NULL, OPT_KEY_FILE},
+        {"conns-per-client", required_argument, NULL, OPT_PER_CLIENT},
         {"alias", required_argument, NULL, 'a'}, {"ctx-size", required_argument, NULL, 'c'},
         {"threads", required_argument, NULL, 't'}, {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"max-body", required_argument, NULL, OPT_MAX_BODY}, {"help", no_argument, NULL, 'h'},
@@ -97,14 +109,16 @@ static int parse_args(int argc, char **argv, server_options_t *o) {
         {"np", required_argument, NULL, OPT_PARALLEL}, {"batch-size", required_argument, NULL, 'b'},
         RT_CLI_ATTN_OPTIONS(OPT_FA, OPT_CTK, OPT_CTV), RT_CLI_MMAP_OPTION(OPT_NO_MMAP), {NULL, 0, NULL, 0}};
     *o = (server_options_t){.host = "127.0.0.1", .port = 8080, .timeout_s = 60, .max_body = 1 << 20,
-                            .n_parallel = 4, .n_batch = SERVER_N_BATCH};
+                            .n_parallel = 4, .n_batch = SERVER_N_BATCH, .conns_per_client = 32};
     for (int c; (c = getopt_long_only(argc, argv, "m:a:c:t:b:h", opts, NULL)) != -1;) {
         bool ok = true;
         switch (c) {
         case 'm': o->model = optarg; break;
         case 'a': o->alias = optarg; break;
         case OPT_HOST: o->host = optarg; break;
-        case OPT_KEY: o->api_key = optarg; break;
+        case OPT_KEY: o->api_key_arg = optarg; break;
+        case OPT_KEY_FILE: o->api_key_file = optarg; break;
+        case OPT_PER_CLIENT: ok = rt_cli_int(TOOL, "--conns-per-client", optarg, 0, MAX_CONNECTIONS, &o->conns_per_client); break;
         case OPT_PORT: ok = rt_cli_int(TOOL, "--port", optarg, 0, 65535, &o->port); break;
         case 'c': ok = rt_cli_int(TOOL, "--ctx-size", optarg, 16, 1 << 20, &o->n_ctx); break;
         case 't': ok = rt_cli_int(TOOL, "--threads", optarg, 1, 4096, &o->n_threads); break;
@@ -127,128 +141,119 @@ static int parse_args(int argc, char **argv, server_options_t *o) {
 
 //===--- responses ---===//
 
-static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, json_t *body) {
-    char *text = json_dumps(body, JSON_COMPACT);
+/* Sends body (stolen); close asks for the connection to be closed after it
+ * (a request whose framing cannot be trusted). */
+static enum MHD_Result send_json_close(struct MHD_Connection *c, unsigned status, json_t *body, bool close) {
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
     if (text == NULL) return MHD_NO;
     struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
     MHD_add_response_header(r, "Content-Type", "application/json");
+    if (close) MHD_add_response_header(r, "Connection", "close");
     const enum MHD_Result ok = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return ok;
 }
 
+static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, json_t *body) {
+    return send_json_close(c, status, body, false);
+}
+
 static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status, const char *type,
                                   const char *message) {
-    return send_json(c, status, json_pack("{s:{s:s,s:s,s:i}}", "error", "message", message, "type", type,
-                                          "code", (int)status));
+    return send_json(c, status, srv_answer_error(status, type, NULL, message));
 }
 
-//===--- requests ---===//
+//===--- generation ---===//
 
-/* What a generation request asked for. */
-typedef struct gen_request {
-    bool chat, stream;
-    char *prompt;                  /* malloc'd */
-    int32_t max_tokens;
-    rtm_sampler_params_t sampling;
-    const char *stops[MAX_STOPS];
-    int32_t n_stops;
-    json_t *json;                  /* the body, owning the strings above */
-} gen_request_t;
-
-/* The chat messages rendered with the template; NULL after setting *err. */
-static char *render_chat(const server_t *s, json_t *messages, const char **err) {
-    rtm_chat_message_t m[MAX_MESSAGES];
-    const size_t n = json_array_size(messages);
-    if (!json_is_array(messages) || n == 0 || n > MAX_MESSAGES) return *err = "'messages' wants 1 to 256 messages", NULL;
-    for (size_t i = 0; i < n; i++) {
-        json_t *msg = json_array_get(messages, i);
-        m[i].role = json_string_value(json_object_get(msg, "role"));
-        m[i].content = json_string_value(json_object_get(msg, "content"));
-        if (m[i].role == NULL || m[i].content == NULL) return *err = "each message wants 'role' and 'content' strings", NULL;
-    }
-    const rtm_vocab_t *v = rtm_model_vocab(s->model);
-    const rtm_chat_render_params_t p = {.struct_size = sizeof p, .add_generation_prompt = true,
-                                        .bos_token = rtm_vocab_token_text(v, rtm_vocab_bos(v)),
-                                        .eos_token = rtm_vocab_token_text(v, rtm_vocab_eos(v))};
-    size_t len = 0;
-    char *out = NULL;
-    rt_status_t st = rtm_chat_template_apply(s->tmpl, m, (int32_t)n, &p, NULL, 0, &len);
-    if (st == RT_ERR_DOES_NOT_FIT && (out = malloc(len + 1)) != NULL)
-        st = rtm_chat_template_apply(s->tmpl, m, (int32_t)n, &p, out, len + 1, &len);
-    if (st != RT_OK) free(out), out = NULL, *err = rtm_last_error();
-    return out;
-}
-
-/* The body as a request; NULL (after *err) when it is not one. */
-static const char *parse_request(const server_t *s, const char *body, size_t len, gen_request_t *q) {
-    json_error_t je;
-    if ((q->json = json_loadb(body, len, 0, &je)) == NULL || !json_is_object(q->json)) return "the body is not a JSON object";
-    json_t *j = q->json;
-    q->stream = json_is_true(json_object_get(j, "stream"));
-    json_t *mt = json_object_get(j, "max_tokens");
-    if (mt == NULL) mt = json_object_get(j, "max_completion_tokens");
-    q->max_tokens = json_is_integer(mt) ? (int32_t)json_integer_value(mt) : (q->chat ? -1 : 16);
-    q->sampling = (rtm_sampler_params_t){.struct_size = sizeof q->sampling, .temp = 1.0f, .top_p = 1.0f};
-    json_t *x;
-    if (json_is_number(x = json_object_get(j, "temperature"))) q->sampling.temp = (float)json_number_value(x);
-    if (json_is_number(x = json_object_get(j, "top_p"))) q->sampling.top_p = (float)json_number_value(x);
-    if (json_is_integer(x = json_object_get(j, "top_k"))) q->sampling.top_k = (int32_t)json_integer_value(x);
-    if (json_is_number(x = json_object_get(j, "min_p"))) q->sampling.min_p = (float)json_number_value(x);
-    if (json_is_number(x = json_object_get(j, "repeat_penalty"))) q->sampling.repeat_penalty = (float)json_number_value(x);
-    if (json_is_integer(x = json_object_get(j, "seed"))) q->sampling.seed = (uint64_t)json_integer_value(x);
-    x = json_object_get(j, "stop");
-    if (json_is_string(x) && json_string_length(x)) q->stops[q->n_stops++] = json_string_value(x);
-    for (size_t i = 0; json_is_array(x) && i < json_array_size(x) && q->n_stops < MAX_STOPS; i++)
-        if (json_string_length(json_array_get(x, i))) q->stops[q->n_stops++] = json_string_value(json_array_get(x, i));
-    if (!q->chat) {
-        const char *p = json_string_value(json_object_get(j, "prompt"));
-        if (p == NULL) return "'prompt' wants a string";
-        return (q->prompt = strdup(p)) ? NULL : "no memory";
-    }
-    if (s->tmpl == NULL) return "the model has no chat template";
-    const char *err = NULL;
-    q->prompt = render_chat(s, json_object_get(j, "messages"), &err);
-    return q->prompt ? NULL : err;
-}
-
-static void request_free(gen_request_t *q) {
-    free(q->prompt);
-    json_decref(q->json);
-}
-
-//===--- answers ---===//
-
-static json_t *choice(const gen_request_t *q, const char *text, const char *finish, bool delta) {
-    json_t *ch = json_pack("{s:i}", "index", 0);
-    if (q->chat) json_object_set_new(ch, delta ? "delta" : "message",
-                                     delta ? json_pack("{s:s}", "content", text)
-                                           : json_pack("{s:s,s:s}", "role", "assistant", "content", text));
-    else json_object_set_new(ch, "text", json_string(text));
-    json_object_set_new(ch, "finish_reason", finish ? json_string(finish) : json_null());
-    return ch;
-}
-
-static json_t *envelope(const server_t *s, const gen_request_t *q, json_t *ch, bool chunk) {
-    char id[64];
-    snprintf(id, sizeof id, "%s-%ld", q->chat ? "chatcmpl" : "cmpl", (long)time(NULL));
-    const char *object = q->chat ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion";
-    return json_pack("{s:s,s:s,s:I,s:s,s:[o]}", "id", id, "object", object, "created", (json_int_t)time(NULL),
-                     "model", s->o.alias, "choices", ch);
-}
-
-/* A streamed answer: its job and the bytes not yet sent. */
-typedef struct stream {
+/* One request's choices, each a job, and the reply being built. */
+typedef struct reply {
     const server_t *s;
-    gen_request_t q;
-    srv_job_t *job;
-    srv_text_t text;          /* what the last take gave */
+    srv_request_t q;
+    srv_answer_t a;
+    srv_job_t *job[SRV_MAX_CHOICES];
+    int32_t n_jobs;
+    srv_usage_t usage;
+} reply_t;
+
+static void reply_free(reply_t *r) {
+    for (int32_t i = 0; i < r->n_jobs; i++) srv_job_release(r->job[i]);
+    srv_request_deinit(&r->q);
+    free(r);
+}
+
+/* The client's socket, which the slots watch to cancel the jobs of a
+ * client that went away. */
+static int client_fd(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return ci ? (int)ci->connect_fd : -1;
+}
+
+/* Begins and submits choice i (its seed the request's plus i, so that the
+ * choices differ and each can be had again alone); NULL or an error. */
+static const char *submit(reply_t *r, int32_t i, int fd) {
+    const server_t *s = r->s;
+    rtm_sampler_params_t sp = r->q.sampling;
+    sp.seed += (uint64_t)i;
+    const srv_gen_params_t gp = {.prompt = r->q.prompt, .parse_special = r->q.chat, .max_tokens = r->q.max_tokens,
+                                 .sampling = &sp, .stops = r->q.stops, .n_stops = r->q.n_stops,
+                                 .logprobs = r->q.logprobs};
+    srv_gen_t g;
+    const rt_status_t st = srv_gen_begin(&g, s->model, s->n_ctx_slot, &gp);
+    if (st != RT_OK) {
+        srv_gen_end(&g);
+        return st == RT_ERR_DOES_NOT_FIT ? "the prompt is longer than the context" : rtm_last_error();
+    }
+    if ((r->job[i] = srv_job_submit(s->slots, &g, fd)) == NULL) return "no memory";
+    r->n_jobs = i + 1;
+    return NULL;
+}
+
+/* Adds a finished job's counts to the usage. */
+static void count(reply_t *r, const srv_job_result_t *res) {
+    r->usage.prompt_tokens = res->n_prompt;
+    r->usage.completion_tokens += res->n_generated;
+}
+
+static enum MHD_Result answer_whole(struct MHD_Connection *c, reply_t *r) {
+    json_t *choices = json_array();
+    const srv_job_result_t *bad = NULL;
+    bool oom = false;
+    for (int32_t i = 0; i < r->n_jobs && !bad && !oom; i++) {
+        srv_text_t text = {0};
+        for (bool done = false; !done;) {
+            done = srv_job_take(r->job[i], &text, true);
+            oom |= text.p == NULL && !done;
+        }
+        const srv_job_result_t *res = srv_job_result(r->job[i]);
+        if (res->failed || res->gone) bad = res;
+        count(r, res);
+        json_array_append_new(choices, srv_answer_choice(&r->a, i, &text, res->finish));
+        srv_text_free(&text);
+    }
+    enum MHD_Result ok;
+    if (bad && bad->gone) ok = MHD_NO; /* no one to answer */
+    else if (bad || oom) ok = send_error(c, 500, "server_error", oom ? "no memory" : bad->message);
+    else ok = send_json(c, 200, srv_answer_whole(&r->a, choices, &r->usage)), choices = NULL;
+    json_decref(choices);
+    reply_free(r);
+    return ok;
+}
+
+/* A streamed reply: choice `at` is being sent; pending[sent..n_pending)
+ * is the event not yet written. */
+typedef struct stream {
+    reply_t *r;
+    int32_t at;
+    bool started;             /* choice `at` had its first chunk */
+    bool usage_sent;          /* stream_options.include_usage's chunk */
+    bool ended;               /* the last event is pending */
+    srv_text_t text;
     char *pending;
-    size_t n_pending, at;
-    bool finished, sent_done;
+    size_t n_pending, sent;
 } stream_t;
 
+/* body (stolen) as "data: JSON\n\n"; NULL: "data: [DONE]". */
 static void stream_event(stream_t *st, json_t *body) {
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
@@ -256,10 +261,41 @@ static void stream_event(stream_t *st, json_t *body) {
     free(st->pending);
     st->n_pending = strlen(data) + 8;
     st->pending = malloc(st->n_pending + 1);
-    st->at = 0;
+    st->sent = 0;
     if (st->pending) snprintf(st->pending, st->n_pending + 1, "data: %s\n\n", data);
     else st->n_pending = 0;
     free(text);
+}
+
+/* The next event: a piece of choice `at`, its end, the usage, [DONE] or
+ * an error; false when there is nothing more to send. */
+static bool stream_next(stream_t *st) {
+    reply_t *r = st->r;
+    if (st->ended) return false;
+    if (st->at == r->n_jobs) {
+        if (r->q.include_usage && !st->usage_sent) {
+            st->usage_sent = true;
+            stream_event(st, srv_answer_usage_chunk(&r->a, &r->usage));
+        } else {
+            st->ended = true;
+            stream_event(st, NULL);
+        }
+        return true;
+    }
+    srv_text_clear(&st->text);
+    const bool finished = srv_job_take(r->job[st->at], &st->text, false);
+    const srv_job_result_t *res = finished ? srv_job_result(r->job[st->at]) : NULL;
+    if (st->text.p == NULL && !finished) res = NULL, st->ended = true;
+    if (res && (res->failed || res->gone)) st->ended = true;
+    if (st->ended) { /* an error event, then the end (no [DONE]: the reply failed) */
+        stream_event(st, srv_answer_error(500, "server_error", NULL, res ? res->message : "no memory"));
+        return true;
+    }
+    if (res) count(r, res);
+    stream_event(st, srv_answer_chunk(&r->a, st->at, &st->text, !st->started, res ? res->finish : NULL));
+    st->started = !finished;
+    if (finished) st->at++;
+    return true;
 }
 
 /* Runs in the connection's thread, which may wait here for the decode
@@ -267,89 +303,61 @@ static void stream_event(stream_t *st, json_t *body) {
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     (void)pos;
     stream_t *st = cls;
-    while (st->at == st->n_pending) {
-        if (st->sent_done) return MHD_CONTENT_READER_END_OF_STREAM;
-        if (st->finished) {
-            stream_event(st, NULL);
-            st->sent_done = true;
-            break;
-        }
-        st->text.len = 0;
-        if (st->text.p) st->text.p[0] = 0;
-        st->finished = srv_job_take(st->job, &st->text, false);
-        const srv_job_result_t *r = st->finished ? srv_job_result(st->job) : NULL;
-        if (st->text.p == NULL && !st->finished) return MHD_CONTENT_READER_END_WITH_ERROR;
-        if (r && r->failed) return MHD_CONTENT_READER_END_WITH_ERROR;
-        if (st->text.len || st->finished)
-            stream_event(st, envelope(st->s, &st->q, choice(&st->q, st->text.p ? st->text.p : "",
-                                                            r ? r->finish : NULL, st->q.chat), true));
-    }
-    const size_t n = st->n_pending - st->at < max ? st->n_pending - st->at : max;
-    memcpy(buf, st->pending + st->at, n);
-    st->at += n;
+    while (st->sent == st->n_pending)
+        if (!stream_next(st)) return MHD_CONTENT_READER_END_OF_STREAM;
+    if (st->pending == NULL) return MHD_CONTENT_READER_END_WITH_ERROR;
+    const size_t n = st->n_pending - st->sent < max ? st->n_pending - st->sent : max;
+    memcpy(buf, st->pending + st->sent, n);
+    st->sent += n;
     return (ssize_t)n;
 }
 
-/* Also called when the client went away mid-stream: the job is cancelled
- * and its slot freed by the decode loop. */
+/* Also called when the client went away mid-stream: the jobs are
+ * cancelled and their slots freed by the decode loop. */
 static void stream_free(void *cls) {
     stream_t *st = cls;
-    srv_job_release(st->job);
-    request_free(&st->q);
-    free(st->text.p);
+    reply_free(st->r);
+    srv_text_free(&st->text);
     free(st->pending);
     free(st);
 }
 
-static enum MHD_Result answer_whole(struct MHD_Connection *c, const server_t *s, gen_request_t *q, srv_job_t *job) {
-    srv_text_t text = {0};
-    bool done = false, oom = false;
-    while (!done) {
-        done = srv_job_take(job, &text, true);
-        if (text.p == NULL && !done) oom = true;
+static enum MHD_Result answer_stream(struct MHD_Connection *c, reply_t *r) {
+    stream_t *st = calloc(1, sizeof *st);
+    if (st == NULL) {
+        reply_free(r);
+        return send_error(c, 500, "server_error", "no memory");
     }
-    const srv_job_result_t *res = srv_job_result(job);
-    enum MHD_Result r;
-    if (res->failed || oom) r = send_error(c, 500, "server_error", oom ? "no memory" : res->message);
-    else {
-        json_t *body = envelope(s, q, choice(q, text.p ? text.p : "", res->finish, false), false);
-        json_object_set_new(body, "usage", json_pack("{s:i,s:i,s:i}", "prompt_tokens", res->n_prompt,
-                                                     "completion_tokens", res->n_generated,
-                                                     "total_tokens", res->n_prompt + res->n_generated));
-        r = send_json(c, 200, body);
-    }
-    free(text.p);
-    srv_job_release(job);
-    request_free(q);
-    return r;
+    st->r = r;
+    struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read, st, stream_free);
+    MHD_add_response_header(resp, "Content-Type", "text/event-stream");
+    MHD_add_response_header(resp, "Cache-Control", "no-cache");
+    const enum MHD_Result ok = MHD_queue_response(c, 200, resp);
+    MHD_destroy_response(resp);
+    return ok;
 }
 
 static enum MHD_Result generate(struct MHD_Connection *c, const server_t *s, bool chat, const char *body, size_t len) {
-    stream_t *st = calloc(1, sizeof *st);
-    if (st == NULL) return send_error(c, 500, "server_error", "no memory");
-    st->s = s;
-    st->q.chat = chat;
-    const char *err = parse_request(s, body, len, &st->q);
-    srv_gen_t g = {0};
-    rt_status_t gs = err ? RT_ERR_INVALID_ARGUMENT
-                         : srv_gen_begin(&g, s->model, s->n_ctx_slot, st->q.prompt, chat, st->q.max_tokens,
-                                         &st->q.sampling, st->q.stops, st->q.n_stops);
-    if (err == NULL && gs == RT_ERR_DOES_NOT_FIT) err = "the prompt is longer than the context";
-    else if (err == NULL && gs != RT_OK) err = rtm_last_error();
-    if (err == NULL && (st->job = srv_job_submit(s->slots, &g)) == NULL) err = "no memory";
-    if (err) srv_gen_end(&g);
-    if (err || !st->q.stream) {
-        enum MHD_Result r = err ? send_error(c, 400, "invalid_request_error", err) : answer_whole(c, s, &st->q, st->job);
-        if (err) request_free(&st->q);
-        free(st);
-        return r;
+    reply_t *r = calloc(1, sizeof *r);
+    if (r == NULL) return send_error(c, 500, "server_error", "no memory");
+    r->s = s;
+    const srv_request_info_t info = {.model = s->model, .tmpl = s->tmpl, .n_ctx = s->n_ctx_slot};
+    if (!srv_request_parse(&r->q, &info, chat, body, len)) {
+        const enum MHD_Result ok = send_json(c, 400, srv_answer_error(400, "invalid_request_error", r->q.param,
+                                                                    r->q.error));
+        reply_free(r);
+        return ok;
     }
-    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read, st, stream_free);
-    MHD_add_response_header(r, "Content-Type", "text/event-stream");
-    MHD_add_response_header(r, "Cache-Control", "no-cache");
-    const enum MHD_Result ok = MHD_queue_response(c, 200, r);
-    MHD_destroy_response(r);
-    return ok;
+    srv_answer_init(&r->a, &r->q, s->model, s->o.alias);
+    const char *err = NULL;
+    const int fd = client_fd(c);
+    for (int32_t i = 0; i < r->q.n && err == NULL; i++) err = submit(r, i, fd);
+    if (err) {
+        const enum MHD_Result ok = send_json(c, 400, srv_answer_error(400, "invalid_request_error", NULL, err));
+        reply_free(r);
+        return ok;
+    }
+    return r->q.stream ? answer_stream(c, r) : answer_whole(c, r);
 }
 
 //===--- routing ---===//
@@ -358,18 +366,13 @@ typedef struct body {
     char *data;
     size_t len;
     bool too_big;
+    bool refused;             /* framing: answered before the body */
 } body_t;
-
-static bool authorised(const server_t *s, struct MHD_Connection *c) {
-    if (s->o.api_key == NULL) return true;
-    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-    return h && strncmp(h, "Bearer ", 7) == 0 && strcmp(h + 7, s->o.api_key) == 0;
-}
 
 static enum MHD_Result route(const server_t *s, struct MHD_Connection *c, const char *url, const char *method,
                              const body_t *b) {
     if (strcmp(url, "/health") == 0) return send_json(c, 200, json_pack("{s:s}", "status", "ok"));
-    if (!authorised(s, c)) return send_error(c, 401, "authentication_error", "a valid API key is needed");
+    if (!srv_guard_authorised(c, s->api_key)) return send_error(c, 401, "authentication_error", "a valid API key is needed");
     if (strcmp(url, "/v1/models") == 0 && strcmp(method, "GET") == 0)
         return send_json(c, 200, json_pack("{s:s,s:[{s:s,s:s,s:s}]}", "object", "list", "data", "id", s->o.alias,
                                            "object", "model", "owned_by", "rt"));
@@ -388,8 +391,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     if (b == NULL) {
         if ((b = calloc(1, sizeof *b)) == NULL) return MHD_NO;
         *con_cls = b;
-        return MHD_YES;
+        unsigned status = 0;
+        const char *bad = srv_guard_framing(c, &status);
+        if (bad) b->refused = true;
+        return bad ? send_json_close(c, status, srv_answer_error(status, "invalid_request_error", NULL, bad), true)
+                   : MHD_YES;
     }
+    if (b->refused) return MHD_NO; /* the answer is queued: the rest is not read */
     if (*size) {
         if (!b->too_big && b->len + *size <= (size_t)s->o.max_body) {
             char *p = realloc(b->data, b->len + *size + 1);
@@ -472,6 +480,7 @@ static int serve(server_t *s) {
                                             handle, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
                                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->o.timeout_s,
                                             MHD_OPTION_CONNECTION_LIMIT, (unsigned)MAX_CONNECTIONS,
+                                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->o.conns_per_client,
                                             MHD_OPTION_NOTIFY_COMPLETED, request_done, NULL, MHD_OPTION_END);
     if (d == NULL) {
         fprintf(stderr, TOOL ": cannot listen on %s:%d\n", s->o.host, s->o.port);
@@ -490,6 +499,13 @@ int main(int argc, char **argv) {
     server_t s = {0};
     const int pa = parse_args(argc, argv, &s.o);
     if (pa != 0) return pa == 1 ? 0 : 2;
+    const char *key_err = NULL;
+    s.api_key = srv_guard_load_key(s.o.api_key_file, s.o.api_key_arg, &key_err);
+    srv_guard_wipe_arg(s.o.api_key_arg);
+    if (key_err) {
+        fprintf(stderr, TOOL ": %s\n", key_err);
+        return 2;
+    }
     int rc = rt_registry_create(NULL, &s.reg) == RT_OK ? 0 : (fprintf(stderr, TOOL ": %s\n", rt_last_error()), 1);
     if (rc == 0) rc = load(&s);
     if (rc == 0) rc = serve(&s);
@@ -498,5 +514,6 @@ int main(int argc, char **argv) {
     rtm_context_destroy(s.ctx);
     rtm_model_destroy(s.model);
     rt_registry_destroy(s.reg);
+    free(s.api_key);
     return rc;
 }

@@ -2,6 +2,7 @@
 /* server_gen.c: see server_gen.h. */
 #include "server_gen.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,15 +19,16 @@ static void append(const char *text, size_t len, void *user) {
     g->out[g->out_len += len] = 0;
 }
 
-rt_status_t srv_gen_begin(srv_gen_t *g, const rtm_model_t *model, int32_t n_ctx, const char *prompt,
-                          bool parse_special, int32_t max_tokens, const rtm_sampler_params_t *sampling,
-                          const char *const *stops, int32_t n_stops) {
-    *g = (srv_gen_t){.model = model, .max_tokens = max_tokens, .n_ctx = n_ctx, .finish = "stop"};
+rt_status_t srv_gen_begin(srv_gen_t *g, const rtm_model_t *model, int32_t n_ctx, const srv_gen_params_t *p) {
+    *g = (srv_gen_t){.model = model, .max_tokens = p->max_tokens, .n_ctx = n_ctx, .finish = "stop",
+                     .logprobs = p->logprobs};
     /* copied: the request that named them may be gone before the generation */
-    if (!rt_stop_text_init(&g->stop, stops, n_stops)) return RT_ERR_OUT_OF_MEMORY;
-    rt_status_t st = rtm_sampler_create(sampling, &g->sampler);
+    if (!rt_stop_text_init(&g->stop, p->stops, p->n_stops)) return RT_ERR_OUT_OF_MEMORY;
+    rt_status_t st = rtm_sampler_create(p->sampling, &g->sampler);
     if (st != RT_OK) return st;
     const rtm_vocab_t *v = rtm_model_vocab(model);
+    const char *prompt = p->prompt;
+    const bool parse_special = p->parse_special;
     const size_t len = strlen(prompt);
     int32_t n = 0;
     rtm_vocab_tokenize(v, prompt, len, true, parse_special, NULL, 0, &n);
@@ -47,8 +49,36 @@ static void finish(srv_gen_t *g, const char *why) {
     g->finish = why;
 }
 
+/* Inserts (t, x) into the k best so far, best first, keeping at most n. */
+static void keep_best(srv_logprob_t *lp, int32_t n, rtm_token_t t, float x) {
+    int32_t i = n - 1;
+    if (lp->n_top < n) i = lp->n_top++;
+    else if (x <= lp->top_logprob[n - 1]) return;
+    for (; i > 0 && lp->top_logprob[i - 1] < x; i--) {
+        lp->top[i] = lp->top[i - 1];
+        lp->top_logprob[i] = lp->top_logprob[i - 1];
+    }
+    lp->top[i] = t;
+    lp->top_logprob[i] = x;
+}
+
+/* t's log-probability in softmax(logits) and the g->logprobs likeliest,
+ * the logits' largest taken out first so that exp never overflows. */
+static void log_probs(srv_gen_t *g, const float *logits, rtm_token_t t) {
+    const int32_t n_vocab = rtm_model_n_vocab(g->model), k = g->logprobs;
+    float max = logits[0];
+    for (int32_t i = 1; i < n_vocab; i++) max = logits[i] > max ? logits[i] : max;
+    double sum = 0;
+    for (int32_t i = 0; i < n_vocab; i++) sum += exp((double)logits[i] - max);
+    const float lse = max + (float)log(sum);
+    g->lp = (srv_logprob_t){.token = t, .logprob = logits[t] - lse};
+    for (int32_t i = 0; k > 0 && i < n_vocab; i++) keep_best(&g->lp, k, i, logits[i] - lse);
+    g->has_lp = true;
+}
+
 rt_status_t srv_gen_next(srv_gen_t *g, const float *logits, int32_t n_past) {
     g->out_len = 0;
+    g->has_lp = false;
     if (g->out) g->out[0] = 0;
     if (g->done) return RT_OK;
     const rtm_vocab_t *v = rtm_model_vocab(g->model);
@@ -57,6 +87,7 @@ rt_status_t srv_gen_next(srv_gen_t *g, const float *logits, int32_t n_past) {
         finish(g, "stop");
         return g->out_failed ? RT_ERR_OUT_OF_MEMORY : RT_OK;
     }
+    if (g->logprobs >= 0) log_probs(g, logits, t);
     char piece[256];
     size_t len = 0;
     if (rtm_vocab_token_to_piece(v, t, false, piece, sizeof piece, &len) != RT_OK)

@@ -6,10 +6,15 @@
  * its connection and by the slots until each lets go; the last frees it. */
 #include "server_slots.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 struct srv_job {
     srv_slots_t *s;
@@ -22,6 +27,7 @@ struct srv_job {
     pthread_cond_t changed;   /* text came (for a connection that takes pieces) or it finished */
     srv_job_result_t result;
     int32_t refs;
+    int fd;                   /* a duplicate of the client's socket until finished, or -1 */
     srv_job_t *next;          /* in the queue */
 };
 
@@ -54,11 +60,53 @@ static bool text_append(srv_text_t *t, const char *s, size_t n) {
     return true;
 }
 
+static bool lp_append(srv_text_t *t, const srv_logprob_t *lp, size_t n) {
+    if (n == 0) return true;
+    if (t->n_lp + n > t->lp_cap) {
+        const size_t cap = (t->n_lp + n) * 2 + 8;
+        srv_logprob_t *p = realloc(t->lp, cap * sizeof p[0]);
+        if (p == NULL) return false;
+        t->lp = p, t->lp_cap = cap;
+    }
+    memcpy(t->lp + t->n_lp, lp, n * sizeof lp[0]);
+    t->n_lp += n;
+    return true;
+}
+
+void srv_text_clear(srv_text_t *t) {
+    t->len = t->n_lp = 0;
+    if (t->p) t->p[0] = 0;
+}
+
+void srv_text_free(srv_text_t *t) {
+    free(t->p);
+    free(t->lp);
+    *t = (srv_text_t){0};
+}
+
 static void job_unref(srv_job_t *j) {
     if (--j->refs > 0) return;
     pthread_cond_destroy(&j->changed);
-    free(j->text.p);
+    srv_text_free(&j->text);
     free(j);
+}
+
+/* Whether the client behind fd has closed or reset its end: the socket
+ * reports a hang-up, or is readable with nothing to read (a request
+ * pipelined behind this one is data, not a hang-up, and stays unread). */
+static bool client_gone(int fd) {
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+#ifdef POLLRDHUP
+    p.events |= POLLRDHUP;
+#endif
+    if (poll(&p, 1, 0) <= 0) return false;
+#ifdef POLLRDHUP
+    if (p.revents & POLLRDHUP) return true;
+#endif
+    if (p.revents & (POLLHUP | POLLERR | POLLNVAL)) return true;
+    char c;
+    const ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
 /* Under the lock: the job's report, its generation ended. */
@@ -67,20 +115,26 @@ static void job_finish(srv_slots_t *s, srv_job_t *j, const char *failure) {
     j->result.n_prompt = j->g.n_prompt;
     j->result.n_generated = j->g.n_generated;
     j->result.failed = failure != NULL;
+    j->result.gone = j->cancelled;
     if (failure) snprintf(j->result.message, sizeof j->result.message, "%s", failure);
     srv_gen_end(&j->g);
+    if (j->fd >= 0) close(j->fd);
+    j->fd = -1;
     j->finished = true;
     pthread_cond_signal(&j->changed);
     job_unref(j);
 }
 
-srv_job_t *srv_job_submit(srv_slots_t *s, srv_gen_t *gen) {
+srv_job_t *srv_job_submit(srv_slots_t *s, srv_gen_t *gen, int client_fd) {
     srv_job_t *j = calloc(1, sizeof *j);
     if (j == NULL) {
         srv_gen_end(gen);
         return NULL;
     }
     j->s = s;
+    /* its own descriptor: the connection's may be closed and its number
+       reused by another client's before this job ends */
+    j->fd = client_fd >= 0 ? fcntl(client_fd, F_DUPFD_CLOEXEC, 0) : -1;
     pthread_cond_init(&j->changed, NULL);
     j->g = *gen;
     *gen = (srv_gen_t){0};
@@ -102,12 +156,12 @@ bool srv_job_take(srv_job_t *j, srv_text_t *text, bool whole) {
     srv_slots_t *s = j->s;
     pthread_mutex_lock(&s->mu);
     j->whole = whole;
-    while ((whole || j->text.len == 0) && !j->finished) pthread_cond_wait(&j->changed, &s->mu);
-    if (j->text.len > 0 && !text_append(text, j->text.p, j->text.len)) {
-        free(text->p);
-        *text = (srv_text_t){0};
-    }
-    j->text.len = 0;
+    while ((whole || (j->text.len == 0 && j->text.n_lp == 0)) && !j->finished)
+        pthread_cond_wait(&j->changed, &s->mu);
+    if ((j->text.len > 0 && !text_append(text, j->text.p, j->text.len)) ||
+        !lp_append(text, j->text.lp, j->text.n_lp))
+        srv_text_free(text);
+    srv_text_clear(&j->text);
     const bool done = j->finished;
     pthread_mutex_unlock(&s->mu);
     return done;
@@ -137,8 +191,17 @@ static void slot_free(srv_slots_t *s, int32_t i, const char *failure) {
     job_finish(s, j, failure);
 }
 
+/* Jobs whose clients went away are cancelled. */
+static void watch_clients(srv_slots_t *s) {
+    for (int32_t i = 0; i < s->n_slots; i++)
+        if (s->slot[i] && s->slot[i]->fd >= 0 && client_gone(s->slot[i]->fd)) s->slot[i]->cancelled = true;
+    for (srv_job_t *j = s->head; j; j = j->next)
+        if (j->fd >= 0 && client_gone(j->fd)) j->cancelled = true;
+}
+
 /* Cancelled jobs leave their slots, or the queue. */
 static void drop_cancelled(srv_slots_t *s) {
+    watch_clients(s);
     for (int32_t i = 0; i < s->n_slots; i++)
         if (s->slot[i] && s->slot[i]->cancelled) slot_free(s, i, NULL);
     for (srv_job_t **p = &s->head; *p;) {
@@ -222,9 +285,10 @@ static void publish(srv_slots_t *s, int32_t n, const char *failure) {
         }
         if (!s->want[k]) continue;
         if (j->g.out_len && !text_append(&j->text, j->g.out, j->g.out_len)) j->gen_failed = true;
+        if (j->g.has_lp && !lp_append(&j->text, &j->g.lp, 1)) j->gen_failed = true;
         if (j->gen_failed) slot_free(s, s->seq[k], "no memory for the text");
         else if (j->g.done) slot_free(s, s->seq[k], NULL);
-        else if (j->g.out_len && !j->whole) pthread_cond_signal(&j->changed);
+        else if ((j->g.out_len || j->g.has_lp) && !j->whole) pthread_cond_signal(&j->changed);
     }
 }
 

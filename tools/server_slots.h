@@ -10,8 +10,13 @@
  * abandoned job frees its slot for the next. Each slot may hold n_ctx
  * positions, so the slots together never overflow the cache.
  *
+ * A job may watch its client's socket: at every step the loop looks
+ * (without reading) whether the client has gone, and cancels the job if
+ * so, so that a client that hangs up, streamed or not, frees its slot
+ * within one step instead of keeping it decoding to the end.
+ *
  *     srv_slots_t *s;  srv_slots_create(ctx, 4, 512, &s);
- *     srv_job_t *j = srv_job_submit(s, &gen);    // gen begun: the job owns it
+ *     srv_job_t *j = srv_job_submit(s, &gen, fd); // gen begun: the job owns it
  *     srv_text_t text = {0};
  *     while (!srv_job_take(j, &text, false)) send(text), text.len = 0;
  *     srv_job_release(j);                        // also mid-way: cancels it
@@ -26,17 +31,26 @@ typedef struct srv_slots srv_slots_t;
 typedef struct srv_job srv_job_t;
 
 /* Text a job produced, taken by the connection: len bytes, NUL-terminated
- * (p is malloc'd and grows; the caller frees it). */
+ * (p is malloc'd and grows), and the log-probabilities of its tokens when
+ * the generation records them (lp, n_lp; malloc'd). The caller frees both
+ * (srv_text_free). */
 typedef struct srv_text {
     char *p;
     size_t len, cap;
+    srv_logprob_t *lp;
+    size_t n_lp, lp_cap;
 } srv_text_t;
+
+/* Empties t, keeping its memory. */
+void srv_text_clear(srv_text_t *t);
+void srv_text_free(srv_text_t *t);
 
 /* What a finished job reports. */
 typedef struct srv_job_result {
     const char *finish;       /* "stop", "length" */
     int32_t n_prompt, n_generated;
     bool failed;              /* a decode failed: message holds why */
+    bool gone;                /* the client went away: cancelled */
     char message[256];
 } srv_job_result_t;
 
@@ -48,13 +62,15 @@ rt_status_t srv_slots_create(rtm_context_t *ctx, int32_t n_slots, int32_t n_ctx,
 /* Stops the loop and fails the jobs still waiting or running. */
 void srv_slots_destroy(srv_slots_t *s);
 /* Queues a request; the job takes gen (begun by srv_gen_begin) and ends
- * it. NULL when out of memory (gen is then ended). Thread-safe. */
-srv_job_t *srv_job_submit(srv_slots_t *s, srv_gen_t *gen);
+ * it. client_fd, unless < 0, is the client's socket, watched while the job
+ * runs (a duplicate of it is kept until the job ends). NULL when out of
+ * memory (gen is then ended). Thread-safe. */
+srv_job_t *srv_job_submit(srv_slots_t *s, srv_gen_t *gen, int client_fd);
 /* Waits until the job has text not yet taken (unless whole) or is
- * finished, appends that text to *text, and returns true once the job is
- * finished and all its text taken (false with no text when out of memory:
- * text->p NULL). A connection that waits for the whole text is not woken
- * at every token. */
+ * finished, appends that text (and its log-probabilities) to *text, and
+ * returns true once the job is finished and all its text taken (false
+ * with no text when out of memory: text->p NULL). A connection that waits
+ * for the whole text is not woken at every token. */
 bool srv_job_take(srv_job_t *j, srv_text_t *text, bool whole);
 /* The finished job's report (valid after srv_job_take returned true). */
 const srv_job_result_t *srv_job_result(const srv_job_t *j);
