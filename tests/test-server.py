@@ -24,7 +24,35 @@
 #   server-11 UTF-8 (SmolLM2): an emoji and a Japanese prompt streamed,
 #             every chunk a delta with content, the pieces joined equal to
 #             the whole reply, which is valid text
-import json, os, re, socket, subprocess, sys, threading, time
+#   server-12 the fields, through the openai client: n choices (choice i is
+#             the request alone with seed + i), seeds (the same seed the same
+#             text; none, random ones), the penalties, logit_bias (-100 bans
+#             greedy's token, +100 makes another greedy's), logprobs (greedy's
+#             token is its top alternative, all <= 0), echo,
+#             stream_options.include_usage, /tokenize and /detokenize
+#   server-13 refused by name: an unknown field, tools, a JSON response
+#             format, max_tokens 2^32 + 2, a negative temperature, n 0, five
+#             stops, logprobs 6, top_logprobs alone, a token id past the
+#             vocabulary: 400 with the field in "param"
+#   server-14 HTTP: Content-Length twice and disagreeing, Content-Length
+#             beside Transfer-Encoding (400, closed), a gzip transfer coding
+#             (501); 260 half-open connections from another address leave
+#             /health answering at once
+#   server-15 a logit that turns NaN mid-stream (a model copy whose
+#             embedding of greedy's first token is NaN): the first piece,
+#             then an error event, no [DONE]; the server still answers
+#   server-16 --api-key-file and RT_API_KEY; --api-key is not left in the
+#             command line ps shows
+#   server-17 (SmolLM2) chat: content as text parts is the string's
+#             answer, an image part is refused by name, the first streamed
+#             chunk carries the role, logprobs with top_logprobs; prompt
+#             reuse: turn 2 of a conversation decodes under 1/5 of its
+#             prompt (/metrics), cached_tokens says the rest, and its answer
+#             is the one a slot holding something else gives
+#   server-18 (SmolLM2, one slot) a client that hangs up, streamed or not,
+#             frees the slot at once: the next request is answered in
+#             seconds, not after the 1500 tokens the first asked for
+import json, os, re, shutil, socket, subprocess, sys, tempfile, threading, time
 
 B = os.environ.get("RT_TEST_BUILD_DIR", "build")
 ENV = dict(os.environ, RT_PLUGINS="cpu")
@@ -39,8 +67,8 @@ def check(name, ok, detail=""):
         failed += 1
         print(f"FAIL {name} {detail}")
 
-def start(*args):
-    p = subprocess.Popen([f"{B}/bin/rt-server", "--port", "0", *args], env=ENV,
+def start(*args, env=None):
+    p = subprocess.Popen([f"{B}/bin/rt-server", "--port", "0", *args], env=env or ENV,
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     line = p.stderr.readline()
     m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
@@ -92,6 +120,238 @@ def stops(port, want, openai):
     check("server-10 stop, 4 clients", together == [(cut, "stop")] * 4, str(together))
     code, _ = curl(port, "/health")
     check("server-10 alive", code == 200)
+
+def post(port, path, body):
+    code, out = curl(port, path, "-d", json.dumps(body))
+    try:
+        return code, json.loads(out)
+    except ValueError:
+        return code, out
+
+def next_token(port, prompt, text):
+    """The id of the token that text is after prompt (/tokenize of both: a
+    SentencePiece vocabulary gives a text alone a leading space)."""
+    _, a = post(port, "/tokenize", {"content": prompt})
+    _, b = post(port, "/tokenize", {"content": prompt + text})
+    if b["tokens"][:-1] != a["tokens"]:
+        raise RuntimeError(f"{text!r} is not one token after {prompt!r}: {a} {b}")
+    return b["tokens"][-1]
+
+def fields(port, openai):
+    """server-12 and -13, against the bundled model."""
+    global skipped
+    if not openai:
+        skipped += 2
+        return
+    c = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none", timeout=60)
+    P = "Once upon a time"
+    def texts(max_tokens=16, **kw):
+        r = c.completions.create(model="m", prompt=P, max_tokens=max_tokens, **kw)
+        return [ch.text for ch in sorted(r.choices, key=lambda ch: ch.index)]
+    three = texts(n=3, temperature=1.5, seed=42)
+    alone = [texts(temperature=1.5, seed=42 + i)[0] for i in range(3)]
+    check("server-12 n", len(three) == 3 and three == alone and three == texts(n=3, temperature=1.5, seed=42),
+          f"{three} vs {alone}")
+    unseeded = {texts(temperature=1.5)[0] for _ in range(4)}
+    check("server-12 random seed", len(unseeded) >= 2, str(unseeded))
+    greedy = texts(temperature=0, max_tokens=48)[0]
+    for name, kw in [("frequency", {"frequency_penalty": 2.0}), ("presence", {"presence_penalty": 2.0}),
+                     ("repeat", {"extra_body": {"repeat_penalty": 2.0}})]:
+        got = texts(temperature=0, max_tokens=48, **kw)[0]
+        check(f"server-12 {name} penalty", got and got != greedy, f"{got!r} vs {greedy!r}")
+    r = c.completions.create(model="m", prompt=P, max_tokens=8, temperature=0, logprobs=3)
+    lp = r.choices[0].logprobs
+    ok = len(lp.tokens) == r.usage.completion_tokens == 8 and len(lp.top_logprobs) == 8
+    for k in range(len(lp.tokens)):
+        top = lp.top_logprobs[k]
+        ok = ok and len(top) <= 3 and lp.token_logprobs[k] <= 0 and abs(max(top.values()) - lp.token_logprobs[k]) < 1e-6
+        ok = ok and sum(2.718281828 ** v for v in top.values()) <= 1.0001
+    check("server-12 logprobs", ok and "".join(lp.tokens) == r.choices[0].text, str(lp))
+    first = lp.tokens[0]
+    alt = [t for t in lp.top_logprobs[0] if t != first][0]
+    ids = [next_token(port, P, t) for t in (first, alt)]
+    code, back = post(port, "/detokenize", {"tokens": ids})
+    check("server-12 tokenize", code == 200 and back["content"] == first + alt, f"{ids} {back}")
+    ban = c.completions.create(model="m", prompt=P, max_tokens=1, temperature=0, logit_bias={str(ids[0]): -100})
+    boost = c.completions.create(model="m", prompt=P, max_tokens=1, temperature=0, logit_bias={str(ids[1]): 100})
+    check("server-12 logit_bias", ban.choices[0].text != first and boost.choices[0].text == alt,
+          f"{ban.choices[0].text!r} {boost.choices[0].text!r}")
+    e = c.completions.create(model="m", prompt=P, max_tokens=4, temperature=0, echo=True)
+    check("server-12 echo", e.choices[0].text == P + greedy[:len(e.choices[0].text) - len(P)] and
+          e.choices[0].text.startswith(P + greedy[:2]), e.choices[0].text)
+    chunks = list(c.completions.create(model="m", prompt=P, max_tokens=5, temperature=0, stream=True,
+                                       stream_options={"include_usage": True}))
+    check("server-12 include_usage", chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 5 and
+          not chunks[-1].choices and "".join(ch.choices[0].text for ch in chunks[:-1]) == greedy[:len(
+              "".join(ch.choices[0].text for ch in chunks[:-1]))], str(chunks[-1]))
+    refusals = [({"foo": 1}, "foo"), ({"response_format": {"type": "json_object"}}, "response_format"),
+                ({"max_tokens": 2**32 + 2}, "max_tokens"), ({"temperature": -1}, "temperature"), ({"n": 0}, "n"),
+                ({"stop": ["a", "b", "c", "d", "e"]}, "stop"), ({"logprobs": 6}, "logprobs"),
+                ({"logit_bias": {"999999": 1}}, "logit_bias"), ({"grammar": "root ::= \"a\""}, "grammar")]
+    for extra, param in refusals:
+        code, body = post(port, "/v1/completions", {"prompt": P, **extra})
+        check(f"server-13 refuses {param}", code == 400 and body["error"]["param"] == param, f"{code} {body}")
+    for extra, param in [({"tools": [{"type": "function", "function": {"name": "f"}}]}, "tools"),
+                         ({"top_logprobs": 2}, "top_logprobs")]:
+        code, body = post(port, "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], **extra})
+        check(f"server-13 refuses {param}", code == 400 and body["error"]["param"] == param, f"{code} {body}")
+
+def raw(port, data, source=None, timeout=5):
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout, source_address=source)
+    s.sendall(data)
+    out = b""
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            out += d
+    except socket.timeout:
+        out += b"<timeout>"
+    s.close()
+    return out
+
+def http(port):
+    """server-14."""
+    body = b'{"prompt":"Once","max_tokens":2}'
+    cases = [(b"Content-Length: %d\r\nContent-Length: 5\r\n" % len(body), body, b"400"),
+             (b"Transfer-Encoding: chunked\r\nContent-Length: 5\r\n", b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body), b"400"),
+             (b"Transfer-Encoding: gzip\r\n", b"", b"501")]
+    for head, payload, status in cases:
+        out = raw(port, b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n" + head + b"\r\n" + payload +
+                  b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        check(f"server-14 framing {status.decode()}", out.startswith(b"HTTP/1.1 " + status) and
+              out.count(b"HTTP/1.1") == 1 and b"<timeout>" not in out, out[:200])
+    held = []
+    try:
+        for _ in range(260):
+            try:
+                s = socket.create_connection(("127.0.0.1", port), timeout=2, source_address=("127.0.0.2", 0))
+                s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n")
+                held.append(s)
+            except OSError:
+                pass
+        t0 = time.time()
+        code, _ = curl(port, "/health")
+        check("server-14 half-open connections", code == 200 and time.time() - t0 < 3, f"{code} {time.time() - t0}")
+    finally:
+        for s in held:
+            s.close()
+
+def nan_midstream(tmp):
+    """server-15."""
+    try:
+        import gguf  # noqa: F401
+    except ImportError:
+        global skipped
+        skipped += 1
+        print("server-15: skipped (pip install gguf)")
+        return
+    import gguf
+    path = os.path.join(tmp, "nan.gguf")
+    shutil.copy("models/stories260K.gguf", path)
+    p, port = start("-m", path, "-c", "128")
+    try:
+        first = next_token(port, "Once upon a time", rt_run_text("Once upon a time", 1))
+    finally:
+        p.terminate()
+        p.wait(10)
+    r = gguf.GGUFReader(path, "r+")
+    t = [t for t in r.tensors if t.name == "token_embd.weight"][0]
+    t.data[first] = float("nan")
+    r.data.flush()
+    del r, t
+    p, port = start("-m", path, "-c", "128")
+    try:
+        code, out = curl(port, "/v1/completions", "-d", json.dumps({"prompt": "Once upon a time", "max_tokens": 8,
+                                                                      "temperature": 0, "stream": True}))
+        events = [json.loads(l[6:]) for l in out.split("\n") if l.startswith("data: ") and l != "data: [DONE]"]
+        texts = [e["choices"][0]["text"] for e in events if "choices" in e]
+        check("server-15 NaN mid-stream", code == 200 and texts and texts[0] and "error" in events[-1] and
+              "[DONE]" not in out, out)
+        code, _ = curl(port, "/health")
+        check("server-15 alive", code == 200)
+    finally:
+        p.terminate()
+        p.wait(10)
+
+def api_keys(tmp):
+    """server-16."""
+    keyfile = os.path.join(tmp, "key")
+    with open(keyfile, "w") as f:
+        f.write("filekey\n")
+    for name, args, env, key in [("file", ["--api-key-file", keyfile], None, "filekey"),
+                                 ("env", [], dict(ENV, RT_API_KEY="envkey"), "envkey"),
+                                 ("argv", ["--api-key", "argvkey"], None, "argvkey")]:
+        p, port = start(*args, env=env)
+        try:
+            no, _ = curl(port, "/v1/models", "-H", "Authorization: Bearer wrong")
+            yes, _ = curl(port, "/v1/models", "-H", f"Authorization: Bearer {key}")
+            with open(f"/proc/{p.pid}/cmdline", "rb") as f:
+                cmdline = f.read()
+            check(f"server-16 key from {name}", no == 401 and yes == 200 and key.encode() not in cmdline,
+                  f"{no} {yes} {cmdline}")
+        finally:
+            p.terminate()
+            p.wait(10)
+
+def metric(port, name):
+    _, out = curl(port, "/metrics")
+    return float(re.search(rf"^rt_{name} (\S+)$", out, re.M).group(1))
+
+def smol_chat(port, openai):
+    """server-17, against SmolLM2 with one slot."""
+    c = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none", timeout=60)
+    ask = lambda msgs, **kw: c.chat.completions.create(model="m", messages=msgs, temperature=0, max_tokens=12, **kw)
+    q = "What is the capital of France?"
+    whole = ask([{"role": "user", "content": q}]).choices[0].message.content
+    parts = ask([{"role": "user", "content": [{"type": "text", "text": q[:12]}, {"type": "text", "text": q[12:]}]}])
+    check("server-17 text parts", parts.choices[0].message.content == whole, parts.choices[0].message.content)
+    code, body = post(port, "/v1/chat/completions", {"messages": [{"role": "user", "content": [
+        {"type": "text", "text": q}, {"type": "image_url", "image_url": {"url": "data:,"}}]}]})
+    check("server-17 image refused", code == 400 and body["error"]["param"] == "messages[0].content[1]", str(body))
+    chunks = list(ask([{"role": "user", "content": q}], stream=True))
+    check("server-17 role first", chunks[0].choices[0].delta.role == "assistant", str(chunks[0]))
+    r = ask([{"role": "user", "content": q}], logprobs=True, top_logprobs=3)
+    lp = r.choices[0].logprobs.content
+    check("server-17 chat logprobs", len(lp) == r.usage.completion_tokens and all(
+        len(t.top_logprobs) == 3 and t.top_logprobs[0].token == t.token and t.logprob <= 0 and
+        t.top_logprobs[0].logprob >= t.top_logprobs[1].logprob for t in lp) and
+        "".join(t.token for t in lp) == r.choices[0].message.content, str(lp[:2]))
+    doc = " ".join(f"Fact {i}: {i} times {i} is {i * i}." for i in range(60))
+    turn1 = [{"role": "system", "content": "Answer from these facts. " + doc}, {"role": "user", "content": "What is 7 times 7?"}]
+    a1 = ask(turn1)
+    turn2 = turn1 + [{"role": "assistant", "content": a1.choices[0].message.content},
+                     {"role": "user", "content": "And 8 times 8?"}]
+    before = metric(port, "prompt_tokens_total")
+    a2 = ask(turn2)
+    decoded = metric(port, "prompt_tokens_total") - before
+    ask([{"role": "user", "content": "Something else entirely."}])  # the one slot now holds another prompt
+    fresh = ask(turn2)
+    check("server-17 prompt reuse", decoded < a2.usage.prompt_tokens / 5 and
+          a2.usage.prompt_tokens_details.cached_tokens == a2.usage.prompt_tokens - decoded and
+          fresh.usage.prompt_tokens_details.cached_tokens < 10 and
+          a2.choices[0].message.content == fresh.choices[0].message.content,
+          f"{decoded} of {a2.usage.prompt_tokens} decoded, {a2.usage.prompt_tokens_details} "
+          f"{a2.choices[0].message.content!r} vs {fresh.choices[0].message.content!r}")
+
+def hang_ups(port, openai):
+    """server-18, against SmolLM2 with one slot: a long request's client
+    goes, and the next one must not wait for its 1500 tokens."""
+    _, eos = post(port, "/tokenize", {"content": "<|im_end|>", "parse_special": True})
+    for stream in (False, True):
+        body = json.dumps({"prompt": "Write a long story.", "max_tokens": 1500, "temperature": 1, "stream": stream,
+                           "logit_bias": {str(t): -100 for t in eos["tokens"]}}).encode()
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        time.sleep(1.0)
+        busy = metric(port, "requests_processing")
+        s.close()
+        t0 = time.time()
+        code, _ = curl(port, "/v1/completions", "-d", json.dumps({"prompt": "Hi", "max_tokens": 2}))
+        waited = time.time() - t0
+        check(f"server-18 hang-up ({'streamed' if stream else 'whole'})", busy == 1 and code == 200 and waited < 4,
+              f"busy {busy}, answered {code} after {waited:.1f} s")
 
 def utf8(port, openai):
     """server-11, against SmolLM2."""
@@ -180,6 +440,8 @@ def main():
         check("server-9 5 concurrent greedy = sequential", together == alone and None not in alone,
               f"{together} vs {alone}")
         stops(port, want, openai)
+        fields(port, openai)
+        http(port)
     finally:
         p.terminate()
         p.wait(10)
@@ -192,12 +454,18 @@ def main():
     finally:
         p.terminate()
         p.wait(10)
+    tmp = tempfile.mkdtemp()
+    try:
+        nan_midstream(tmp)
+        api_keys(tmp)
+    finally:
+        shutil.rmtree(tmp)
     model = subprocess.run([sys.executable, "tests/pip_models.py"], capture_output=True, text=True).stdout.split("\n")[0]
     if not openai or not model or not os.path.exists(model):
-        print("server-8: skipped (SmolLM2 or openai not installed)")
-        skipped += 1
+        print("server-8, -11, -17, -18: skipped (SmolLM2 or openai not installed)")
+        skipped += 4
     else:
-        p, port = start("-m", model, "-c", "1024")
+        p, port = start("-m", model, "-c", "2048", "-np", "1")
         try:
             c = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none", timeout=60)
             msgs = [{"role": "system", "content": "You are a helpful assistant."},
@@ -208,6 +476,8 @@ def main():
             text = "".join(ch.choices[0].delta.content or "" for ch in s)
             check("server-8 chat stream", text == r.choices[0].message.content, text)
             utf8(port, openai)
+            smol_chat(port, openai)
+            hang_ups(port, openai)
         finally:
             p.terminate()
             p.wait(10)

@@ -18,6 +18,7 @@
 #include "bundled_model.h"
 #include "server_answer.h"
 #include "server_guard.h"
+#include "server_info.h"
 #include "server_request.h"
 #include "server_slots.h"
 #include "tool_cli.h"
@@ -64,6 +65,7 @@ typedef struct server {
     srv_slots_t *slots;
     rtm_chat_template_t *tmpl;     /* NULL: the model has none (chat answers 400) */
     char *api_key;                 /* NULL: none asked for */
+    char *tmpl_src;                /* the chat template's source (/props), NULL: none */
     char model_file[PATH_MAX];
 } server_t;
 
@@ -212,6 +214,7 @@ static const char *submit(reply_t *r, int32_t i, int fd) {
 /* Adds a finished job's counts to the usage. */
 static void count(reply_t *r, const srv_job_result_t *res) {
     r->usage.prompt_tokens = res->n_prompt;
+    r->usage.cached_tokens = res->n_cached;
     r->usage.completion_tokens += res->n_generated;
 }
 
@@ -369,18 +372,74 @@ typedef struct body {
     bool refused;             /* framing: answered before the body */
 } body_t;
 
+static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, char *text, const char *type) {
+    if (text == NULL) return send_error(c, 500, "server_error", "no memory");
+    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(r, "Content-Type", type);
+    const enum MHD_Result ok = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+static srv_info_t info_of(const server_t *s) {
+    return (srv_info_t){.model = s->model, .model_path = s->model_file, .alias = s->o.alias,
+                        .chat_template = s->tmpl_src, .slots = s->slots, .n_ctx_slot = s->n_ctx_slot};
+}
+
+/* An info endpoint's answer: json, or a 400 with err. */
+static enum MHD_Result send_info(struct MHD_Connection *c, json_t *json, const char *err) {
+    if (json) return send_json(c, 200, json);
+    return err ? send_error(c, 400, "invalid_request_error", err) : send_error(c, 500, "server_error", "no memory");
+}
+
+typedef enum endpoint {
+    EP_MODELS, EP_COMPLETIONS, EP_CHAT, EP_TOKENIZE, EP_DETOKENIZE, EP_PROPS, EP_SLOTS, EP_METRICS
+} endpoint_t;
+
+static const struct route {
+    const char *path, *method;
+    endpoint_t ep;
+} routes[] = {
+    {"/v1/models", "GET", EP_MODELS},        {"/v1/completions", "POST", EP_COMPLETIONS},
+    {"/completions", "POST", EP_COMPLETIONS}, {"/v1/chat/completions", "POST", EP_CHAT},
+    {"/chat/completions", "POST", EP_CHAT},  {"/tokenize", "POST", EP_TOKENIZE},
+    {"/detokenize", "POST", EP_DETOKENIZE},  {"/props", "GET", EP_PROPS},
+    {"/slots", "GET", EP_SLOTS},             {"/metrics", "GET", EP_METRICS},
+};
+
+static enum MHD_Result serve_endpoint(const server_t *s, struct MHD_Connection *c, endpoint_t ep, const body_t *b) {
+    const srv_info_t in = info_of(s);
+    const char *body = b->data ? b->data : "", *err = NULL;
+    switch (ep) {
+    case EP_MODELS:
+        return send_json(c, 200, json_pack("{s:s,s:[{s:s,s:s,s:s}]}", "object", "list", "data", "id", s->o.alias,
+                                           "object", "model", "owned_by", "rt"));
+    case EP_COMPLETIONS: return generate(c, s, false, body, b->len);
+    case EP_CHAT: return generate(c, s, true, body, b->len);
+    case EP_TOKENIZE: return send_info(c, srv_info_tokenize(&in, body, b->len, &err), err);
+    case EP_DETOKENIZE: return send_info(c, srv_info_detokenize(&in, body, b->len, &err), err);
+    case EP_PROPS: return send_info(c, srv_info_props(&in), NULL);
+    case EP_SLOTS: return send_info(c, srv_info_slots(&in), NULL);
+    case EP_METRICS: return send_text(c, 200, srv_info_metrics(&in), "text/plain; version=0.0.4");
+    }
+    return send_error(c, 404, "not_found_error", "no such endpoint");
+}
+
 static enum MHD_Result route(const server_t *s, struct MHD_Connection *c, const char *url, const char *method,
                              const body_t *b) {
     if (strcmp(url, "/health") == 0) return send_json(c, 200, json_pack("{s:s}", "status", "ok"));
     if (!srv_guard_authorised(c, s->api_key)) return send_error(c, 401, "authentication_error", "a valid API key is needed");
-    if (strcmp(url, "/v1/models") == 0 && strcmp(method, "GET") == 0)
-        return send_json(c, 200, json_pack("{s:s,s:[{s:s,s:s,s:s}]}", "object", "list", "data", "id", s->o.alias,
-                                           "object", "model", "owned_by", "rt"));
-    const bool chat = strcmp(url, "/v1/chat/completions") == 0;
-    if (!chat && strcmp(url, "/v1/completions") != 0) return send_error(c, 404, "not_found_error", "no such endpoint");
-    if (strcmp(method, "POST") != 0) return send_error(c, 405, "invalid_request_error", "POST wanted");
+    const struct route *r = NULL;
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0] && r == NULL; i++)
+        if (strcmp(url, routes[i].path) == 0) r = &routes[i];
+    if (r == NULL) return send_error(c, 404, "not_found_error", "no such endpoint");
+    if (strcmp(method, r->method) != 0) {
+        char why[64];
+        snprintf(why, sizeof why, "%s wants %s", r->path, r->method);
+        return send_error(c, 405, "invalid_request_error", why);
+    }
     if (b->too_big) return send_error(c, 413, "invalid_request_error", "the body is larger than --max-body");
-    return generate(c, s, chat, b->data ? b->data : "", b->len);
+    return serve_endpoint(s, c, r->ep, b);
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -454,9 +513,11 @@ static int load(server_t *s) {
     }
     rt_gguf_t *g = NULL;
     const char *src = NULL;
-    if (rt_gguf_open(s->model_file, NULL, &g) == RT_OK && rt_gguf_get_str(g, "tokenizer.chat_template", &src) == RT_OK &&
-        rtm_chat_template_create(src, &s->tmpl) != RT_OK)
-        fprintf(stderr, TOOL ": the chat template is not usable (chat answers 400): %s\n", rtm_last_error());
+    if (rt_gguf_open(s->model_file, NULL, &g) == RT_OK && rt_gguf_get_str(g, "tokenizer.chat_template", &src) == RT_OK) {
+        s->tmpl_src = strdup(src);
+        if (rtm_chat_template_create(src, &s->tmpl) != RT_OK)
+            fprintf(stderr, TOOL ": the chat template is not usable (chat answers 400): %s\n", rtm_last_error());
+    }
     rt_gguf_destroy(g);
     return 0;
 }
@@ -515,5 +576,6 @@ int main(int argc, char **argv) {
     rtm_model_destroy(s.model);
     rt_registry_destroy(s.reg);
     free(s.api_key);
+    free(s.tmpl_src);
     return rc;
 }

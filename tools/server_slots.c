@@ -14,12 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 struct srv_job {
     srv_slots_t *s;
     srv_gen_t g;              /* the loop's, from admission to the end */
     int32_t n_fed;            /* prompt tokens decoded (the loop's) */
+    int32_t n_decoded;        /* tokens generated, as last published (for srv_slots_stats) */
     bool gen_failed;          /* the text could not be kept (the loop's) */
     srv_text_t text;          /* produced, not yet taken */
     bool finished, cancelled;
@@ -40,6 +42,10 @@ struct srv_slots {
     pthread_cond_t work;      /* a job came or was cancelled, or stop */
     pthread_t thread;
     bool stop, started;
+    rtm_token_t **cached;     /* n_slots arrays of n_ctx: the tokens each sequence holds */
+    int32_t *n_cached;
+    uint64_t *last_used, tick; /* when each slot last took a job */
+    srv_stats_t stats;        /* under the lock */
     /* one step's batch (the loop's): capacity n_slots + n_batch */
     rtm_token_t *tok;
     int32_t *seq;
@@ -183,11 +189,17 @@ void srv_job_release(srv_job_t *j) {
 
 //===--- the slots (under the lock) ---===//
 
-/* Slot i's job is done with: its sequence's cells are free again. */
+/* Slot i's job is done with. The sequence stays for the next job that
+ * shares its prompt, unless a decode failed (what it holds is then in
+ * doubt). */
 static void slot_free(srv_slots_t *s, int32_t i, const char *failure) {
     srv_job_t *j = s->slot[i];
     s->slot[i] = NULL;
-    rtm_seq_clear(s->ctx, i);
+    if (failure) {
+        rtm_seq_clear(s->ctx, i);
+        s->n_cached[i] = 0;
+    }
+    s->stats.n_requests++;
     job_finish(s, j, failure);
 }
 
@@ -217,14 +229,40 @@ static void drop_cancelled(srv_slots_t *s) {
     for (srv_job_t *j = s->head; j; j = j->next) s->tail = j;
 }
 
-/* Waiting jobs into free slots; one with nothing to decode ends at once. */
-static void admit(srv_slots_t *s) {
-    for (int32_t i = 0; i < s->n_slots && s->head; i++) {
+static int32_t shared_prefix(const rtm_token_t *a, int32_t na, const rtm_token_t *b, int32_t nb) {
+    int32_t n = 0;
+    while (n < na && n < nb && a[n] == b[n]) n++;
+    return n;
+}
+
+/* The free slot whose tokens share the most with the prompt (on a tie the
+ * least recently used), and how many they share into *shared; -1 if
+ * every slot is busy. */
+static int32_t best_slot(const srv_slots_t *s, const srv_gen_t *g, int32_t *shared) {
+    int32_t best = -1;
+    *shared = 0;
+    for (int32_t i = 0; i < s->n_slots; i++) {
         if (s->slot[i]) continue;
+        const int32_t n = shared_prefix(s->cached[i], s->n_cached[i], g->prompt, g->n_prompt);
+        if (best < 0 || n > *shared || (n == *shared && s->last_used[i] < s->last_used[best])) best = i, *shared = n;
+    }
+    return best;
+}
+
+/* Waiting jobs into free slots, each keeping what its slot's sequence
+ * shares with its prompt but the prompt's last token (decoded again for
+ * its logits); one with nothing to decode ends at once. */
+static void admit(srv_slots_t *s) {
+    int32_t i, shared;
+    while (s->head && (i = best_slot(s, &s->head->g, &shared)) >= 0) {
         srv_job_t *j = s->head;
         s->head = j->next;
         if (s->head == NULL) s->tail = NULL;
-        rtm_seq_clear(s->ctx, i);
+        const int32_t keep = shared < j->g.n_prompt ? shared : j->g.n_prompt - 1;
+        rtm_seq_keep(s->ctx, i, keep > 0 ? keep : 0);
+        s->n_cached[i] = keep > 0 ? keep : 0;
+        j->n_fed = j->result.n_cached = s->n_cached[i];
+        s->last_used[i] = ++s->tick;
         s->slot[i] = j;
         if (j->g.done) slot_free(s, i, NULL);
     }
@@ -243,14 +281,16 @@ static void add(srv_slots_t *s, int32_t *n, rtm_token_t t, int32_t seq, bool wan
     (*n)++;
 }
 
-/* The next token of every generating slot, then prompt chunks in what is
- * left of n_batch (at least one token, so prompts always move). */
-static int32_t gather(srv_slots_t *s) {
+/* The next token of every generating slot (their count in *n_gen), then
+ * prompt chunks in what is left of n_batch (at least one token, so
+ * prompts always move). */
+static int32_t gather(srv_slots_t *s, int32_t *n_gen) {
     int32_t n = 0;
     for (int32_t i = 0; i < s->n_slots; i++) {
         const srv_job_t *j = s->slot[i];
         if (j && j->n_fed == j->g.n_prompt) add(s, &n, j->g.next, i, true);
     }
+    *n_gen = n;
     for (int32_t i = 0; i < s->n_slots; i++) {
         srv_job_t *j = s->slot[i];
         if (j == NULL || j->n_fed == j->g.n_prompt) continue;
@@ -276,6 +316,10 @@ static void sample(srv_slots_t *s, int32_t n) {
 /* Under the lock: the step's text to the jobs; finished ones leave, all
  * of them when the decode failed. */
 static void publish(srv_slots_t *s, int32_t n, const char *failure) {
+    for (int32_t k = 0; k < n && !failure; k++) { /* what each sequence now holds */
+        const int32_t i = s->seq[k];
+        if (s->n_cached[i] < s->n_ctx) s->cached[i][s->n_cached[i]++] = s->tok[k];
+    }
     for (int32_t k = 0; k < n; k++) {
         srv_job_t *j = s->slot[s->seq[k]];
         if (j == NULL) continue; /* freed at an earlier token of this step */
@@ -284,12 +328,19 @@ static void publish(srv_slots_t *s, int32_t n, const char *failure) {
             continue;
         }
         if (!s->want[k]) continue;
+        j->n_decoded = j->g.n_generated;
         if (j->g.out_len && !text_append(&j->text, j->g.out, j->g.out_len)) j->gen_failed = true;
         if (j->g.has_lp && !lp_append(&j->text, &j->g.lp, 1)) j->gen_failed = true;
         if (j->gen_failed) slot_free(s, s->seq[k], "no memory for the text");
         else if (j->g.done) slot_free(s, s->seq[k], NULL);
         else if ((j->g.out_len || j->g.has_lp) && !j->whole) pthread_cond_signal(&j->changed);
     }
+}
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 static void *loop(void *arg) {
@@ -304,12 +355,19 @@ static void *loop(void *arg) {
             continue;
         }
         pthread_mutex_unlock(&s->mu);
-        const int32_t n = gather(s);
+        int32_t n_gen = 0;
+        const double t0 = now_s();
+        const int32_t n = gather(s, &n_gen);
         const rtm_batch_t b = {sizeof b, n, s->tok, s->seq, s->want};
         char failure[256] = "";
         if (rtm_decode_batch(s->ctx, &b) == RT_OK) sample(s, n);
         else snprintf(failure, sizeof failure, "%s", rtm_last_error());
+        const double dt = now_s() - t0;
         pthread_mutex_lock(&s->mu);
+        s->stats.n_generated += (uint64_t)n_gen;
+        s->stats.n_prompt_tokens += (uint64_t)(n - n_gen);
+        s->stats.generate_s += dt * n_gen / n;
+        s->stats.prompt_s += dt * (n - n_gen) / n;
         publish(s, n, failure[0] ? failure : NULL);
     }
     for (int32_t i = 0; i < s->n_slots; i++)
@@ -337,9 +395,15 @@ rt_status_t srv_slots_create(rtm_context_t *ctx, int32_t n_slots, int32_t n_ctx,
     s->tok = malloc(cap * sizeof s->tok[0]);
     s->seq = malloc(cap * sizeof s->seq[0]);
     s->want = malloc(cap * sizeof s->want[0]);
+    s->cached = calloc((size_t)n_slots, sizeof s->cached[0]);
+    s->n_cached = calloc((size_t)n_slots, sizeof s->n_cached[0]);
+    s->last_used = calloc((size_t)n_slots, sizeof s->last_used[0]);
+    bool ok = s->slot && s->tok && s->seq && s->want && s->cached && s->n_cached && s->last_used;
+    for (int32_t i = 0; ok && i < n_slots; i++)
+        ok = (s->cached[i] = malloc((size_t)n_ctx * sizeof s->cached[i][0])) != NULL;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->work, NULL);
-    rt_status_t st = s->slot && s->tok && s->seq && s->want ? RT_OK : RT_ERR_OUT_OF_MEMORY;
+    rt_status_t st = ok ? RT_OK : RT_ERR_OUT_OF_MEMORY;
     if (st == RT_OK && pthread_create(&s->thread, NULL, loop, s) != 0) st = RT_ERR_UNSUPPORTED;
     s->started = st == RT_OK;
     if (st != RT_OK) {
@@ -365,5 +429,27 @@ void srv_slots_destroy(srv_slots_t *s) {
     free(s->tok);
     free(s->seq);
     free(s->want);
+    for (int32_t i = 0; s->cached && i < s->n_slots; i++) free(s->cached[i]);
+    free(s->cached);
+    free(s->n_cached);
+    free(s->last_used);
     free(s);
+}
+
+int32_t srv_slots_count(const srv_slots_t *s) { return s->n_slots; }
+
+void srv_slots_stats(srv_slots_t *s, srv_stats_t *out, srv_slot_info_t *slots) {
+    pthread_mutex_lock(&s->mu);
+    *out = s->stats;
+    out->n_busy = out->n_queued = out->n_cells = 0;
+    for (const srv_job_t *j = s->head; j; j = j->next) out->n_queued++;
+    for (int32_t i = 0; i < s->n_slots; i++) {
+        const srv_job_t *j = s->slot[i];
+        out->n_busy += j != NULL;
+        out->n_cells += s->n_cached[i];
+        if (slots)
+            slots[i] = (srv_slot_info_t){.busy = j != NULL, .n_prompt = j ? j->g.n_prompt : 0,
+                                         .n_decoded = j ? j->n_decoded : 0, .n_cached = s->n_cached[i]};
+    }
+    pthread_mutex_unlock(&s->mu);
 }

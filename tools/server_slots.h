@@ -10,6 +10,11 @@
  * abandoned job frees its slot for the next. Each slot may hold n_ctx
  * positions, so the slots together never overflow the cache.
  *
+ * A slot keeps its sequence when a job ends, and the tokens it holds: a
+ * job goes to the free slot whose tokens share the longest prefix with its
+ * prompt (the least recently used on a tie) and decodes only the rest, so
+ * that each turn of a conversation reads only what the last turn did not.
+ *
  * A job may watch its client's socket: at every step the loop looks
  * (without reading) whether the client has gone, and cancels the job if
  * so, so that a client that hangs up, streamed or not, frees its slot
@@ -51,14 +56,37 @@ typedef struct srv_job_result {
     int32_t n_prompt, n_generated;
     bool failed;              /* a decode failed: message holds why */
     bool gone;                /* the client went away: cancelled */
+    int32_t n_cached;         /* prompt tokens the slot already held (not decoded again) */
     char message[256];
 } srv_job_result_t;
+
+/* The server's figures since it started (/metrics) and now. Decode time
+ * is shared between the prompt and the generated tokens of a step by
+ * their counts. */
+typedef struct srv_stats {
+    uint64_t n_requests;      /* jobs finished */
+    uint64_t n_prompt_tokens; /* prompt tokens decoded (not those reused) */
+    uint64_t n_generated;     /* tokens generated */
+    double prompt_s, generate_s;
+    int32_t n_busy, n_queued; /* jobs in slots, waiting for one */
+    int32_t n_cells;          /* KV cells the slots' sequences hold */
+} srv_stats_t;
+
+/* One slot now (/slots). */
+typedef struct srv_slot_info {
+    bool busy;
+    int32_t n_prompt, n_decoded; /* the running job's prompt tokens, tokens generated */
+    int32_t n_cached;            /* tokens its sequence holds */
+} srv_slot_info_t;
 
 /* Starts the decode loop over ctx (which must hold n_slots sequences and
  * n_slots * n_ctx cells; borrowed, used by the loop alone until destroy).
  * RT_ERR_OUT_OF_MEMORY, or RT_ERR_UNSUPPORTED when the thread cannot
  * start. */
 rt_status_t srv_slots_create(rtm_context_t *ctx, int32_t n_slots, int32_t n_ctx, srv_slots_t **out_slots);
+/* The figures, and each slot's into slots[0..n_slots) unless NULL. Thread-safe. */
+void srv_slots_stats(srv_slots_t *s, srv_stats_t *out, srv_slot_info_t *slots);
+int32_t srv_slots_count(const srv_slots_t *s);
 /* Stops the loop and fails the jobs still waiting or running. */
 void srv_slots_destroy(srv_slots_t *s);
 /* Queues a request; the job takes gen (begun by srv_gen_begin) and ends
