@@ -533,6 +533,12 @@ typedef struct rtm_chat_render_params {
 /* Parses source (copied). RT_ERR_FORMAT naming the line for a template it
  * cannot parse (a syntax error, or a statement outside the subset). */
 RTM_API rt_status_t rtm_chat_template_create(const char *source, rtm_chat_template_t **out_template);
+/* The source of a chat format rt knows by name, for a model without a
+ * template of its own: "chatml", "qwen" (ChatML with Qwen 2.5's default
+ * system message), "llama3", "gemma", "phi3", "mistral"; NULL for another
+ * name. The i-th name, from 0, or NULL past the last. */
+RTM_API const char *rtm_chat_template_builtin(const char *name);
+RTM_API const char *rtm_chat_template_builtin_name(int32_t i);
 RTM_API void rtm_chat_template_destroy(rtm_chat_template_t *tmpl);
 /* Renders the conversation into buf (NUL-terminated, size with the NUL);
  * *out_len is the text's length. RT_ERR_DOES_NOT_FIT when buf is too

@@ -12,7 +12,12 @@
  *   chat-4  raise_exception's message, a syntax error's line, an unknown
  *           filter, a template that runs a million statements or fills
  *           64 MiB: RT_ERR_FORMAT naming them
- *   chat-5  a small buffer: RT_ERR_DOES_NOT_FIT with the length needed */
+ *   chat-5  a small buffer: RT_ERR_DOES_NOT_FIT with the length needed
+ *   chat-6  the built-in formats (rtm_chat_template_builtin): chatml and
+ *           qwen render the three conversations as tests/chat's ChatML and
+ *           Qwen 2.5 recordings, gemma as Gemma 2's (and a system message
+ *           opens the first user turn); llama3, phi3 and mistral as their
+ *           formats are written out here; an unknown name is NULL */
 #include "testutil.h"
 
 #include <stdio.h>
@@ -203,6 +208,48 @@ static void test_small_buffer(void **state) {
     rtm_chat_template_destroy(t);
 }
 
+/* Built-in `name` rendered for case c, against want (NULL: the recording
+ * of template `file`). */
+static void expect_builtin(const char *name, size_t c, const char *file, const char *want) {
+    char path[256], *recorded = NULL;
+    if (want == NULL) {
+        snprintf(path, sizeof path, "tests/chat/%s.%s.txt", file, cases[c].name);
+        if ((want = recorded = read_all(path)) == NULL) fail_msg("chat-6: cannot read %s", path);
+    }
+    const char *source = rtm_chat_template_builtin(name);
+    if (source == NULL) fail_msg("chat-6: no built-in %s", name);
+    rt_status_t st;
+    char *got = render(source, cases[c].m, cases[c].n, &st);
+    if (got == NULL) fail_msg("chat-6 %s.%s: %s", name, cases[c].name, rtm_last_error());
+    if (strcmp(got, want) != 0) fail_msg("chat-6 %s.%s:\n--- want\n%s\n--- got\n%s", name, cases[c].name, want, got);
+    free(got);
+    free(recorded);
+}
+
+static void test_builtin(void **state) {
+    (void)state;
+    for (size_t c = 0; c < 3; c++) {
+        expect_builtin("chatml", c, "chatml", NULL);
+        expect_builtin("qwen", c, "qwen25", NULL);
+        if (c != 0) expect_builtin("gemma", c, "gemma2", NULL);
+    }
+    expect_builtin("gemma", 0, NULL,
+                   BOS "<start_of_turn>user\nBe brief.\n\nHi there<end_of_turn>\n<start_of_turn>model\nHello!"
+                   "<end_of_turn>\n<start_of_turn>user\nWhat is 2+2?<end_of_turn>\n<start_of_turn>model\n");
+    expect_builtin("llama3", 0, NULL,
+                   BOS "<|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+                   "<|start_header_id|>user<|end_header_id|>\n\nHi there<|eot_id|>"
+                   "<|start_header_id|>assistant<|end_header_id|>\n\nHello!<|eot_id|>"
+                   "<|start_header_id|>user<|end_header_id|>\n\nWhat is 2+2?<|eot_id|>"
+                   "<|start_header_id|>assistant<|end_header_id|>\n\n");
+    expect_builtin("phi3", 2, NULL, "<|user|>\nTell me a story\nabout a cat.<|end|>\n<|assistant|>\n");
+    expect_builtin("mistral", 0, NULL, BOS "[INST] Be brief.\n\nHi there[/INST]Hello!" EOS "[INST]   What is 2+2?  [/INST]");
+    assert_null(rtm_chat_template_builtin("no-such-format"));
+    int32_t n = 0;
+    while (rtm_chat_template_builtin_name(n)) n++;
+    assert_int_equal(n, 6);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_families),
@@ -210,6 +257,7 @@ int main(void) {
         cmocka_unit_test(test_features),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_small_buffer),
+        cmocka_unit_test(test_builtin),
     };
     return cmocka_run_group_tests_name("chat", tests, NULL, NULL);
 }

@@ -7,7 +7,7 @@
  *   cli-2  rt-run --help states the sampling defaults
  *   cli-3  rt-run takes llama.cpp's spellings (-c -b -t -s -dev -ngl -no-cnv,
  *          one dash for long names) and rt's (--ctx, --devices) alike
- *   cli-4  -n -1 generates until the context is full
+ *   cli-4  -n -1 generates until the context is full, and says so
  *   cli-5  -r stops after the text, which is not printed; -f reads the prompt
  *   cli-6  a flag is not asked for a value; a bad value names the option
  *   cli-7  stop_text: a stop split over pieces is never shown in part, and
@@ -17,6 +17,10 @@
  *          a time comes out once, whole; a character cut off at the end,
  *          a stray continuation byte, an overlong form and a surrogate
  *          come out as U+FFFD; rt_utf8_complete on each kind of tail
+ *   cli-10 --chat-template: -cnv on a model without a template names the
+ *          option; with a built-in format it chats; a name that is neither
+ *          a format nor a file is refused saying so; a chat that fills the
+ *          context ends saying so, exit 0
  *   cli-8  rt-run -cnv with SmolLM2-135M-Instruct (pip, tests/pip_models.py):
  *          two turns on stdin answered through the model's template, the
  *          second the same text as the whole conversation given with
@@ -113,6 +117,7 @@ static void test_until_full(void **state) {
     if (g) sscanf(g, "generation: %d", &n_gen);
     assert_true(n_prompt > 0);
     assert_int_equal(n_prompt + n_gen, 24 + 1); /* the last one printed, not decoded */
+    tu_expect_contains(out, "the context of 24 tokens is full", "cli-4");
     free(out);
 }
 
@@ -262,6 +267,44 @@ static void test_chat(void **state) {
     free(none);
 }
 
+/* lines into a new temporary file, whose name goes into path. */
+static void lines_file(char *path, const char *lines) {
+    strcpy(path, "/tmp/rt-cli-lines-XXXXXX");
+    const int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, lines, strlen(lines)), (ssize_t)strlen(lines));
+    close(fd);
+}
+
+static void test_chat_template(void **state) {
+    (void)state;
+    need_model();
+    int code;
+    char *none = tu_tool(&code, "rt-run", "-m '%s' -cnv </dev/null", src);
+    assert_int_equal(code, 1);
+    tu_expect_contains(none, "has no tokenizer.chat_template", "cli-10");
+    tu_expect_contains(none, "--chat-template", "cli-10");
+    free(none);
+    char two[64], many[64];
+    lines_file(two, "Once\nThe dog\n");
+    lines_file(many, "Once\nThe dog\nLily was sad\nTom had a ball\nThe sun\nA cat\n");
+    char *chat = tu_tool(&code, "rt-run", "-m '%s' -cnv --chat-template chatml -n 4 < %s", src, two);
+    assert_int_equal(code, 0);
+    tu_expect_contains(chat, "generation: 8 tokens", "cli-10"); /* two replies of 4 */
+    free(chat);
+    char *bad = tu_tool(&code, "rt-run", "-m '%s' -cnv --chat-template /no/such/template </dev/null", src);
+    assert_int_equal(code, 1);
+    tu_expect_contains(bad, "neither a format", "cli-10");
+    free(bad);
+    char *full = tu_tool(&code, "rt-run", "-m '%s' -cnv --chat-template chatml -c 160 -n 8 < %s", src, many);
+    assert_int_equal(code, 0);
+    tu_expect_contains(full, "is full: the chat ends here", "cli-10");
+    tu_expect_contains(full, "generation: ", "cli-10");
+    free(full);
+    unlink(two);
+    unlink(many);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_version_help),
@@ -273,6 +316,7 @@ int main(void) {
         cmocka_unit_test(test_stop_text),
         cmocka_unit_test(test_chat),
         cmocka_unit_test(test_utf8),
+        cmocka_unit_test(test_chat_template),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }

@@ -52,6 +52,11 @@
 #   server-18 (SmolLM2, one slot) a client that hangs up, streamed or not,
 #             frees the slot at once: the next request is answered in
 #             seconds, not after the 1500 tokens the first asked for
+#   server-19 options: a model without a chat template is noted at start
+#             and chat's 400 names --chat-template; --chat-template chatml
+#             chats; -dev cpu0 serves, -dev with no such device fails
+#             naming it; a reply that fills the context ends "length" with
+#             a finish_detail saying so (max_tokens' "length" has none)
 import json, os, re, shutil, socket, subprocess, sys, tempfile, threading, time
 
 B = os.environ.get("RT_TEST_BUILD_DIR", "build")
@@ -70,11 +75,17 @@ def check(name, ok, detail=""):
 def start(*args, env=None):
     p = subprocess.Popen([f"{B}/bin/rt-server", "--port", "0", *args], env=env or ENV,
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    line = p.stderr.readline()
-    m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
+    lines = ""
+    for _ in range(8):  # notes (a model without a chat template) come first
+        line = p.stderr.readline()
+        lines += line
+        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
+        if m or not line:
+            break
     if not m:
         p.kill()
-        raise RuntimeError("rt-server did not start: " + line)
+        raise RuntimeError("rt-server did not start: " + lines)
+    p.notes = lines
     threading.Thread(target=p.stderr.read, daemon=True).start()
     return p, int(m.group(1))
 
@@ -353,6 +364,34 @@ def hang_ups(port, openai):
         check(f"server-18 hang-up ({'streamed' if stream else 'whole'})", busy == 1 and code == 200 and waited < 4,
               f"busy {busy}, answered {code} after {waited:.1f} s")
 
+def options():
+    """server-19, against the bundled model."""
+    p, port = start("-c", "64")
+    try:
+        code, body = post(port, "/v1/chat/completions", {"messages": [{"role": "user", "content": "Hi"}]})
+        check("server-19 no template", "no chat template" in p.notes and code == 400 and
+              "--chat-template" in body["error"]["message"], f"{p.notes!r} {body}")
+        code, body = post(port, "/v1/completions", {"prompt": "Once upon a time", "max_tokens": 200, "temperature": 0})
+        ch = body["choices"][0] if code == 200 else {}
+        code2, body2 = post(port, "/v1/completions", {"prompt": "Once upon a time", "max_tokens": 3})
+        ch2 = body2["choices"][0] if code2 == 200 else {}
+        check("server-19 context full", ch.get("finish_reason") == "length" and "context" in ch.get("finish_detail", "")
+              and ch2.get("finish_reason") == "length" and "finish_detail" not in ch2, f"{body} {body2}")
+    finally:
+        p.terminate()
+        p.wait(10)
+    p, port = start("--chat-template", "chatml", "-dev", "cpu0")
+    try:
+        code, body = post(port, "/v1/chat/completions", {"messages": [{"role": "user", "content": "Hi"}],
+                                                         "max_tokens": 4})
+        check("server-19 --chat-template, -dev", code == 200 and body["usage"]["completion_tokens"] >= 1, str(body))
+    finally:
+        p.terminate()
+        p.wait(10)
+    r = subprocess.run([f"{B}/bin/rt-server", "--port", "0", "-dev", "nosuch0"], env=ENV, capture_output=True,
+                       text=True, timeout=30)
+    check("server-19 -dev unknown", r.returncode != 0 and "nosuch0" in r.stderr, r.stderr)
+
 def utf8(port, openai):
     """server-11, against SmolLM2."""
     c = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none", timeout=60)
@@ -454,6 +493,7 @@ def main():
     finally:
         p.terminate()
         p.wait(10)
+    options()
     tmp = tempfile.mkdtemp()
     try:
         nan_midstream(tmp)

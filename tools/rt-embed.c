@@ -62,23 +62,6 @@ static int parse(int argc, char **argv, embed_options_t *o) {
     return o->model != NULL && o->n_texts > 0 ? 0 : 2;
 }
 
-/* The comma-separated device names, in order. */
-static int devices(rt_registry_t *reg, const char *list, rt_device_t **out) {
-    char buf[256];
-    int n = 0;
-    snprintf(buf, sizeof buf, "%s", list);
-    for (char *save = NULL, *name = strtok_r(buf, ",", &save); name && n < MAX_DEVICES;
-         name = strtok_r(NULL, ",", &save)) {
-        out[n] = rt_registry_device_by_name(reg, name);
-        if (out[n] == NULL) {
-            fprintf(stderr, "rt-embed: no device %s\n", name);
-            return -1;
-        }
-        n++;
-    }
-    return n;
-}
-
 static int embed_one(rtm_model_t *m, rtm_context_t *c, const char *text, bool print_tokens) {
     rtm_token_t t[MAX_TOKENS];
     int32_t n = 0;
@@ -101,8 +84,8 @@ static int embed_one(rtm_model_t *m, rtm_context_t *c, const char *text, bool pr
 
 static int run(const embed_options_t *o, rt_registry_t *reg) {
     rt_device_t *devs[MAX_DEVICES];
-    const int n_devs = o->devices ? devices(reg, o->devices, devs) : 0;
-    if (n_devs < 0) return 1;
+    int32_t n_devs = 0;
+    if (o->devices && !rt_cli_find_devices("rt-embed", reg, o->devices, devs, MAX_DEVICES, &n_devs)) return 1;
     const rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = reg, .devices = n_devs ? devs : NULL,
                                    .n_devices = n_devs, .no_progress = true};
     rtm_model_t *m = NULL;

@@ -58,32 +58,6 @@
 
 //===--- finding things ---===//
 
-/* The devices named in list (comma-separated); false after a message. */
-static bool find_devices(rt_registry_t *reg, const char *list, rt_device_t **devs, int32_t *n) {
-    char name[128];
-    *n = 0;
-    for (const char *p = list; *p;) {
-        const size_t len = strcspn(p, ",");
-        snprintf(name, sizeof name, "%.*s", (int)len, p);
-        p += len + (p[len] == ',');
-        if (!name[0]) continue;
-        if (*n >= MAX_DEVICES) {
-            fprintf(stderr, "rt-run: --device names more than %d devices\n", MAX_DEVICES);
-            return false;
-        }
-        rt_device_t *dev = rt_registry_device_by_name(reg, name);
-        if (dev == NULL) {
-            fprintf(stderr, "rt-run: no device named '%s'; devices:", name);
-            for (int32_t i = 0; i < rt_registry_device_count(reg); i++)
-                fprintf(stderr, " %s", rt_device_name(rt_registry_device(reg, i)));
-            fprintf(stderr, "\n");
-            return false;
-        }
-        devs[(*n)++] = dev;
-    }
-    return true;
-}
-
 //===--- running ---===//
 
 static void write_stderr(const char *text, size_t len, void *user) {
@@ -150,7 +124,7 @@ static int load(run_t *r) {
     char path[PATH_MAX];
     rt_device_t *devs[MAX_DEVICES];
     int32_t n_devs = 0;
-    if (r->o->devices && !find_devices(r->reg, r->o->devices, devs, &n_devs)) return 1;
+    if (r->o->devices && !rt_cli_find_devices("rt-run", r->reg, r->o->devices, devs, MAX_DEVICES, &n_devs)) return 1;
     rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = r->reg,
                                    .devices = r->o->devices ? devs : NULL, .n_devices = n_devs,
                                    .split = r->o->split, .n_gpu_layers = r->o->n_gpu_layers,
@@ -271,7 +245,11 @@ int run_generate(run_t *r, int32_t n_max) {
         const bool eog = rtm_vocab_is_eog(v, t);
         if (!eog && (rc = emit_token(r, t)) != 0) break;
         r->n_generated += !eog; /* counted as printed, also when the context is full */
-        if (rtm_context_n_past(r->ctx) >= rtm_context_n_ctx(r->ctx)) break;
+        if (rtm_context_n_past(r->ctx) >= rtm_context_n_ctx(r->ctx)) {
+            fprintf(stderr, "\nrt-run: the context of %d tokens is full: stopped after %d tokens (-c raises it)\n",
+                    rtm_context_n_ctx(r->ctx), n + 1);
+            break;
+        }
         rc = run_feed(r, &t, 1);
         if (eog || r->stopped) break;
     }

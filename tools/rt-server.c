@@ -16,6 +16,7 @@
 #include "../abi/rt.h"
 #include "../model/rt_model.h"
 #include "bundled_model.h"
+#include "chat_source.h"
 #include "server_answer.h"
 #include "server_guard.h"
 #include "server_info.h"
@@ -36,6 +37,7 @@
 
 #define TOOL "rt-server"
 #define MAX_CONNECTIONS 256
+#define MAX_DEVICES 16
 /* Tokens per graph run: the CPU's mat-vec kernels take up to 32 activation
  * rows in passes over weights that stay in L2 (RT_CPU_MV_MAX_N,
  * plugins/cpu/ops_mul_mat.c), so that 16 slots decode as one graph, each
@@ -49,6 +51,10 @@ typedef struct server_options {
     const char *api_key_file;
     int32_t port, n_ctx, n_threads, timeout_s, max_body;
     int32_t conns_per_client;      /* 0: no limit */
+    const char *devices;           /* -dev LIST, or NULL: all */
+    int32_t split, n_gpu_layers;   /* rtm_split_t, -ngl */
+    bool split_given;              /* --split or -ngl (else the fastest plan, without -dev) */
+    const char *chat_template;     /* --chat-template NAME|FILE */
     int32_t n_parallel;            /* slots: sequences decoded together */
     int32_t n_batch;               /* tokens per graph run */
     int32_t flash_attn;            /* rtm_flash_attn_t */
@@ -84,6 +90,12 @@ static void usage(FILE *f) {
                "  -np, --parallel N     slots: requests decoded together, in one batch (default: 4)\n"
                "  -b, --batch-size N    most tokens per graph run (default: 32)\n"
                "  -t, --threads N       CPU threads (default: the plugin's)\n"
+               "  -dev, --device, --devices LIST  comma-separated devices (default: all)\n"
+               "  -ngl, --n-gpu-layers, --gpu-layers N  the last N layers on the first GPU (-1: all)\n"
+               "      --split auto|fastest  auto: as many layers on GPUs as fit, by free memory;\n"
+               "                        fastest: the least predicted time (the default without\n"
+               "                        -dev, -ngl or --split)\n"
+               RT_CLI_CHAT_TEMPLATE_HELP
                RT_CLI_ATTN_HELP
                RT_CLI_MMAP_HELP
                "      --timeout S       seconds a client may take to send a request, and an idle\n"
@@ -98,12 +110,15 @@ static void usage(FILE *f) {
 
 static int parse_args(int argc, char **argv, server_options_t *o) {
     enum { OPT_HOST = 1000, OPT_PORT, OPT_KEY, OPT_KEY_FILE, OPT_TIMEOUT, OPT_MAX_BODY, OPT_VERSION, OPT_PARALLEL,
-           OPT_FA, OPT_CTK, OPT_CTV, OPT_NO_MMAP, OPT_PER_CLIENT };
+           OPT_FA, OPT_CTK, OPT_CTV, OPT_NO_MMAP, OPT_PER_CLIENT, OPT_DEVICE, OPT_NGL, OPT_SPLIT,
+           OPT_CHAT_TEMPLATE };
     static const struct option opts[] = {
         {"model", required_argument, NULL, 'm'}, {"host", required_argument, NULL, OPT_HOST},
         {"port", required_argument, NULL, OPT_PORT}, {"api-key", required_argument, NULL, OPT_KEY},
         {"api-key-file", required_argument, NULL, OPT_KEY_FILE},
         {"conns-per-client", required_argument, NULL, OPT_PER_CLIENT},
+        RT_CLI_DEVICE_OPTIONS(OPT_DEVICE), RT_CLI_NGL_OPTIONS(OPT_NGL),
+        {"split", required_argument, NULL, OPT_SPLIT}, {"chat-template", required_argument, NULL, OPT_CHAT_TEMPLATE},
         {"alias", required_argument, NULL, 'a'}, {"ctx-size", required_argument, NULL, 'c'},
         {"threads", required_argument, NULL, 't'}, {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"max-body", required_argument, NULL, OPT_MAX_BODY}, {"help", no_argument, NULL, 'h'},
@@ -132,33 +147,53 @@ static int parse_args(int argc, char **argv, server_options_t *o) {
         case OPT_CTK: ok = rt_cli_cache_type(TOOL, "--cache-type-k", optarg, &o->type_k); break;
         case OPT_CTV: ok = rt_cli_cache_type(TOOL, "--cache-type-v", optarg, &o->type_v); break;
         case OPT_NO_MMAP: o->no_mmap = true; break;
+        case OPT_DEVICE: o->devices = optarg; break;
+        case OPT_SPLIT: ok = rt_cli_split(TOOL, optarg, &o->split), o->split_given = true; break;
+        case OPT_NGL:
+            o->split = RTM_SPLIT_N_GPU_LAYERS, o->split_given = true;
+            ok = rt_cli_int(TOOL, "--n-gpu-layers", optarg, -1, INT32_MAX, &o->n_gpu_layers);
+            break;
+        case OPT_CHAT_TEMPLATE: o->chat_template = optarg; break;
         case 'h': usage(stdout); return 1;
         case OPT_VERSION: rt_cli_print_version(stdout, TOOL); return 1;
         default: return rt_cli_bad_usage(TOOL);
         }
         if (!ok) return rt_cli_bad_usage(TOOL);
     }
+    /* rt-run's rule: no device options, the fastest plan (the memory split
+       would put layers on a software device such as lavapipe, ~40x slower
+       here); named devices keep the memory split */
+    if (!o->split_given && o->devices == NULL) o->split = RTM_SPLIT_FASTEST;
     return optind < argc ? rt_cli_bad_usage(TOOL) : 0;
 }
 
 //===--- responses ---===//
 
 /* Sends body (stolen); close asks for the connection to be closed after it
- * (a request whose framing cannot be trusted). */
-static enum MHD_Result send_json_close(struct MHD_Connection *c, unsigned status, json_t *body, bool close) {
+ * (a request whose framing cannot be trusted); allow, unless NULL, is the
+ * Allow header of a 405. */
+static enum MHD_Result send_json_as(struct MHD_Connection *c, unsigned status, json_t *body, bool close,
+                                    const char *allow) {
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
-    if (text == NULL) return MHD_NO;
+    if (text == NULL) { /* out of memory, or a value jansson refused: still an answer */
+        static const char oom[] = "{\"error\":{\"message\":\"the answer could not be made\","
+                                  "\"type\":\"server_error\",\"param\":null,\"code\":500}}";
+        status = 500;
+        text = strdup(oom);
+        if (text == NULL) return MHD_NO;
+    }
     struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
     MHD_add_response_header(r, "Content-Type", "application/json");
     if (close) MHD_add_response_header(r, "Connection", "close");
+    if (allow) MHD_add_response_header(r, "Allow", allow);
     const enum MHD_Result ok = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return ok;
 }
 
 static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, json_t *body) {
-    return send_json_close(c, status, body, false);
+    return send_json_as(c, status, body, false, NULL);
 }
 
 static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status, const char *type,
@@ -231,7 +266,7 @@ static enum MHD_Result answer_whole(struct MHD_Connection *c, reply_t *r) {
         const srv_job_result_t *res = srv_job_result(r->job[i]);
         if (res->failed || res->gone) bad = res;
         count(r, res);
-        json_array_append_new(choices, srv_answer_choice(&r->a, i, &text, res->finish));
+        json_array_append_new(choices, srv_answer_choice(&r->a, i, &text, res));
         srv_text_free(&text);
     }
     enum MHD_Result ok;
@@ -295,7 +330,7 @@ static bool stream_next(stream_t *st) {
         return true;
     }
     if (res) count(r, res);
-    stream_event(st, srv_answer_chunk(&r->a, st->at, &st->text, !st->started, res ? res->finish : NULL));
+    stream_event(st, srv_answer_chunk(&r->a, st->at, &st->text, !st->started, res));
     st->started = !finished;
     if (finished) st->at++;
     return true;
@@ -351,7 +386,7 @@ static enum MHD_Result generate(struct MHD_Connection *c, const server_t *s, boo
         reply_free(r);
         return ok;
     }
-    srv_answer_init(&r->a, &r->q, s->model, s->o.alias);
+    srv_answer_init(&r->a, &r->q, s->model, s->o.alias, s->n_ctx_slot);
     const char *err = NULL;
     const int fd = client_fd(c);
     for (int32_t i = 0; i < r->q.n && err == NULL; i++) err = submit(r, i, fd);
@@ -393,14 +428,14 @@ static enum MHD_Result send_info(struct MHD_Connection *c, json_t *json, const c
 }
 
 typedef enum endpoint {
-    EP_MODELS, EP_COMPLETIONS, EP_CHAT, EP_TOKENIZE, EP_DETOKENIZE, EP_PROPS, EP_SLOTS, EP_METRICS
+    EP_HEALTH, EP_MODELS, EP_COMPLETIONS, EP_CHAT, EP_TOKENIZE, EP_DETOKENIZE, EP_PROPS, EP_SLOTS, EP_METRICS
 } endpoint_t;
 
 static const struct route {
     const char *path, *method;
     endpoint_t ep;
 } routes[] = {
-    {"/v1/models", "GET", EP_MODELS},        {"/v1/completions", "POST", EP_COMPLETIONS},
+    {"/health", "GET", EP_HEALTH},            {"/v1/models", "GET", EP_MODELS},        {"/v1/completions", "POST", EP_COMPLETIONS},
     {"/completions", "POST", EP_COMPLETIONS}, {"/v1/chat/completions", "POST", EP_CHAT},
     {"/chat/completions", "POST", EP_CHAT},  {"/tokenize", "POST", EP_TOKENIZE},
     {"/detokenize", "POST", EP_DETOKENIZE},  {"/props", "GET", EP_PROPS},
@@ -410,14 +445,16 @@ static const struct route {
 static enum MHD_Result serve_endpoint(const server_t *s, struct MHD_Connection *c, endpoint_t ep, const body_t *b) {
     const srv_info_t in = info_of(s);
     const char *body = b->data ? b->data : "", *err = NULL;
+    json_t *j = NULL;
     switch (ep) {
+    case EP_HEALTH: return send_json(c, 200, json_pack("{s:s}", "status", "ok"));
     case EP_MODELS:
         return send_json(c, 200, json_pack("{s:s,s:[{s:s,s:s,s:s}]}", "object", "list", "data", "id", s->o.alias,
                                            "object", "model", "owned_by", "rt"));
     case EP_COMPLETIONS: return generate(c, s, false, body, b->len);
     case EP_CHAT: return generate(c, s, true, body, b->len);
-    case EP_TOKENIZE: return send_info(c, srv_info_tokenize(&in, body, b->len, &err), err);
-    case EP_DETOKENIZE: return send_info(c, srv_info_detokenize(&in, body, b->len, &err), err);
+    case EP_TOKENIZE: j = srv_info_tokenize(&in, body, b->len, &err); return send_info(c, j, err);
+    case EP_DETOKENIZE: j = srv_info_detokenize(&in, body, b->len, &err); return send_info(c, j, err);
     case EP_PROPS: return send_info(c, srv_info_props(&in), NULL);
     case EP_SLOTS: return send_info(c, srv_info_slots(&in), NULL);
     case EP_METRICS: return send_text(c, 200, srv_info_metrics(&in), "text/plain; version=0.0.4");
@@ -425,19 +462,22 @@ static enum MHD_Result serve_endpoint(const server_t *s, struct MHD_Connection *
     return send_error(c, 404, "not_found_error", "no such endpoint");
 }
 
+/* 405 with the Allow header RFC 9110 asks for. */
+static enum MHD_Result send_not_allowed(struct MHD_Connection *c, const struct route *r) {
+    char why[64];
+    snprintf(why, sizeof why, "%s wants %s", r->path, r->method);
+    return send_json_as(c, 405, srv_answer_error(405, "invalid_request_error", NULL, why), false, r->method);
+}
+
 static enum MHD_Result route(const server_t *s, struct MHD_Connection *c, const char *url, const char *method,
                              const body_t *b) {
-    if (strcmp(url, "/health") == 0) return send_json(c, 200, json_pack("{s:s}", "status", "ok"));
-    if (!srv_guard_authorised(c, s->api_key)) return send_error(c, 401, "authentication_error", "a valid API key is needed");
     const struct route *r = NULL;
     for (size_t i = 0; i < sizeof routes / sizeof routes[0] && r == NULL; i++)
         if (strcmp(url, routes[i].path) == 0) r = &routes[i];
-    if (r == NULL) return send_error(c, 404, "not_found_error", "no such endpoint");
-    if (strcmp(method, r->method) != 0) {
-        char why[64];
-        snprintf(why, sizeof why, "%s wants %s", r->path, r->method);
-        return send_error(c, 405, "invalid_request_error", why);
-    }
+    if (r == NULL || (r->ep != EP_HEALTH && !srv_guard_authorised(c, s->api_key)))
+        return r ? send_error(c, 401, "authentication_error", "a valid API key is needed")
+                 : send_error(c, 404, "not_found_error", "no such endpoint");
+    if (strcmp(method, r->method) != 0) return send_not_allowed(c, r);
     if (b->too_big) return send_error(c, 413, "invalid_request_error", "the body is larger than --max-body");
     return serve_endpoint(s, c, r->ep, b);
 }
@@ -453,7 +493,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         unsigned status = 0;
         const char *bad = srv_guard_framing(c, &status);
         if (bad) b->refused = true;
-        return bad ? send_json_close(c, status, srv_answer_error(status, "invalid_request_error", NULL, bad), true)
+        return bad ? send_json_as(c, status, srv_answer_error(status, "invalid_request_error", NULL, bad), true, NULL)
                    : MHD_YES;
     }
     if (b->refused) return MHD_NO; /* the answer is queued: the rest is not read */
@@ -483,6 +523,20 @@ static void request_done(void *cls, struct MHD_Connection *c, void **con_cls, en
 
 //===--- main ---===//
 
+/* --chat-template's, else the model's template. None is not a failure:
+ * chat then answers 400 saying so, completions work. */
+static int load_template(server_t *s) {
+    char origin[256], names[128];
+    if (!rt_chat_source(TOOL, s->o.chat_template, s->model_file, &s->tmpl_src, origin, sizeof origin)) return 1;
+    if (s->tmpl_src == NULL)
+        fprintf(stderr, TOOL ": %s has no chat template: /v1/chat/completions answers 400 until one is named "
+                        "with --chat-template (%s or a file); /v1/completions works\n", s->o.alias,
+                rt_chat_source_names(names, sizeof names));
+    else if (rtm_chat_template_create(s->tmpl_src, &s->tmpl) != RT_OK)
+        fprintf(stderr, TOOL ": %s is not usable (chat answers 400): %s\n", origin, rtm_last_error());
+    return 0;
+}
+
 static int load(server_t *s) {
     if (s->o.model) snprintf(s->model_file, sizeof s->model_file, "%s", s->o.model);
     else rt_tools_bundled_model(s->model_file, sizeof s->model_file);
@@ -491,10 +545,12 @@ static int load(server_t *s) {
         s->o.alias = slash ? slash + 1 : s->model_file;
     }
     const int32_t np = s->o.n_parallel;
-    /* rt-run's default plan: the memory split (RTM_SPLIT_AUTO) would put
-     * layers on a software device such as lavapipe, ~40x slower here */
+    rt_device_t *devs[MAX_DEVICES];
+    int32_t n_devs = 0;
+    if (s->o.devices && !rt_cli_find_devices(TOOL, s->reg, s->o.devices, devs, MAX_DEVICES, &n_devs)) return 1;
     const rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = s->reg, .n_ctx = s->o.n_ctx * np,
-                                   .split = RTM_SPLIT_FASTEST, .no_mmap = s->o.no_mmap};
+                                   .devices = n_devs ? devs : NULL, .n_devices = n_devs, .split = s->o.split,
+                                   .n_gpu_layers = s->o.n_gpu_layers, .no_mmap = s->o.no_mmap};
     rt_status_t st = rtm_model_load(s->model_file, &mp, &s->model);
     if (st == RT_OK) {
         const int32_t train = rtm_model_n_ctx_train(s->model);
@@ -511,15 +567,7 @@ static int load(server_t *s) {
                                                                           : rtm_last_error());
         return 1;
     }
-    rt_gguf_t *g = NULL;
-    const char *src = NULL;
-    if (rt_gguf_open(s->model_file, NULL, &g) == RT_OK && rt_gguf_get_str(g, "tokenizer.chat_template", &src) == RT_OK) {
-        s->tmpl_src = strdup(src);
-        if (rtm_chat_template_create(src, &s->tmpl) != RT_OK)
-            fprintf(stderr, TOOL ": the chat template is not usable (chat answers 400): %s\n", rtm_last_error());
-    }
-    rt_gguf_destroy(g);
-    return 0;
+    return load_template(s);
 }
 
 static int serve(server_t *s) {

@@ -9,6 +9,7 @@
  * ends at end of generation (EOS/EOT, the token fed so the next turn
  * follows it), a -r stop string, -n tokens or a full context. */
 #include "run.h"
+#include "chat_source.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -28,17 +29,17 @@ typedef struct chat {
     char *prev;                 /* the last rendering, fed to the model already */
     size_t prev_len;
     bool started;               /* the first piece (with BOS) is fed */
+    bool full;                  /* the context has no room for the next turn: the chat ends */
 } chat_t;
 
-/* The model file's tokenizer.chat_template, parsed. */
+/* --chat-template's, else the model file's tokenizer.chat_template, parsed. */
 static int load_template(chat_t *c) {
-    rt_gguf_t *g = NULL;
-    const char *src = NULL;
-    if (rt_gguf_open(c->r->model_file, NULL, &g) != RT_OK) return run_fail("%s", rt_last_error());
-    int rc = rt_gguf_get_str(g, "tokenizer.chat_template", &src) == RT_OK
-                 ? 0 : run_fail("-cnv: %s has no tokenizer.chat_template", c->r->model_file);
-    if (rc == 0 && rtm_chat_template_create(src, &c->tmpl) != RT_OK) rc = run_fail("%s", rtm_last_error());
-    rt_gguf_destroy(g);
+    char *src = NULL, origin[256], names[128];
+    if (!rt_chat_source("rt-run", c->r->o->chat_template, c->r->model_file, &src, origin, sizeof origin)) return 1;
+    int rc = src ? 0 : run_fail("-cnv: %s has no tokenizer.chat_template; name its format with --chat-template (%s) "
+                                "or give a template file", c->r->model_file, rt_chat_source_names(names, sizeof names));
+    if (rc == 0 && rtm_chat_template_create(src, &c->tmpl) != RT_OK) rc = run_fail("%s: %s", origin, rtm_last_error());
+    free(src);
     return rc;
 }
 
@@ -78,8 +79,13 @@ static int feed_text(chat_t *c, const char *text, size_t len) {
     if (t == NULL) return run_fail("no memory for %d tokens", n);
     int rc = rtm_vocab_tokenize(v, text, len, !c->started, true, t, n, &n) == RT_OK
                  ? 0 : run_fail("%s", rtm_last_error());
-    if (rc == 0 && rtm_context_n_past(r->ctx) + n >= rtm_context_n_ctx(r->ctx))
-        rc = run_fail("-cnv: the context of %d tokens is full", rtm_context_n_ctx(r->ctx));
+    if (rc == 0 && rtm_context_n_past(r->ctx) + n >= rtm_context_n_ctx(r->ctx)) {
+        fprintf(stderr, "rt-run: the context of %d tokens is full: the chat ends here (-c raises it)\n",
+                rtm_context_n_ctx(r->ctx));
+        c->full = true;
+        free(t);
+        return 0;
+    }
     if (rc == 0) rc = run_feed(r, t, n);
     r->n_prompt += rc == 0 ? n : 0;
     c->started = true;
@@ -101,6 +107,7 @@ static int turn(chat_t *c, const char *user) {
         rc = run_fail("-cnv: the template changed the conversation's past; not supported");
     if (rc == 0) rc = feed_text(c, now + c->prev_len, len - c->prev_len);
     free(now);
+    if (c->full) return rc;
     run_t *r = c->r;
     r->capture = true;
     r->reply_len = 0;
@@ -139,7 +146,7 @@ int run_chat(run_t *r) {
         rc = turn(&c, r->o->prompt);
     }
     const bool tty = isatty(STDIN_FILENO);
-    while (rc == 0) {
+    while (rc == 0 && !c.full) {
         if (tty) fputs(r->o->color ? "\033[32m> " : "> ", stdout), fflush(stdout);
         char *line = read_line();
         if (tty && r->o->color) fputs("\033[0m", stdout);

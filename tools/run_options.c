@@ -4,6 +4,7 @@
  * help text stating every default. */
 #include "run_options.h"
 #include "../dist/rt_dist.h"
+#include "chat_source.h"
 #include "tool_cli.h"
 
 #include <errno.h>
@@ -64,6 +65,7 @@ static void usage(FILE *f) {
         "                            at most a reply; ends at the end of stdin\n"
         "  -no-cnv, --no-conversation  plain completion of the prompt (the default)\n"
         "  -sys, --system-prompt TEXT  the chat's system message (default: none)\n"
+        RT_CLI_CHAT_TEMPLATE_HELP
         "  -r, --reverse-prompt TEXT stop after TEXT (up to %d times the option)\n"
         "      --color               the user's text in colour on a terminal\n"
         "other:\n"
@@ -81,7 +83,7 @@ enum {
     OPT_TEMP = 1000, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P, OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N,
     OPT_SPLIT, OPT_LIST_DEVICES, OPT_DEVICE, OPT_NGL, OPT_CNV, OPT_NO_CNV, OPT_SYS, OPT_COLOR,
     OPT_SPECIAL, OPT_DUMP_LOGITS, OPT_CHECK_NUMERICS, OPT_VERSION, OPT_EXPLAIN, OPT_TP, OPT_DIST,
-    OPT_FA, OPT_CTK, OPT_CTV, OPT_NO_MMAP
+    OPT_FA, OPT_CTK, OPT_CTV, OPT_NO_MMAP, OPT_CHAT_TEMPLATE
 };
 
 static const struct option long_options[] = {
@@ -114,6 +116,7 @@ static const struct option long_options[] = {
     {"no-cnv", no_argument, NULL, OPT_NO_CNV},
     {"no-conversation", no_argument, NULL, OPT_NO_CNV},
     {"sys", required_argument, NULL, OPT_SYS},
+    {"chat-template", required_argument, NULL, OPT_CHAT_TEMPLATE},
     {"system-prompt", required_argument, NULL, OPT_SYS},
     {"color", no_argument, NULL, OPT_COLOR},
     {"special", no_argument, NULL, OPT_SPECIAL},
@@ -213,6 +216,7 @@ static int one_option(int c, const char *name, const char *v, run_options_t *o) 
     case OPT_CNV: o->conversation = true; break;
     case OPT_NO_CNV: o->conversation = false; break;
     case OPT_SYS: o->system_prompt = v; break;
+    case OPT_CHAT_TEMPLATE: o->chat_template = v; break;
     case OPT_COLOR: o->color = true; break;
     case OPT_SPECIAL: o->special = true; break;
     case OPT_DUMP_LOGITS: o->dump_logits = v; break;

@@ -35,6 +35,7 @@ typedef struct run_options {
     bool conversation;       /* -cnv: a chat through the model's template */
     bool color;              /* the user's text in colour on a terminal */
     const char *system_prompt;
+    const char *chat_template; /* --chat-template NAME|FILE; NULL: the model's */
     const char *stops[RUN_MAX_STOPS]; /* -r: generation stops after any of these texts */
     int32_t n_stops;
 } run_options_t;

@@ -12,9 +12,11 @@
 
 #define MAX_PIECE 256
 
-void srv_answer_init(srv_answer_t *a, const srv_request_t *q, const rtm_model_t *model, const char *model_name) {
+void srv_answer_init(srv_answer_t *a, const srv_request_t *q, const rtm_model_t *model, const char *model_name,
+                     int32_t n_ctx) {
     static unsigned counter;
-    *a = (srv_answer_t){.q = q, .model = model, .model_name = model_name, .created = (json_int_t)time(NULL)};
+    *a = (srv_answer_t){.q = q, .model = model, .model_name = model_name, .created = (json_int_t)time(NULL),
+                        .n_ctx = n_ctx};
     snprintf(a->id, sizeof a->id, "%s-%lld-%u", q->chat ? "chatcmpl" : "cmpl", (long long)a->created,
              __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
 }
@@ -116,14 +118,21 @@ static json_t *echoed(srv_answer_t *a, int32_t i, const srv_text_t *text) {
     return both;
 }
 
-json_t *srv_answer_choice(srv_answer_t *a, int32_t i, const srv_text_t *text, const char *finish) {
+/* finish_reason, and finish_detail when the context ran out. */
+static void set_finish(const srv_answer_t *a, json_t *ch, const srv_job_result_t *res) {
+    json_object_set_new(ch, "finish_reason", res ? json_string(res->finish) : json_null());
+    if (res && res->context_full)
+        json_object_set_new(ch, "finish_detail", json_sprintf("the context of %d positions is full", a->n_ctx));
+}
+
+json_t *srv_answer_choice(srv_answer_t *a, int32_t i, const srv_text_t *text, const srv_job_result_t *res) {
     json_t *ch = json_pack("{s:i}", "index", i);
     if (a->q->chat)
         json_object_set_new(ch, "message", json_pack("{s:s,s:o}", "role", "assistant", "content", text_of(text)));
     else
         json_object_set_new(ch, "text", a->q->echo ? echoed(a, i, text) : text_of(text));
     json_object_set_new(ch, "logprobs", logprobs(a, i, text));
-    json_object_set_new(ch, "finish_reason", finish ? json_string(finish) : json_null());
+    set_finish(a, ch, res);
     return ch;
 }
 
@@ -145,7 +154,8 @@ json_t *srv_answer_whole(const srv_answer_t *a, json_t *choices, const srv_usage
     return body;
 }
 
-json_t *srv_answer_chunk(srv_answer_t *a, int32_t i, const srv_text_t *text, bool first, const char *finish) {
+json_t *srv_answer_chunk(srv_answer_t *a, int32_t i, const srv_text_t *text, bool first,
+                         const srv_job_result_t *res) {
     json_t *ch = json_pack("{s:i}", "index", i);
     if (a->q->chat) {
         json_t *delta = json_object();
@@ -156,7 +166,7 @@ json_t *srv_answer_chunk(srv_answer_t *a, int32_t i, const srv_text_t *text, boo
         json_object_set_new(ch, "text", first && a->q->echo ? echoed(a, i, text) : text_of(text));
     }
     json_object_set_new(ch, "logprobs", text && text->n_lp ? logprobs(a, i, text) : json_null());
-    json_object_set_new(ch, "finish_reason", finish ? json_string(finish) : json_null());
+    set_finish(a, ch, res);
     return envelope(a, json_pack("[o]", ch), true);
 }
 

@@ -27,6 +27,7 @@ typedef struct srv_answer {
     const char *model_name;
     char id[48];
     json_int_t created;
+    int32_t n_ctx;            /* a slot's positions, for finish_detail */
     size_t offset[SRV_MAX_CHOICES];
 } srv_answer_t;
 
@@ -35,15 +36,19 @@ typedef struct srv_usage {
     int32_t cached_tokens;    /* of prompt_tokens, those the slot's cache already held */
 } srv_usage_t;
 
-void srv_answer_init(srv_answer_t *a, const srv_request_t *q, const rtm_model_t *model, const char *model_name);
+void srv_answer_init(srv_answer_t *a, const srv_request_t *q, const rtm_model_t *model, const char *model_name,
+                     int32_t n_ctx);
 /* Choice i of a whole reply: its text (after the prompt when echo) and,
- * when asked, its tokens' log-probabilities. */
-json_t *srv_answer_choice(srv_answer_t *a, int32_t i, const srv_text_t *text, const char *finish);
+ * when asked, its tokens' log-probabilities; res its finish (and, when
+ * the context ran out, "finish_detail" saying so: OpenAI's "length" does
+ * not tell it from max_tokens). */
+json_t *srv_answer_choice(srv_answer_t *a, int32_t i, const srv_text_t *text, const srv_job_result_t *res);
 /* The whole reply around choices (stolen). */
 json_t *srv_answer_whole(const srv_answer_t *a, json_t *choices, const srv_usage_t *usage);
 /* A chunk of choice i: text (may be empty), first: chat's role (and the
- * echoed prompt), finish: the last chunk's reason, else NULL. */
-json_t *srv_answer_chunk(srv_answer_t *a, int32_t i, const srv_text_t *text, bool first, const char *finish);
+ * echoed prompt), res: the last chunk's finish, else NULL. */
+json_t *srv_answer_chunk(srv_answer_t *a, int32_t i, const srv_text_t *text, bool first,
+                         const srv_job_result_t *res);
 /* The stream's last chunk with stream_options.include_usage: no choices. */
 json_t *srv_answer_usage_chunk(const srv_answer_t *a, const srv_usage_t *usage);
 /* {"error": {"message", "type", "param", "code"}}; param NULL or "": null. */

@@ -97,6 +97,7 @@ rt_status_t srv_gen_next(srv_gen_t *g, const float *logits, int32_t n_past) {
         g->done = true;
         g->finish = "stop";
     } else if ((g->max_tokens >= 0 && g->n_generated >= g->max_tokens) || n_past + 1 >= g->n_ctx) {
+        g->context_full = !(g->max_tokens >= 0 && g->n_generated >= g->max_tokens);
         finish(g, "length");
     } else {
         rtm_sampler_accept(g->sampler, t);

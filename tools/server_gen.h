@@ -47,6 +47,7 @@ typedef struct srv_gen {
     rtm_token_t next;         /* the token to feed (not done) */
     bool done;
     const char *finish;       /* "stop" or "length" once done */
+    bool context_full;        /* "length" because the sequence's n_ctx positions are held */
     char *out;                /* the text of the last step; out_len bytes, NUL-terminated */
     size_t out_len, out_cap;
     bool out_failed;

@@ -66,6 +66,13 @@ json_t *srv_info_tokenize(const srv_info_t *in, const char *body, size_t len, co
     json_t *j = object_body(body, len, known, 4, err);
     if (j == NULL) return NULL;
     json_t *content = json_object_get(j, "content");
+    for (size_t i = 1; i < 4; i++) {
+        json_t *flag = json_object_get(j, known[i]);
+        if (flag && !json_is_boolean(flag)) {
+            json_decref(j);
+            return *err = "'add_special', 'parse_special' and 'with_pieces' want true or false", NULL;
+        }
+    }
     const rtm_vocab_t *v = rtm_model_vocab(in->model);
     const bool add = json_is_true(json_object_get(j, "add_special"));
     const bool parse = json_is_true(json_object_get(j, "parse_special"));

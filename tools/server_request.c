@@ -4,6 +4,7 @@
  * the table is refused as unknown, and a reader refuses the values rt
  * cannot honour (tools, a JSON response format, images, mirostat, ...). */
 #include "server_request.h"
+#include "utf8_text.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -24,7 +25,23 @@ static bool refuse(srv_request_t *q, const char *param, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(q->error, sizeof q->error, fmt, ap);
     va_end(ap);
+    /* a field's name cut short may end inside a character: JSON wants whole ones */
+    q->param[rt_utf8_complete(q->param, strlen(q->param))] = 0;
+    q->error[rt_utf8_complete(q->error, strlen(q->error))] = 0;
     return false;
+}
+
+/* At most 32 bytes of a client's text for a message, cut before a
+ * character rather than inside one. */
+typedef struct clip {
+    char s[33];
+} clip_t;
+
+static clip_t clip(const char *text) {
+    clip_t c;
+    snprintf(c.s, sizeof c.s, "%s", text ? text : "?");
+    c.s[rt_utf8_complete(c.s, strlen(c.s))] = 0;
+    return c;
 }
 
 //===--- values ---===//
@@ -59,7 +76,13 @@ typedef bool (*read_fn)(srv_request_t *q, const srv_request_info_t *info, const 
 
 static bool read_any(srv_request_t *q, const srv_request_info_t *info, const char *name, json_t *v) {
     (void)q, (void)info, (void)name, (void)v;
-    return true; /* model: one is served, whatever the name; user: an id for the client's own logs */
+    return true; /* messages, prompt: read once the other fields are */
+}
+
+/* model: one is served, whatever the name; user: an id for the client's own logs. */
+static bool read_string(srv_request_t *q, const srv_request_info_t *info, const char *name, json_t *v) {
+    (void)info;
+    return json_is_string(v) ? true : refuse(q, name, "'%s' wants a string", name);
 }
 
 static bool read_stream(srv_request_t *q, const srv_request_info_t *info, const char *name, json_t *v) {
@@ -157,7 +180,7 @@ static bool read_logit_bias(srv_request_t *q, const srv_request_info_t *info, co
         char *end = NULL;
         const long id = strtol(key, &end, 10);
         if (end == key || *end || id < 0 || id >= n_vocab)
-            return refuse(q, name, "'%s' key '%.32s' is not a token id of this model (0 to %d)", name, key, n_vocab - 1);
+            return refuse(q, name, "'%s' key '%s' is not a token id of this model (0 to %d)", name, clip(key).s, n_vocab - 1);
         float b = 0;
         if (!number(q, name, x, -100, 100, &b)) return false;
         q->bias[q->sampling.n_logit_bias++] = (rtm_logit_bias_t){(rtm_token_t)id, b};
@@ -202,19 +225,32 @@ static bool read_response_format(srv_request_t *q, const srv_request_info_t *inf
     (void)info;
     const char *type = json_string_value(json_object_get(v, "type"));
     if (type && strcmp(type, "text") == 0 && json_object_size(v) == 1) return true;
-    return refuse(q, name, "'%s' of type '%.32s' is not supported: only 'text'", name, type ? type : "?");
+    return refuse(q, name, "'%s' of type '%s' is not supported: only 'text'", name, clip(type).s);
 }
 
-/* Fields whose only value rt honours is "off": refused when set. */
+/* Fields rt honours only "off", and the values that are off (as JSON): any
+ * other value is refused. cache_prompt is off either way: prompts are
+ * always reused, which changes no reply. */
+static const struct off_value {
+    const char *name, *off;
+} off_values[] = {
+    {"cache_prompt", "[true, false]"}, {"tools", "[[]]"}, {"tool_choice", "[\"none\"]"},
+    {"parallel_tool_calls", "[true, false]"}, {"functions", "[[]]"}, {"function_call", "[\"none\"]"},
+    {"grammar", "[\"\"]"}, {"json_schema", "[{}]"}, {"mirostat", "[0]"}, {"best_of", "[1]"},
+    {"suffix", "[\"\"]"}, {"modalities", "[[\"text\"]]"}, {"audio", "[]"}, {"prediction", "[]"},
+    {"store", "[false]"}, {"metadata", "[{}]"}, {"reasoning_effort", "[]"},
+    {"service_tier", "[\"auto\", \"default\"]"}, {"web_search_options", "[]"},
+};
+
 static bool read_off(srv_request_t *q, const srv_request_info_t *info, const char *name, json_t *v) {
     (void)info;
-    const bool off = json_is_false(v) || (json_is_array(v) && json_array_size(v) == 0) ||
-                     (json_is_integer(v) && json_integer_value(v) == (strcmp(name, "best_of") == 0)) ||
-                     (json_is_string(v) && strcmp(name, "tool_choice") == 0 && strcmp(json_string_value(v), "none") == 0) ||
-                     (json_is_array(v) && strcmp(name, "modalities") == 0 && json_array_size(v) == 1 &&
-                      json_is_string(json_array_get(v, 0)) && strcmp(json_string_value(json_array_get(v, 0)), "text") == 0) ||
-                     (json_is_boolean(v) && strcmp(name, "parallel_tool_calls") == 0) ||
-                     (json_is_boolean(v) && strcmp(name, "cache_prompt") == 0);
+    bool off = false;
+    for (size_t i = 0; i < sizeof off_values / sizeof off_values[0]; i++) {
+        if (strcmp(off_values[i].name, name) != 0) continue;
+        json_t *values = json_loads(off_values[i].off, 0, NULL);
+        for (size_t k = 0; k < json_array_size(values); k++) off |= json_equal(v, json_array_get(values, k));
+        json_decref(values);
+    }
     return off ? true : refuse(q, name, "'%s' is not supported by rt-server", name);
 }
 
@@ -226,7 +262,7 @@ static const struct field {
     int where;
     read_fn read;
 } fields[] = {
-    {"model", BOTH, read_any},                 {"user", BOTH, read_any},
+    {"model", BOTH, read_string},              {"user", BOTH, read_string},
     {"messages", CHAT, read_any},              {"prompt", COMPLETIONS, read_any}, /* read last */
     {"stream", BOTH, read_stream},             {"stream_options", BOTH, read_stream_options},
     {"max_tokens", BOTH, read_max_tokens},     {"max_completion_tokens", CHAT, read_max_tokens},
@@ -271,10 +307,11 @@ static const char *message_text(srv_request_t *q, json_t *content, size_t i, cha
     for (size_t k = 0; k < json_array_size(content); k++) {
         json_t *part = json_array_get(content, k);
         const char *type = json_string_value(json_object_get(part, "type"));
-        if (type == NULL || strcmp(type, "text") != 0 || !json_is_string(json_object_get(part, "text"))) {
+        const bool text_only = json_object_size(part) == 2;
+        if (type == NULL || strcmp(type, "text") != 0 || !json_is_string(json_object_get(part, "text")) || !text_only) {
             snprintf(name, sizeof name, "messages[%zu].content[%zu]", i, k);
-            return refuse(q, name, "'%s' of type '%.32s' is not supported: the model reads text parts only", name,
-                          type ? type : "?"), NULL;
+            return refuse(q, name, "'%s' of type '%s' is not supported: the model reads text parts "
+                                   "({\"type\": \"text\", \"text\": ...}) only", name, clip(type).s), NULL;
         }
         len += json_string_length(json_object_get(part, "text"));
     }
@@ -298,7 +335,7 @@ static bool read_message(srv_request_t *q, json_t *msg, size_t i, rtm_chat_messa
     json_t *x;
     json_object_foreach(msg, key, x) {
         if (strcmp(key, "role") == 0 || strcmp(key, "content") == 0 || json_is_null(x)) continue;
-        snprintf(name, sizeof name, "messages[%zu].%.32s", i, key);
+        snprintf(name, sizeof name, "messages[%zu].%s", i, clip(key).s);
         return refuse(q, name, "'%s' is not supported by rt-server", name);
     }
     m->role = json_string_value(json_object_get(msg, "role"));
@@ -315,7 +352,9 @@ static bool read_message(srv_request_t *q, json_t *msg, size_t i, rtm_chat_messa
 
 /* The messages rendered with the model's template into q->prompt. */
 static bool render_chat(srv_request_t *q, const srv_request_info_t *info, json_t *messages) {
-    if (info->tmpl == NULL) return refuse(q, "messages", "the model has no chat template: use /v1/completions");
+    if (info->tmpl == NULL)
+        return refuse(q, "messages", "the model has no usable chat template: start rt-server with --chat-template "
+                                     "NAME|FILE, or use /v1/completions");
     const size_t n = json_array_size(messages);
     if (!json_is_array(messages) || n == 0 || n > MAX_MESSAGES)
         return refuse(q, "messages", "'messages' wants 1 to %d messages", MAX_MESSAGES);
@@ -371,7 +410,7 @@ bool srv_request_parse(srv_request_t *q, const srv_request_info_t *info, bool ch
     json_t *v;
     json_object_foreach(q->json, key, v) {
         const struct field *f = find_field(key, chat);
-        if (f == NULL) return refuse(q, key, "'%.48s' is not a field rt-server knows", key);
+        if (f == NULL) return refuse(q, key, "'%s' is not a field rt-server knows", clip(key).s);
         if (!json_is_null(v) && !f->read(q, info, key, v)) return false;
     }
     if (chat) return render_chat(q, info, json_object_get(q->json, "messages"));

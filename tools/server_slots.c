@@ -122,6 +122,7 @@ static void job_finish(srv_slots_t *s, srv_job_t *j, const char *failure) {
     j->result.n_generated = j->g.n_generated;
     j->result.failed = failure != NULL;
     j->result.gone = j->cancelled;
+    j->result.context_full = j->g.context_full;
     if (failure) snprintf(j->result.message, sizeof j->result.message, "%s", failure);
     srv_gen_end(&j->g);
     if (j->fd >= 0) close(j->fd);

@@ -57,6 +57,7 @@ typedef struct srv_job_result {
     bool failed;              /* a decode failed: message holds why */
     bool gone;                /* the client went away: cancelled */
     int32_t n_cached;         /* prompt tokens the slot already held (not decoded again) */
+    bool context_full;        /* "length": the slot's positions ran out, not max_tokens */
     char message[256];
 } srv_job_result_t;
 

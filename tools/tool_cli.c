@@ -15,6 +15,32 @@
 
 const char *rt_cli_commit(void) { return RT_GIT_COMMIT; }
 
+bool rt_cli_find_devices(const char *tool, rt_registry_t *reg, const char *list, rt_device_t **devs,
+                         int32_t max, int32_t *n_devs) {
+    char name[128];
+    *n_devs = 0;
+    for (const char *p = list; *p;) {
+        const size_t len = strcspn(p, ",");
+        snprintf(name, sizeof name, "%.*s", (int)len, p);
+        p += len + (p[len] == ',');
+        if (!name[0]) continue;
+        if (*n_devs >= max) {
+            fprintf(stderr, "%s: --device names more than %d devices\n", tool, max);
+            return false;
+        }
+        rt_device_t *dev = rt_registry_device_by_name(reg, name);
+        if (dev == NULL) {
+            fprintf(stderr, "%s: no device named '%s'; devices:", tool, name);
+            for (int32_t i = 0; i < rt_registry_device_count(reg); i++)
+                fprintf(stderr, " %s", rt_device_name(rt_registry_device(reg, i)));
+            fprintf(stderr, "\n");
+            return false;
+        }
+        devs[(*n_devs)++] = dev;
+    }
+    return true;
+}
+
 void rt_cli_print_version(FILE *f, const char *tool) {
     const uint32_t lib = rt_abi_version();
     fprintf(f, "%s %s (ABI %u.%u, library %s ABI %u.%u, commit %s)\n", tool, RT_VERSION_STRING,

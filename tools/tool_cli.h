@@ -7,6 +7,8 @@
 #ifndef RT_TOOLS_TOOL_CLI_H
 #define RT_TOOLS_TOOL_CLI_H
 
+#include "../abi/rt.h"
+
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -36,6 +38,12 @@ bool rt_cli_u64(const char *tool, const char *option, const char *value, uint64_
 #define RT_CLI_NGL_OPTIONS(code)                                                          \
     {"ngl", required_argument, NULL, (code)}, {"n-gpu-layers", required_argument, NULL, (code)}, \
     {"gpu-layers", required_argument, NULL, (code)}
+
+/* The devices named in list (comma-separated, as -dev takes them) into
+ * devs[0..max); *n_devs their count. False after "TOOL: no device named
+ * 'X'; devices: ..." or too many. */
+bool rt_cli_find_devices(const char *tool, rt_registry_t *reg, const char *list, rt_device_t **devs,
+                         int32_t max, int32_t *n_devs);
 
 /* --split's value: "auto" or "fastest" into *out (an rtm_split_t of
  * model/rt_model.h); false after "TOOL: --split knows ...". */
