@@ -80,11 +80,13 @@ RT_API void rt_abort_set(rt_abort_fn fn, void *user_data);
 
 /* Writer callback for the text and DOT dumps. */
 typedef void (*rt_write_fn)(const char *text, size_t len, void *user_data);
+#if RT_TARGETS(1, 3)
 /* abi >= 1.3: printf into such a writer, as the dumps write their lines
  * (libraries over rt that report through the same callback use it): one
  * call of write per call, a text longer than 1023 bytes cut there;
  * nothing when write or fmt is NULL. */
 RT_API void rt_write_text(rt_write_fn write, void *user_data, const char *fmt, ...) RT_PRINTF(3, 4);
+#endif
 
 //===--- types ---===//
 
@@ -123,10 +125,12 @@ RT_API size_t rt_tensor_overhead(void);
  * past the largest graph: for a size the caller does not control, use
  * rt_graph_overhead_v2. */
 RT_API size_t rt_graph_overhead(size_t size);
+#if RT_TARGETS(1, 2)
 /* abi >= 1.2: *out_bytes = the pool bytes of a graph of `size` nodes, or
  * RT_ERR_INVALID_ARGUMENT (with a message naming size and the limit, and
  * *out_bytes 0) when no graph can be that large. */
 RT_API rt_status_t rt_graph_overhead_v2(size_t size, size_t *out_bytes);
+#endif
 
 RT_API rt_status_t rt_context_create(const rt_context_params_t *params, rt_context_t **out_ctx);
 RT_API void rt_context_destroy(rt_context_t *ctx);
@@ -216,10 +220,12 @@ RT_API rt_tensor_t *rt_cast(rt_context_t *ctx, rt_tensor_t *a, rt_type_t type);
 //===--- graph constructors: compute ---===//
 
 RT_API rt_tensor_t *rt_get_rows(rt_context_t *ctx, rt_tensor_t *a, rt_tensor_t *rows);
+#if RT_TARGETS(1, 1)
 /* abi >= 1.1: writes the rows of b over rows `rows` of a (SET_ROWS); the
  * result is a view of a. */
 RT_API rt_tensor_t *rt_set_rows(rt_context_t *ctx, rt_tensor_t *a, rt_tensor_t *b,
                                 rt_tensor_t *rows);
+#endif
 RT_API rt_tensor_t *rt_add(rt_context_t *ctx, rt_tensor_t *a, rt_tensor_t *b);
 RT_API rt_tensor_t *rt_sub(rt_context_t *ctx, rt_tensor_t *a, rt_tensor_t *b);
 RT_API rt_tensor_t *rt_mul(rt_context_t *ctx, rt_tensor_t *a, rt_tensor_t *b);
@@ -235,13 +241,17 @@ RT_API rt_tensor_t *rt_soft_max_ext(rt_context_t *ctx, rt_tensor_t *a, rt_tensor
 RT_API rt_tensor_t *rt_diag_mask_inf(rt_context_t *ctx, rt_tensor_t *a, int n_past);
 RT_API rt_tensor_t *rt_gelu(rt_context_t *ctx, rt_tensor_t *a);
 RT_API rt_tensor_t *rt_silu(rt_context_t *ctx, rt_tensor_t *a);
+#if RT_TARGETS(1, 2)
 /* abi >= 1.2: tanh(a), elementwise (RT_OP_TANH) */
 RT_API rt_tensor_t *rt_tanh(rt_context_t *ctx, rt_tensor_t *a);
+#endif
+#if RT_TARGETS(1, 3)
 /* abi >= 1.3: softmax(cap(scale * K^T Q) + mask) V in one op (RT_OP_FLASH_ATTN):
  * q {D, N, H, n3}, k {D, n_kv, H_kv, n3}, v {Dv, n_kv, H_kv, n3}, mask
  * {n_kv, >= N} or NULL -> {Dv, H, N, n3}; softcap 0 for none. */
 RT_API rt_tensor_t *rt_flash_attn(rt_context_t *ctx, rt_tensor_t *q, rt_tensor_t *k, rt_tensor_t *v,
                                   rt_tensor_t *mask, float scale, float softcap);
+#endif
 RT_API rt_tensor_t *rt_swiglu(rt_context_t *ctx, rt_tensor_t *a, rt_tensor_t *b);
 /* rope with freq_base 10000 and freq_scale 1 (llama's defaults). */
 RT_API rt_tensor_t *rt_rope(rt_context_t *ctx, rt_tensor_t *a, rt_tensor_t *pos, int n_dims,
@@ -375,27 +385,31 @@ typedef struct rt_registry_options {
     const rt_allocator_t *allocator; /* NULL: malloc */
     bool no_scan;                    /* load nothing now; use rt_registry_load_plugin */
     const char *plugin_path;         /* used instead of RT_PLUGIN_PATH when not NULL */
+#if RT_TARGETS(1, 2)
     /* abi >= 1.2 */
     rt_plugin_admit_fn admit;        /* NULL: every file that passes the checks is opened */
     void *admit_user_data;
+#endif
 } rt_registry_options_t;
 
-/* Creates a registry for an application built against ABI app_abi_version
- * (rt_base.h, rule 8): it sees only the buffer types, ops and types that
- * version defines (a 1.0 application never sees a weights buffer type).
- * Applications call it through the rt_registry_create macro below, which
- * passes the version of the headers they were compiled with. */
-RT_API rt_status_t rt_registry_create_v2(const rt_registry_options_t *options,
-                                         uint32_t app_abi_version, rt_registry_t **out_registry);
-/* The ABI 1.0 entry point, kept for applications built before 1.2: they are
- * treated as 1.0 (the safe side: they see less, never what they would
- * misuse). */
+/* The ABI 1.0 entry point, kept for applications built before 1.2 (and
+ * for those that target 1.0 or 1.1, RT_TARGET_ABI): they are treated as
+ * 1.0 (the safe side: they see less, never what they would misuse). */
 RT_API rt_status_t rt_registry_create(const rt_registry_options_t *options,
                                       rt_registry_t **out_registry);
+#if RT_TARGETS(1, 2)
+/* abi >= 1.2: creates a registry for an application built against ABI
+ * app_abi_version (rt_base.h, rule 8): it sees only the buffer types, ops
+ * and types that version defines (a 1.0 application never sees a weights
+ * buffer type). Applications call it through the rt_registry_create macro
+ * below, which passes the ABI they target (RT_TARGET_ABI). */
+RT_API rt_status_t rt_registry_create_v2(const rt_registry_options_t *options,
+                                         uint32_t app_abi_version, rt_registry_t **out_registry);
 #define rt_registry_create(options, out_registry) \
-    rt_registry_create_v2((options), RT_ABI_VERSION, (out_registry))
-/* The version the registry's application declared. */
+    rt_registry_create_v2((options), (uint32_t)(RT_TARGET_ABI), (out_registry))
+/* abi >= 1.2: the version the registry's application declared. */
 RT_API uint32_t rt_registry_app_abi_version(const rt_registry_t *reg);
+#endif
 /* Destroys devices, plugins and every buffer and queue still alive. */
 RT_API void rt_registry_destroy(rt_registry_t *reg);
 /* Loads one plugin file by absolute path. The returned status is also
@@ -409,7 +423,8 @@ struct rt_plugin_info {
     const char *name;        /* the plugin's name, or the file's if unknown */
     uint32_t abi_version;    /* what it declared; 0 if it got that far */
     rt_status_t status;      /* RT_OK when loaded */
-    const char *message;     /* why not, "" when loaded */
+    const char *message;     /* why not loaded; for a plugin loaded with no devices, why
+                                it has none (the last line it logged); else "" */
     uint32_t n_devices;
 };
 RT_API int32_t rt_registry_plugin_count(const rt_registry_t *reg);
@@ -464,11 +479,13 @@ RT_API size_t rt_buffer_type_alignment(const rt_buffer_type_t *buft);
 RT_API size_t rt_buffer_type_max_size(const rt_buffer_type_t *buft); /* SIZE_MAX: no limit */
 RT_API size_t rt_buffer_type_alloc_size(const rt_buffer_type_t *buft, const rt_tensor_t *t);
 RT_API bool rt_buffer_type_is_host(const rt_buffer_type_t *buft);
+#if RT_TARGETS(1, 1)
 /* abi >= 1.1: a type that keeps weights in the device's own layout
  * (RT_BUFT_FLAG_WEIGHTS in rt_plugin.h: whole-tensor set and get only, used
  * only by the ops the device accepts them for), and whether it takes t. */
 RT_API bool rt_buffer_type_is_weights(const rt_buffer_type_t *buft);
 RT_API bool rt_buffer_type_supports_tensor(const rt_buffer_type_t *buft, const rt_tensor_t *t);
+#endif
 RT_API rt_device_t *rt_buffer_type_device(const rt_buffer_type_t *buft);
 
 RT_API rt_status_t rt_buffer_alloc(rt_buffer_type_t *buft, size_t size, rt_buffer_t **out_buf);

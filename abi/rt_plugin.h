@@ -5,6 +5,9 @@
  * The life of a plugin, in the order the core drives it:
  *
  *   1. dlopen, then dlsym(RT_PLUGIN_QUERY_SYMBOL). The one exported symbol.
+ *      The core opens the file once, checks that descriptor and loads it
+ *      as /proc/self/fd/N on Linux: a plugin that finds files beside its
+ *      own (dladdr's dli_fname) passes that name through realpath first.
  *   2. query(max_abi, host): the core passes the highest ABI version it
  *      speaks and its host table. The plugin answers with its rt_plugin_t,
  *      whose abi_version is min(max_abi, the version it was built for)

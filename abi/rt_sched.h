@@ -138,6 +138,7 @@ RT_API size_t rt_sched_buffer_size(const rt_sched_t *sched, int32_t i);
 /* After RT_ERR_OUT_OF_MEMORY: the device that failed and the bytes its
  * compute buffer needed; NULL (and 0) when the last reserve succeeded. */
 RT_API rt_device_t *rt_sched_last_oom(const rt_sched_t *sched, size_t *out_bytes);
+#if RT_TARGETS(1, 2)
 /* Timing of each device's share (abi >= 1.2), for comparing a plan's
  * predictions with what happened. on: from now on every split waits for
  * its device after its copies and after its nodes and adds both times,
@@ -150,6 +151,7 @@ RT_API void rt_sched_set_timing(rt_sched_t *sched, bool on);
  * any out pointer may be NULL; RT_ERR_MISUSE for a bad index. */
 RT_API rt_status_t rt_sched_device_time(const rt_sched_t *sched, int32_t i, double *out_compute_s,
                                         double *out_copy_s, int64_t *out_splits);
+#endif
 /* One line per split of the last graph split: device, node range, nodes
  * computed, inputs copied (the copy's name, the device it comes from, its
  * bytes). Reads only the scheduler's own records. */
@@ -209,9 +211,12 @@ typedef int32_t rt_placement_mode_t;
 enum {
     RT_PLACEMENT_N_GPU_LAYERS = 0, /* the last n_gpu_layers layers on the first GPU */
     RT_PLACEMENT_AUTO = 1,         /* split by free memory across all GPUs */
+#if RT_TARGETS(1, 2)
     RT_PLACEMENT_FASTEST = 2       /* abi >= 1.2: least predicted time within memory */
+#endif
 };
 
+#if RT_TARGETS(1, 2)
 /* What RT_PLACEMENT_FASTEST knows of a device (abi >= 1.2): measured by a
  * calibration, reported by its plugin, or given by the caller. */
 typedef struct rt_device_speed {
@@ -234,6 +239,8 @@ RT_API rt_status_t rt_device_speed(rt_device_t *dev, bool refresh, rt_device_spe
 #define RT_DEVICE_PROMPT_UBATCH 64
 RT_API rt_status_t rt_device_prompt_speed(rt_device_t *dev, bool refresh, double *out_bytes_per_s);
 
+#endif
+
 typedef struct rt_placement_params {
     uint32_t struct_size;
     rt_placement_mode_t mode;
@@ -246,6 +253,7 @@ typedef struct rt_placement_params {
     rt_device_t *const *devices;    /* n_devices, or NULL when memory_free is given */
     const uint64_t *memory_free;    /* n_devices byte counts; NULL: read from the devices */
     const uint64_t *reserve;        /* n_devices byte counts to keep free; NULL: none */
+#if RT_TARGETS(1, 2)
     const rt_device_speed_t *speed; /* abi >= 1.2: n_devices figures, FASTEST needs them */
     const double *prompt_bytes_per_s; /* abi >= 1.2: n_devices prompt figures
                                          (rt_device_prompt_speed); NULL or 0: a prompt
@@ -253,6 +261,7 @@ typedef struct rt_placement_params {
     int32_t n_ubatch;               /* abi >= 1.2: tokens of a prompt step; 0: 512 */
     int32_t n_prompt;               /* abi >= 1.2: the job FASTEST plans for: prompt tokens */
     int32_t n_generate;             /* abi >= 1.2: and tokens generated; both 0: decode only */
+#endif
 } rt_placement_params_t;
 
 /* Plans the placement (params are copied). RT_ERR_INVALID_ARGUMENT for
@@ -277,12 +286,14 @@ RT_API uint64_t rt_placement_device_bytes(const rt_placement_t *placement, int32
  * RT_ERR_OUT_OF_MEMORY when device i holds nothing to move;
  * RT_ERR_INVALID_ARGUMENT for the CPU or a bad index. */
 RT_API rt_status_t rt_placement_replan(rt_placement_t *placement, int32_t i, uint64_t bytes);
+#if RT_TARGETS(1, 2)
 /* Predicted decode seconds per token (FASTEST; 0 in the other modes) of
  * device i's share: its layers and the copy into it (the last device's
  * also the logits' copy back to the CPU); i = -1: the whole plan. abi >= 1.2. */
 RT_API double rt_placement_predicted_s(const rt_placement_t *placement, int32_t i);
 /* The same for one prompt step of n_ubatch tokens (abi >= 1.2). */
 RT_API double rt_placement_predicted_prompt_s(const rt_placement_t *placement, int32_t i);
+#endif
 /* One line per device: its layers (as ranges), input/output, bytes; in
  * FASTEST mode also the predicted times of its share, a line per crossing
  * of the activations between devices (and the logits' way back) with its

@@ -163,6 +163,9 @@ static rt_status_t check_floats(const rtm_model_t *m, const char *path) {
 static rt_status_t check_hparams(const rtm_model_t *m, const char *path) {
     const rtm_hparams_t *hp = &m->hp;
     const char *arch = m->arch;
+    if (hp->head_dim > 0 && (hp->n_rot % 2 != 0 || hp->n_rot > hp->head_dim))
+        return rtm_error(RT_ERR_FORMAT, "%s: %s.rope.dimension_count is %d: rope rotates an even number of "
+                         "dimensions, at most the head's %d", path, arch, hp->n_rot, hp->head_dim);
     const bool ok = hp->n_embd > 0 && hp->n_layer > 0 && hp->n_ff > 0 && hp->n_head > 0 &&
                     hp->n_head_kv > 0 && hp->head_dim > 0 && hp->n_head % hp->n_head_kv == 0 &&
                     hp->n_rot > 0 && hp->n_rot % 2 == 0 && hp->n_rot <= hp->head_dim &&
@@ -180,6 +183,10 @@ static rt_status_t read_hparams(rtm_model_t *m, const char *path) {
     rt_status_t st = read_keys(m->gguf, m->arch, common_keys, RTM_COUNT(common_keys), hp);
     if (st == RT_OK) st = read_keys(m->gguf, m->arch, m->desc->keys, m->desc->n_keys, hp);
     if (st != RT_OK) return st;
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.dimension_count", m->arch);
+    if (hp->n_rot == 0 && rt_gguf_find_key(m->gguf, key) >= 0) /* 0 is "absent" below */
+        return rtm_error(RT_ERR_FORMAT, "%s: %s is 0: rope must rotate an even number of dimensions", path, key);
     hparams_derive(hp);
     hp->rope_mode = m->desc->rope_mode;
     hp->rope = !m->desc->no_rope;

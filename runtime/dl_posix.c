@@ -49,11 +49,9 @@ static const char *check_segments(int fd, const ehdr_t *eh, uint64_t size, char 
     return NULL;
 }
 
-/* Why path is not a whole shared object of this machine's class, or NULL.
- * Opened without blocking: a FIFO named like a plugin must not hang. */
-static const char *check_elf(const char *path, char *err, size_t err_size) {
-    const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0) return NULL; /* dlopen says why */
+/* Why the file open on fd is not a whole shared object of this machine's
+ * class, or NULL. */
+static const char *check_elf(int fd, char *err, size_t err_size) {
     struct stat st;
     ehdr_t eh;
     const char *why = NULL;
@@ -68,24 +66,78 @@ static const char *check_elf(const char *path, char *err, size_t err_size) {
         why = "truncated: its program headers pass the end of the file";
     else
         why = check_segments(fd, &eh, (uint64_t)st.st_size, err, err_size);
-    close(fd);
     if (why != NULL && why != err) snprintf(err, err_size, "%s", why);
     return why;
 }
 
-void *rt_dl_open(const char *path, char *err, size_t err_size) {
+/* The descriptors plugins are loaded through, one per file (device and
+ * inode), kept open for the life of the process. The loader knows a
+ * library opened as /proc/self/fd/N by that name: were N closed and given
+ * to another file, a later dlopen of that name would return the first
+ * library. An open descriptor also keeps its file's inode from being
+ * reused, so (device, inode) names one file for as long as it is kept. */
+static struct kept_fd {
+    dev_t dev;
+    ino_t ino;
+    int fd;
+} *kept;
+static size_t n_kept, cap_kept;
+static pthread_mutex_t kept_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* The descriptor to load fd's file through: one kept for that file already
+ * (fd is closed), else fd, now kept; -1 when out of memory (fd closed). */
+static int kept_fd_of(int fd) {
+    struct stat st;
+    if (fstat(fd, &st) != 0) return close(fd), -1;
+    pthread_mutex_lock(&kept_mu);
+    int use = fd;
+    for (size_t i = 0; i < n_kept && use == fd; i++)
+        if (kept[i].dev == st.st_dev && kept[i].ino == st.st_ino) use = kept[i].fd;
+    if (use == fd && n_kept == cap_kept) {
+        const size_t cap = cap_kept ? 2 * cap_kept : 16;
+        struct kept_fd *p = realloc(kept, cap * sizeof p[0]);
+        if (p != NULL) kept = p, cap_kept = cap;
+    }
+    if (use == fd && n_kept < cap_kept) kept[n_kept++] = (struct kept_fd){st.st_dev, st.st_ino, fd};
+    else if (use == fd) use = -1;
+    pthread_mutex_unlock(&kept_mu);
+    if (use != fd) close(fd);
+    return use;
+}
+
+void *rt_dl_open_fd(int fd, char *err, size_t err_size) {
     char why[256];
-    if (check_elf(path, why, sizeof why) != NULL) {
+    if (check_elf(fd, why, sizeof why) != NULL) {
         if (err_size > 0) snprintf(err, err_size, "%s", why); /* the caller names the file */
+        close(fd);
         return NULL;
     }
+#if defined(__linux__)
+    if ((fd = kept_fd_of(fd)) < 0) {
+        if (err_size > 0) snprintf(err, err_size, "no memory to keep its descriptor");
+        return NULL;
+    }
+#endif
+    /* The descriptor, not the name: the file checked is the file loaded,
+     * whatever happens to its name meanwhile. Where the system has no
+     * /proc/self/fd (macOS), the name the walk resolved is loaded; every
+     * component of it was checked to be changeable by trusted users only. */
+    char by_fd[64];
+#if defined(__linux__)
+    snprintf(by_fd, sizeof by_fd, "/proc/self/fd/%d", fd);
+#else
+    if (fcntl(fd, F_GETPATH, by_fd) == -1) by_fd[0] = '\0';
+#endif
     /* RTLD_LOCAL: two plugins may define the same internal names; RTLD_NOW:
      * an unresolved symbol fails here, not in the middle of a graph. */
-    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    void *dl = by_fd[0] ? dlopen(by_fd, RTLD_NOW | RTLD_LOCAL) : NULL;
     if (dl == NULL && err_size > 0) {
-        const char *msg = dlerror();
+        const char *msg = by_fd[0] ? dlerror() : "its path cannot be had from its descriptor";
         snprintf(err, err_size, "%s", msg != NULL ? msg : "unknown dlopen failure");
     }
+#if !defined(__linux__)
+    close(fd); /* loaded by name: the descriptor has done its part */
+#endif
     return dl;
 }
 
@@ -199,43 +251,153 @@ static bool component_unsafe(const char *path, const struct stat *st, const stru
     return true;
 }
 
-/* Checks the absolute path and every directory above it up to "/", as sudo
- * and ssh's StrictModes do: replacing any of them replaces the plugin. The
- * first component is the link itself when it is one (its owner can point
- * it elsewhere); the directories above are followed. */
-static bool chain_unsafe(const char *path, char *why, size_t size) {
-    char buf[4096];
-    struct stat st, child;
-    bool have_child = false;
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) return false;
-    for (;;) {
-        if ((have_child ? stat(buf, &st) : lstat(buf, &st)) != 0) return false; /* dlopen says why */
-        if (component_unsafe(buf, &st, have_child ? &child : NULL, why, size)) return true;
-        char *slash = strrchr(buf, '/');
-        if (slash == NULL || (slash == buf && buf[1] == '\0')) return false;
-        if (slash == buf) slash[1] = '\0';
-        else *slash = '\0';
-        child = st;
-        have_child = true;
+/* Opening a plugin: one walk from "/" to the file, a component at a time,
+ * as sudo and ssh's StrictModes check a path, but on descriptors so that
+ * nothing checked can be swapped before it is used. Each name is looked at
+ * in the directory already opened (fstatat, not following a symlink) and
+ * checked; a symlink is checked as itself (its owner can point it
+ * elsewhere) and its target walked in its place; a directory or the file
+ * is opened with O_NOFOLLOW and must be the object checked (device and
+ * inode). The file's descriptor is what rt_dl_open_fd loads. */
+
+#define WALK_DEPTH 64
+#define WALK_LINKS 40
+
+typedef struct walk {
+    int fd[WALK_DEPTH];           /* the directories open, fd[depth - 1] the current one */
+    struct stat st[WALK_DEPTH];
+    size_t shown_len[WALK_DEPTH]; /* shown's length at each */
+    int depth, links;
+    char shown[4096];             /* the path walked, for messages */
+    char todo[8192];              /* what is left to walk */
+} walk_t;
+
+#ifndef O_PATH
+#define O_PATH O_RDONLY /* macOS: a directory opened for reading does as well */
+#endif
+
+static void walk_pop(walk_t *w) {
+    close(w->fd[--w->depth]);
+    w->shown[w->shown_len[w->depth - 1]] = '\0';
+}
+
+static bool walk_push(walk_t *w, int fd, const struct stat *st, const char *name) {
+    if (w->depth == WALK_DEPTH) return close(fd), false;
+    const size_t n = strlen(w->shown);
+    snprintf(w->shown + n, sizeof w->shown - n, "%s%s", n > 1 ? "/" : "", name);
+    w->fd[w->depth] = fd;
+    w->st[w->depth] = *st;
+    w->shown_len[w->depth++] = strlen(w->shown);
+    return true;
+}
+
+/* The next name of todo into name (false: none left); *last when nothing follows it. */
+static bool walk_next(char **p, char *name, size_t size, bool *last) {
+    while (**p == '/') (*p)++;
+    if (**p == '\0') return false;
+    const size_t n = strcspn(*p, "/");
+    snprintf(name, size, "%.*s", (int)n, *p);
+    *p += n;
+    const char *rest = *p;
+    while (*rest == '/') rest++;
+    *last = *rest == '\0';
+    return true;
+}
+
+/* The child's path for a message (cut short past size). */
+static const char *child_path(const walk_t *w, const char *name, char *buf, size_t size) {
+    const int n = snprintf(buf, size, "%s%s", w->shown, strcmp(w->shown, "/") ? "/" : "");
+    if (n >= 0 && (size_t)n < size) snprintf(buf + n, size - (size_t)n, "%s", name);
+    return buf;
+}
+
+/* A symlink at name: checked, then its target put before the rest of todo. */
+static int walk_link(walk_t *w, const char *name, const struct stat *lst, char **p, char *why, size_t size) {
+    char path[4096], target[4096], rest[8192];
+    if (component_unsafe(child_path(w, name, path, sizeof path), lst, NULL, why, size)) return -1;
+    const ssize_t n = readlinkat(w->fd[w->depth - 1], name, target, sizeof target - 1);
+    if (n < 0 || ++w->links > WALK_LINKS) {
+        snprintf(why, size, "%s: %s", path, n < 0 ? strerror(errno) : "too many symlinks");
+        return -2;
     }
+    target[n] = '\0';
+    snprintf(rest, sizeof rest, "%s", *p);
+    const size_t nt = strlen(target), nr = strlen(rest);
+    if (nt + 1 + nr >= sizeof w->todo) {
+        snprintf(why, size, "%s: its target makes the path too long", path);
+        return -2;
+    }
+    memcpy(w->todo, target, nt);
+    w->todo[nt] = '/';
+    memcpy(w->todo + nt + 1, rest, nr + 1);
+    *p = w->todo;
+    while (target[0] == '/' && w->depth > 1) walk_pop(w); /* an absolute target starts again at "/" */
+    return 0;
 }
 
-/* path as named, made absolute. */
-static bool named_path(const char *path, char *buf, size_t size) {
+/* Opens name in the current directory, which must still be the object
+ * lst describes; a directory is pushed, the file's descriptor returned. */
+static int walk_open(walk_t *w, const char *name, const struct stat *lst, bool last, char *why, size_t size) {
+    char path[4096];
+    const int flags = last ? O_RDONLY | O_NONBLOCK | O_NOCTTY : O_PATH | O_DIRECTORY;
+    const int fd = openat(w->fd[w->depth - 1], name, flags | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || st.st_dev != lst->st_dev || st.st_ino != lst->st_ino) {
+        snprintf(why, size, "%s: %s", child_path(w, name, path, sizeof path),
+                 fd < 0 ? strerror(errno) : "changed while it was being checked");
+        if (fd >= 0) close(fd);
+        return -2;
+    }
+    if (!last) return walk_push(w, fd, &st, name) ? 0 : (snprintf(why, size, "%s: too deep", w->shown), -2);
+    if (component_unsafe(child_path(w, name, path, sizeof path), &st, NULL, why, size)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* One step of the walk: -1 unsafe, -2 cannot be opened, 0 go on, > 0 the file's descriptor. */
+static int walk_step(walk_t *w, char **p, char *why, size_t size) {
+    char name[256];
+    bool last = false;
+    if (!walk_next(p, name, sizeof name, &last)) return snprintf(why, size, "%s: not a file", w->shown), -2;
+    if (strcmp(name, ".") == 0 && !last) return 0;
+    if (strcmp(name, "..") == 0 && !last) {
+        if (w->depth > 1) walk_pop(w);
+        return 0;
+    }
+    struct stat lst;
+    char path[4096];
+    if (fstatat(w->fd[w->depth - 1], name, &lst, AT_SYMLINK_NOFOLLOW) != 0)
+        return snprintf(why, size, "%s: %s", child_path(w, name, path, sizeof path), strerror(errno)), -2;
+    /* a child of an untrusted owner is named as such (its directory would
+       be refused for it too, when sticky); then the directory we are in,
+       now that its child is known (the sticky rule) */
+    if (!trusted_owner(lst.st_uid) &&
+        component_unsafe(child_path(w, name, path, sizeof path), &lst, NULL, why, size))
+        return -1;
+    if (component_unsafe(w->shown, &w->st[w->depth - 1], &lst, why, size)) return -1;
+    if (S_ISLNK(lst.st_mode)) return walk_link(w, name, &lst, p, why, size);
+    return walk_open(w, name, &lst, last, why, size);
+}
+
+int rt_os_open_plugin(const char *path, bool *refused, char *why, size_t size) {
+    walk_t w = {.depth = 0};
     char cwd[4096];
-    if (path[0] != '/' && getcwd(cwd, sizeof cwd) == NULL) return false;
-    const int n = path[0] == '/' ? snprintf(buf, size, "%s", path) : snprintf(buf, size, "%s/%s", cwd, path);
-    return n > 0 && (size_t)n < size;
-}
-
-bool rt_os_writable_by_others(const char *path, char *why, size_t size) {
-    char real[4096], dir[4096];
-    if (size > 0) why[0] = '\0';
-    /* The directories as named (a symlink in them can be swapped), then the
-     * file and every directory it really lives in. */
-    if (named_path(path, dir, sizeof dir) && chain_unsafe(dir, why, size)) return true;
-    if (realpath(path, real) == NULL) return false; /* dlopen says why */
-    return chain_unsafe(real, why, size);
+    *refused = false;
+    if (path[0] != '/' && getcwd(cwd, sizeof cwd) == NULL) return snprintf(why, size, "no working directory"), -1;
+    snprintf(w.todo, sizeof w.todo, "%s%s%s", path[0] == '/' ? "" : cwd, path[0] == '/' ? "" : "/", path);
+    struct stat st;
+    const int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root < 0 || fstat(root, &st) != 0) return snprintf(why, size, "/: %s", strerror(errno)), -1;
+    w.fd[0] = root, w.st[0] = st, w.shown_len[0] = 1, w.depth = 1;
+    snprintf(w.shown, sizeof w.shown, "/");
+    char *p = w.todo;
+    int r = 0;
+    while (r == 0) r = walk_step(&w, &p, why, size);
+    while (w.depth > 0) close(w.fd[--w.depth]);
+    *refused = r == -1;
+    return r > 0 ? r : -1;
 }
 
 bool rt_os_glob_match(const char *pattern, const char *name) {

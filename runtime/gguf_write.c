@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct wkv {
     char *key;               /* owned, NUL-terminated */
@@ -30,12 +31,25 @@ typedef struct wtensor {
     uint64_t size;           /* bytes */
 } wtensor_t;
 
+/* Keys and tensor names are found through open-addressed tables of
+ * indices (FNV-1a with a seed of the writer's own, so that names crafted
+ * to collide under one seed do not under another): rt-quantize copies a
+ * file's keys one by one, and a linear search made a file of 200k keys
+ * take two minutes. slot[i] is 0 when empty, else the entry's index + 1;
+ * the table is kept at most half full. */
+typedef struct name_table {
+    size_t *slot;
+    size_t cap;              /* a power of two, or 0 */
+} name_table_t;
+
 struct rt_gguf_writer {
     rt_allocator_t allocator;
     wkv_t *kvs;
     size_t n_kv, cap_kv;
     wtensor_t *tensors;
     size_t n_tensors, cap_tensors;
+    name_table_t key_table, tensor_table;
+    uint64_t seed;
     uint32_t alignment;      /* general.alignment, or the default */
     uint64_t data_bound;     /* data bytes with every tensor padded to 2^31: no layout overflows */
 };
@@ -149,6 +163,8 @@ rt_status_t rt_gguf_writer_create(const rt_gguf_options_t *options, rt_gguf_writ
     if (w == NULL) return rt_error(RT_ERR_OUT_OF_MEMORY, "%s: the writer", __func__);
     w->allocator = *a;
     w->alignment = RT_GGUF_DEFAULT_ALIGNMENT;
+    static _Atomic uint64_t writers;
+    w->seed = ((uint64_t)(uintptr_t)w ^ (uint64_t)time(NULL) << 20 ^ writers++) * 0x9e3779b97f4a7c15ull;
     *out_writer = w;
     return RT_OK;
 }
@@ -162,6 +178,8 @@ void rt_gguf_writer_destroy(rt_gguf_writer_t *w) {
     }
     rt_mem_free(&a, w->kvs, w->cap_kv * sizeof w->kvs[0]);
     rt_mem_free(&a, w->tensors, w->cap_tensors * sizeof w->tensors[0]);
+    rt_mem_free(&a, w->key_table.slot, w->key_table.cap * sizeof w->key_table.slot[0]);
+    rt_mem_free(&a, w->tensor_table.slot, w->tensor_table.cap * sizeof w->tensor_table.slot[0]);
     rt_mem_free(&a, w, sizeof *w);
 }
 
@@ -178,12 +196,53 @@ static rt_status_t grow(rt_gguf_writer_t *w, void **table, size_t n, size_t *cap
     return RT_OK;
 }
 
+//===--- name tables ---===//
+
+static const char *key_at(const rt_gguf_writer_t *w, size_t i) { return w->kvs[i].key; }
+static const char *tensor_at(const rt_gguf_writer_t *w, size_t i) { return w->tensors[i].name; }
+
+static size_t name_hash(const rt_gguf_writer_t *w, const char *name) {
+    uint64_t h = 0xcbf29ce484222325ull ^ w->seed;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++) h = (h ^ *p) * 0x100000001b3ull;
+    return (size_t)(h ^ (h >> 29));
+}
+
+/* The index of name in t, or SIZE_MAX. */
+static size_t table_find(const rt_gguf_writer_t *w, const name_table_t *t,
+                         const char *(*name_at)(const rt_gguf_writer_t *, size_t), const char *name) {
+    for (size_t i = t->cap ? name_hash(w, name) & (t->cap - 1) : 0; t->cap && t->slot[i]; i = (i + 1) & (t->cap - 1))
+        if (strcmp(name_at(w, t->slot[i] - 1), name) == 0) return t->slot[i] - 1;
+    return SIZE_MAX;
+}
+
+static void table_put(const rt_gguf_writer_t *w, name_table_t *t, const char *name, size_t index) {
+    size_t i = name_hash(w, name) & (t->cap - 1);
+    while (t->slot[i]) i = (i + 1) & (t->cap - 1);
+    t->slot[i] = index + 1;
+}
+
+/* Adds entry `index` (the n-th, n = index + 1 entries in all), growing
+ * the table as it fills. */
+static rt_status_t table_add(rt_gguf_writer_t *w, name_table_t *t,
+                             const char *(*name_at)(const rt_gguf_writer_t *, size_t), size_t index) {
+    if ((index + 1) * 2 > t->cap) {
+        const size_t cap = t->cap ? t->cap * 2 : 64;
+        name_table_t grown = {rt_mem_alloc(&w->allocator, cap * sizeof grown.slot[0]), cap};
+        if (grown.slot == NULL) return rt_error(RT_ERR_OUT_OF_MEMORY, "gguf writer: a table of %zu names", cap);
+        memset(grown.slot, 0, cap * sizeof grown.slot[0]);
+        for (size_t i = 0; i < index; i++) table_put(w, &grown, name_at(w, i), i);
+        rt_mem_free(&w->allocator, t->slot, t->cap * sizeof t->slot[0]);
+        *t = grown;
+    }
+    table_put(w, t, name_at(w, index), index);
+    return RT_OK;
+}
+
 //===--- keys and values ---===//
 
 static wkv_t *find_kv(const rt_gguf_writer_t *w, const char *key) {
-    for (size_t i = 0; i < w->n_kv; i++)
-        if (strcmp(w->kvs[i].key, key) == 0) return &w->kvs[i];
-    return NULL;
+    const size_t i = table_find(w, &w->key_table, key_at, key);
+    return i != SIZE_MAX ? &w->kvs[i] : NULL;
 }
 
 /* general.alignment decides the layout, so only a usable value is taken. */
@@ -239,7 +298,15 @@ static rt_status_t put_kv(rt_gguf_writer_t *w, const char *key, rt_gguf_type_t t
         rt_mem_free(&w->allocator, blob, blob_size);
         return st;
     }
-    if (kv == NULL) *(kv = &w->kvs[w->n_kv++]) = (wkv_t){.key = copy};
+    if (kv == NULL) {
+        w->kvs[w->n_kv] = (wkv_t){.key = copy};
+        if (table_add(w, &w->key_table, key_at, w->n_kv) != RT_OK) {
+            rt_mem_free_str(&w->allocator, copy);
+            rt_mem_free(&w->allocator, blob, blob_size);
+            return RT_ERR_OUT_OF_MEMORY;
+        }
+        kv = &w->kvs[w->n_kv++];
+    }
     rt_mem_free(&w->allocator, kv->blob, kv->blob_size);
     kv->type = type;
     kv->blob = blob;
@@ -325,9 +392,8 @@ static rt_status_t check_tensor(const rt_gguf_writer_t *w, const char *name, rt_
     if (strlen(name) >= RT_MAX_NAME)
         return rt_error(RT_ERR_INVALID_ARGUMENT, "gguf writer: tensor name '%.64s...' is %zu bytes, "
                         "the limit is %d", name, strlen(name), RT_MAX_NAME - 1);
-    for (size_t i = 0; i < w->n_tensors; i++)
-        if (strcmp(w->tensors[i].name, name) == 0)
-            return rt_error(RT_ERR_INVALID_ARGUMENT, "gguf writer: tensor '%s' added twice", name);
+    if (table_find(w, &w->tensor_table, tensor_at, name) != SIZE_MAX)
+        return rt_error(RT_ERR_INVALID_ARGUMENT, "gguf writer: tensor '%s' added twice", name);
     const int32_t n = n_dims >= 1 && n_dims <= RT_MAX_DIMS ? n_dims : 0;
     int64_t shape[RT_MAX_DIMS] = {1, 1, 1, 1};
     memcpy(shape, ne, (size_t)n * sizeof shape[0]);
@@ -350,10 +416,12 @@ rt_status_t rt_gguf_writer_add_tensor(rt_gguf_writer_t *w, const char *name, rt_
     if (st == RT_OK)
         st = grow(w, (void **)&w->tensors, w->n_tensors, &w->cap_tensors, sizeof w->tensors[0]);
     if (st != RT_OK) return st;
-    wtensor_t *t = &w->tensors[w->n_tensors++];
+    wtensor_t *t = &w->tensors[w->n_tensors];
     *t = (wtensor_t){.type = type, .n_dims = n_dims, .ne = {1, 1, 1, 1}, .data = data, .size = size};
     memcpy(t->name, name, strlen(name) + 1);
     memcpy(t->ne, ne, (size_t)n_dims * sizeof ne[0]);
+    if (table_add(w, &w->tensor_table, tensor_at, w->n_tensors) != RT_OK) return RT_ERR_OUT_OF_MEMORY;
+    w->n_tensors++;
     w->data_bound = bound;
     return RT_OK;
 }

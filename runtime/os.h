@@ -8,7 +8,11 @@
 
 #include "internal.h"
 
-RT_INTERNAL void *rt_dl_open(const char *path, char *err, size_t err_size);
+/* Loads the shared object open on fd (from rt_os_open_plugin) after
+ * checking it is a whole one of this machine's class; takes fd (closed,
+ * or kept open for as long as the process lives: one per file). NULL
+ * with the reason in err. */
+RT_INTERNAL void *rt_dl_open_fd(int fd, char *err, size_t err_size);
 RT_INTERNAL void *rt_dl_sym(void *dl, const char *name);
 RT_INTERNAL void rt_dl_close(void *dl);
 /* Directory of the shared object that contains this function ("" if
@@ -25,13 +29,19 @@ RT_INTERNAL bool rt_os_list_dir(const char *dir, void (*fn)(void *ctx, const cha
 /* The canonical absolute path of path into buf; false when it does not
  * resolve. */
 RT_INTERNAL bool rt_os_realpath(const char *path, char *buf, size_t size);
-/* True, with the reason in why, when an untrusted user (anyone but root,
- * the current user and the owner of librtcore's file) can change the
- * plugin file at path: it or any directory above it up to "/", as named
- * and as resolved, is owned by such a user or is world-writable (a sticky
- * directory only above a component with a trusted owner). False when the
- * file does not exist. */
-RT_INTERNAL bool rt_os_writable_by_others(const char *path, char *why, size_t size);
+/* Opens the plugin file at path for rt_dl_open_fd, walking it from "/"
+ * without following a name twice: -1, with the reason in why, when it
+ * cannot be opened, or (*refused) when an untrusted user (anyone but root,
+ * the current user and the owner of librtcore's file) could change it:
+ * the file, a directory on the way, or a symlink on the way (its own
+ * owner) is owned by such a user or is world-writable (a sticky directory
+ * only above a component with a trusted owner). */
+RT_INTERNAL int rt_os_open_plugin(const char *path, bool *refused, char *why, size_t size);
+/* Starts the plugin at path in a child process (probe_posix.c) that waits
+ * at most timeout_s: RT_OK when the child came back, whether or not the
+ * plugin loaded; RT_ERR_DEVICE with the reason (signal, exit status or
+ * time-out, and the last step logged) when it died, exited or hung. */
+RT_INTERNAL rt_status_t rt_os_probe_plugin(const char *path, double timeout_s, char *reason, size_t size);
 /* Shell-style glob match of name against pattern (fnmatch). */
 RT_INTERNAL bool rt_os_glob_match(const char *pattern, const char *name);
 /* A mutex in memory from a; NULL on failure. Destroy accepts NULL. */

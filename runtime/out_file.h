@@ -10,7 +10,9 @@
  * (same device and inode, through links of either kind) is refused before
  * anything is opened. A target that exists and is not a regular file (a
  * device such as /dev/null, a FIFO) is written in place and never removed
- * or replaced.
+ * or replaced. Temporary files of the same target that a killed writer left
+ * (rt's naming, this user's, last written before this process began) are
+ * removed by the next write.
  *
  *     rt_out_file_t of;
  *     const char *inputs[] = {in_path, NULL};

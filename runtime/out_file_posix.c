@@ -8,6 +8,7 @@
  * interrupted. */
 #include "out_file.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -147,11 +148,56 @@ static int create_exclusive(rt_out_file_t *of, const char *dir, const char *name
     return -1;
 }
 
+//===--- what killed writers left ---===//
+
+/* When this process began (its copy of this file was loaded), as a file
+ * time: a temporary file last written before it cannot be one this
+ * process or a writer still at work is writing. */
+static struct timespec process_start;
+
+__attribute__((constructor)) static void note_start(void) { clock_gettime(CLOCK_REALTIME, &process_start); }
+
+#if defined(__APPLE__)
+#define st_mtim st_mtimespec
+#endif
+
+static bool before_start(const struct timespec *t) {
+    return t->tv_sec < process_start.tv_sec ||
+           (t->tv_sec == process_start.tv_sec && t->tv_nsec < process_start.tv_nsec);
+}
+
+/* Whether entry is ".NAME.tmp-" and 16 hex digits: rt's name for a
+ * temporary file of target NAME. */
+static bool temp_name_of(const char *entry, const char *name) {
+    const size_t n = strlen(name);
+    if (entry[0] != '.' || strncmp(entry + 1, name, n) != 0 || strncmp(entry + 1 + n, ".tmp-", 5) != 0) return false;
+    const char *hex = entry + 1 + n + 5;
+    for (int i = 0; i < 16; i++)
+        if (!((hex[i] >= '0' && hex[i] <= '9') || (hex[i] >= 'a' && hex[i] <= 'f'))) return false;
+    return hex[16] == '\0';
+}
+
+/* Removes the temporary files of earlier writes of the same target that a
+ * killed process (SIGKILL, a power cut) left: rt's naming, a regular file
+ * of this user's, last written before this process began. A writer still
+ * at work wrote its file since, and keeps it. */
+static void remove_leftovers(const char *dir, const char *name) {
+    DIR *d = opendir(dir);
+    if (d == NULL) return;
+    struct stat st;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        if (temp_name_of(e->d_name, name) && fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISREG(st.st_mode) && st.st_uid == geteuid() && before_start(&st.st_mtim))
+            unlinkat(dirfd(d), e->d_name, 0);
+    closedir(d);
+}
+
 static int open_temp(rt_out_file_t *of) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", of->target);
     char *slash = strrchr(dir, '/');
     *slash = '\0';
+    remove_leftovers(dir, slash + 1);
     install_handlers();
     const int fd = create_exclusive(of, dir, slash + 1);
     struct stat st;

@@ -14,6 +14,7 @@
 #include "plugin_impl.h"
 #include "registry_impl.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -59,12 +60,25 @@ static const rt_buffer_type_desc_t *host_buffer_type(const struct rt_buffer *buf
     return buffer != NULL ? buffer->buft->plugin_desc : NULL;
 }
 
+/* The plugin being started on this thread, whose log lines are kept. */
+static _Thread_local rt_plugin_rec_t *starting;
+
+static void host_log(rt_log_level_t level, const char *fmt, ...) {
+    va_list ap, copy;
+    va_start(ap, fmt);
+    va_copy(copy, ap);
+    if (starting != NULL && level >= RT_LOG_INFO) vsnprintf(starting->said, sizeof starting->said, fmt, copy);
+    va_end(copy);
+    rt_log_v(level, fmt, ap);
+    va_end(ap);
+}
+
 void rt_plugin_host_init(rt_host_t *host, const rt_allocator_t *a) {
     memset(host, 0, sizeof *host);
     host->struct_size = sizeof *host;
     host->abi_version = RT_ABI_VERSION;
     host->allocator = *a;
-    host->log = rt_log;
+    host->log = host_log;
     host->set_error = rt_error;
     host->type_traits = rt_type_traits;
     host->tensor_nbytes = rt_nbytes;
@@ -214,20 +228,23 @@ rt_status_t rt_plugin_init(rt_registry_t *reg, rt_plugin_rec_t *rec, const char 
 }
 
 /* A file someone else could have changed is never opened: dlopen runs its
- * constructors with this process's rights. */
-static rt_status_t check_writers(const rt_plugin_rec_t *rec) {
+ * constructors with this process's rights. The file is opened once, its
+ * path checked on the way, and that descriptor loaded. */
+static rt_status_t open_checked(rt_plugin_rec_t *rec) {
     char why[1024];
-    if (!rt_os_writable_by_others(rec->path, why, sizeof why)) return RT_OK;
-    return rt_error(RT_ERR_UNSUPPORTED, "%s: refused: %s", rec->path, why);
-}
-
-static rt_status_t query(rt_registry_t *reg, rt_plugin_rec_t *rec, const rt_plugin_t **out) {
-    char err[512];
+    bool refused = false;
+    const int fd = rt_os_open_plugin(rec->path, &refused, why, sizeof why);
+    if (fd < 0 && refused) return rt_error(RT_ERR_UNSUPPORTED, "%s: refused: %s", rec->path, why);
+    if (fd < 0) return rt_error(RT_ERR_IO, "%s: cannot be loaded: %s", rec->path, why);
     /* Each step is logged before it runs, so that a plugin that kills the
      * process is named by the last line (RT_LOG=info). */
     rt_log(RT_LOG_INFO, "plugin %s: opening (its constructors run now)", rec->path);
-    rec->dl = rt_dl_open(rec->path, err, sizeof err);
-    if (rec->dl == NULL) return rt_error(RT_ERR_IO, "%s: cannot be loaded: %s", rec->path, err);
+    rec->dl = rt_dl_open_fd(fd, why, sizeof why);
+    if (rec->dl == NULL) return rt_error(RT_ERR_IO, "%s: cannot be loaded: %s", rec->path, why);
+    return RT_OK;
+}
+
+static rt_status_t query(rt_registry_t *reg, rt_plugin_rec_t *rec, const rt_plugin_t **out) {
     void *sym = rt_dl_sym(rec->dl, RT_PLUGIN_QUERY_SYMBOL);
     if (sym == NULL)
         return rt_error(RT_ERR_NOT_FOUND, "%s: has no %s symbol (not an rt plugin?)", rec->path,
@@ -265,7 +282,7 @@ static rt_status_t create(rt_registry_t *reg, rt_plugin_rec_t *rec) {
 
 rt_status_t rt_plugin_open(rt_registry_t *reg, rt_plugin_rec_t *rec) {
     const rt_plugin_t *plugin = NULL;
-    rt_status_t st = check_writers(rec);
+    rt_status_t st = open_checked(rec);
     if (st == RT_OK) st = query(reg, rec, &plugin);
     if (st == RT_OK) st = rt_plugin_adopt(reg, rec, plugin);
     if (st != RT_OK) {
@@ -283,10 +300,13 @@ rt_status_t rt_plugin_open(rt_registry_t *reg, rt_plugin_rec_t *rec) {
 rt_status_t rt_plugin_start(rt_registry_t *reg, rt_plugin_rec_t *rec) {
     RT_ASSERT(rec->pending);
     rec->pending = false;
+    rec->said[0] = '\0';
+    starting = rec;
     rt_status_t st = check_unique(reg, rec);
     const bool started = st == RT_OK; /* create runs: the plugin may have side effects */
     if (st == RT_OK) st = create(reg, rec);
     if (st != RT_OK) {
+        starting = NULL;
         refuse(reg, rec, st, started);
         rt_log(RT_LOG_WARN, "plugin not loaded: %s", rec->info.message);
         return st;
@@ -296,6 +316,16 @@ rt_status_t rt_plugin_start(rt_registry_t *reg, rt_plugin_rec_t *rec) {
            RT_ABI_VERSION_GET_MAJOR(rec->info.abi_version),
            RT_ABI_VERSION_GET_MINOR(rec->info.abi_version), rec->path);
     return RT_OK;
+}
+
+void rt_plugin_started(rt_registry_t *reg, rt_plugin_rec_t *rec) {
+    starting = NULL;
+    if (rec->info.status != RT_OK || rec->info.n_devices > 0) return;
+    char why[320];
+    snprintf(why, sizeof why, "%s", rec->said[0] ? rec->said : "it reported no devices and logged no reason");
+    rt_mem_free_str(&reg->allocator, rec->message);
+    rec->message = rt_mem_strdup(&reg->allocator, why);
+    rec->info.message = rec->message != NULL ? rec->message : "";
 }
 
 rt_status_t rt_plugin_skip(rt_registry_t *reg, rt_plugin_rec_t *rec, rt_status_t status) {

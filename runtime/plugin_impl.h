@@ -28,6 +28,8 @@ typedef struct rt_plugin_rec {
     bool standby;                   /* not opened: an earlier file of its NAME is
                                        pending and takes this one's place unless
                                        it fails to start */
+    char said[256];                 /* the last line it logged while starting: why a
+                                       plugin that loads with no devices has none */
 } rt_plugin_rec_t;
 
 /* plugin.c: the record of the file at path, not opened yet (its name is
@@ -36,8 +38,12 @@ RT_INTERNAL rt_status_t rt_plugin_init(rt_registry_t *reg, rt_plugin_rec_t *rec,
 /* plugin.c: opens rec's file, queries and validates it: pending on
  * success, else refused with a message (status included). */
 RT_INTERNAL rt_status_t rt_plugin_open(rt_registry_t *reg, rt_plugin_rec_t *rec);
-/* plugin.c: runs a pending plugin's create: live on success, else refused. */
+/* plugin.c: runs a pending plugin's create: live on success, else refused.
+ * What the plugin logs from here until rt_plugin_started is kept in said. */
 RT_INTERNAL rt_status_t rt_plugin_start(rt_registry_t *reg, rt_plugin_rec_t *rec);
+/* plugin.c: its devices are wrapped: a plugin with none gets the last line
+ * it logged (or that it said nothing) as its message. */
+RT_INTERNAL void rt_plugin_started(rt_registry_t *reg, rt_plugin_rec_t *rec);
 /* plugin.c: records a file that was considered but not opened (shadowed,
  * refused by the application), with status and the current
  * rt_last_error() as its message. */

@@ -229,11 +229,28 @@ static rt_plugin_rec_t *find_by_file_name(const rt_registry_t *reg, const char *
 }
 
 /* The application's say on a file before it is opened (options.admit). */
+#define PROBE_TIMEOUT_S 10.0
+
+/* RT_PLUGIN_PROBE=1: each plugin is started first in a child process and
+ * refused when that child dies, exits or hangs (RT_PLUGIN_PROBE_TIMEOUT
+ * seconds, 10 by default). */
+static rt_status_t probed(const char *path) {
+    const char *on = rt_secure_getenv("RT_PLUGIN_PROBE"), *t = rt_secure_getenv("RT_PLUGIN_PROBE_TIMEOUT");
+    if (on == NULL || strcmp(on, "1") != 0) return RT_OK;
+    char *end = NULL;
+    const double timeout = t != NULL ? strtod(t, &end) : PROBE_TIMEOUT_S;
+    char reason[512];
+    const rt_status_t st = rt_os_probe_plugin(path, timeout > 0 && (end == NULL || *end == '\0') ? timeout
+                                                                                              : PROBE_TIMEOUT_S,
+                                              reason, sizeof reason);
+    return st == RT_OK ? RT_OK : rt_error(st, "%s: refused: it %s", path, reason);
+}
+
 static rt_status_t admitted(rt_registry_t *reg, const char *path) {
     char reason[512] = "";
-    if (reg->admit == NULL) return RT_OK;
+    if (reg->admit == NULL) return probed(path);
     const rt_status_t st = reg->admit(reg->admit_user_data, path, reason, sizeof reason);
-    if (st == RT_OK) return RT_OK;
+    if (st == RT_OK) return probed(path);
     reason[sizeof reason - 1] = '\0';
     return rt_error(st, "%s: refused by the application: %s", path,
                     reason[0] != '\0' ? reason : rt_status_name(st));
@@ -373,6 +390,7 @@ static rt_status_t start_plugin(rt_registry_t *reg, rt_plugin_rec_t *rec) {
         if (st == RT_ERR_OUT_OF_MEMORY) return st;
         if (st != RT_OK) continue;
         st = wrap_devices(reg, r);
+        rt_plugin_started(reg, r);
         for (rt_plugin_rec_t *o; (o = find_by_file_name(reg, name, true)) != NULL;)
             shadow(reg, o, r, name);
         return st;
@@ -427,7 +445,7 @@ static rt_status_t load_path(rt_registry_t *reg, const char *path) {
     if (rec == NULL) return RT_ERR_OUT_OF_MEMORY;
     rt_status_t st = rt_plugin_open(reg, rec);
     if (st == RT_OK) st = rt_plugin_start(reg, rec);
-    if (st == RT_OK) st = wrap_devices(reg, rec);
+    if (st == RT_OK) st = wrap_devices(reg, rec), rt_plugin_started(reg, rec);
     return st;
 }
 

@@ -25,6 +25,8 @@ const mc_variant_t mc_variants[] = {
      .expect = "layer_norm_rms_epsilon is nan"},
     {"inf-rope", MC_F32, "llama.rope.freq_base", .f32 = INFINITY, .expect = "freq_base is inf"},
     {"zero-rope", MC_F32, "llama.rope.freq_base", .f32 = 0.0f, .expect = "freq_base is 0"},
+    {"zero-rope-dims", MC_U32, "llama.rope.dimension_count", .u32 = 0, .expect = "rope.dimension_count is 0"},
+    {"odd-rope-dims", MC_U32, "llama.rope.dimension_count", .u32 = 7, .expect = "rope.dimension_count is 7"},
     {"bad-tokenizer", MC_STR, "tokenizer.ggml.model", .str = "llamb",
      .expect = "vocabulary: tokenizer 'llamb'"},
     {"bos-past-vocab", MC_U32, "tokenizer.ggml.bos_token_id", .u32 = 100000,

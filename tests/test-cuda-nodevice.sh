@@ -13,10 +13,12 @@
 #             is static and cuBLAS is opened at run time
 #   cuda-1.3  it exports rt_plugin_query alone (nm -D)
 #   cuda-1.4  rt-devices lists plugin cuda as loaded
-#   cuda-1.5  with 0 devices, the log says why ("cuda: no devices: no
-#             driver ..." without libcuda.so.1, else the runtime's words,
-#             "cuda: no devices: cudaGetDeviceCount: ..."); with some,
-#             rt-devices lists them under plugin cuda
+#   cuda-1.5  with 0 devices, rt-devices says why beside them, without
+#             RT_LOG ("cuda: no devices: no driver ..." without libcuda.so.1,
+#             else the runtime's words, "cuda: no devices:
+#             cudaGetDeviceCount: ..."); with some, it lists them under
+#             plugin cuda
+#   cuda-1.6  with 0 devices, rt-devices --json gives the same "reason"
 set -u
 b=${RT_TEST_BUILD_DIR:-build}
 so=$b/lib/rt-plugins/rt-plugin-cuda.so
@@ -42,18 +44,19 @@ if [ -f "$so" ]; then
     check cuda-1.3 $? "exports '$syms'"
 fi
 
-RT_LOG=info "$b/bin/rt-devices" >"$out" 2>"$err"
-line=$(grep -E '^  cuda +ABI [0-9.]+ +loaded, [0-9]+ device\(s\)' "$out")
+"$b/bin/rt-devices" >"$out" 2>"$err" # no RT_LOG: the listing itself must say why
+line=$(grep -E '^  cuda +ABI [0-9.]+ +loaded, ' "$out")
 [ -n "$line" ]
 check cuda-1.4 $? "rt-devices does not list cuda as loaded: $(grep -E '^  cuda ' "$out")"
-n=$(printf '%s\n' "$line" | sed -n 's/.*loaded, \([0-9]*\) device(s).*/\1/p')
-if [ "${n:-0}" = 0 ]; then
-    grep -q 'cuda: no devices: ' "$err"
-    check cuda-1.5 $? "no reason logged for 0 devices; stderr was: $(cat "$err")"
-    grep 'cuda: no devices: ' "$err"
+if printf '%s\n' "$line" | grep -q 'loaded, 0 devices'; then
+    printf '%s\n' "$line" | grep -q 'loaded, 0 devices: cuda: no devices: '
+    check cuda-1.5 $? "no reason beside 0 devices: $line"
+    "$b/bin/rt-devices" --json 2>/dev/null | grep -q '"name": "cuda", [^}]*"reason": "cuda: no devices: '
+    check cuda-1.6 $? "rt-devices --json gives no reason for cuda's 0 devices"
+    printf '%s\n' "$line"
 else
     grep -qE '^  \[[0-9]+\] cuda[0-9]+ +\(plugin cuda' "$out"
-    check cuda-1.5 $? "cuda reports $n devices but rt-devices lists none"
+    check cuda-1.5 $? "cuda reports devices but rt-devices lists none"
 fi
 
 echo "test-cuda-nodevice: $checked checks, $failed failures"

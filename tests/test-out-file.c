@@ -16,7 +16,10 @@
  *              nothing behind, fails on /dev/full with /dev/full kept
  *   outfile-8  rt-quantize killed (SIGINT, SIGTERM) after 0..30 ms: the output
  *              is the previous file or the whole new one, the input intact,
- *              no temporary file left */
+ *              no temporary file left
+ *   outfile-9  rt-quantize killed by SIGKILL leaves its temporary file; the
+ *              next write of that output removes it, and keeps another
+ *              target's and one written after it began (a live writer's) */
 #include "testutil.h"
 
 #include <dirent.h>
@@ -28,6 +31,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../abi/rt_gguf.h"
@@ -262,6 +266,19 @@ static void test_gguf_writer(void **state) {
     rt_gguf_writer_destroy(w);
 }
 
+/* rt-quantize IN OUT q8_0 started in the background, stdout to /dev/null. */
+static pid_t start_quantize(const char *q, const char *in, const char *out) {
+    const pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        const int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        execl(q, "rt-quantize", in, out, "q8_0", (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
 static void test_quantize_killed(void **state) {
     (void)state;
     char in[PATH_MAX], out[PATH_MAX], whole[PATH_MAX], q[PATH_MAX];
@@ -271,14 +288,7 @@ static void test_quantize_killed(void **state) {
     assert_int_equal(sh("'%s' '%s' '%s' q8_0 >/dev/null", q, in, whole), 0);
     for (int i = 0; i < 8; i++) {
         put(at("out.gguf", out), "previous");
-        const pid_t pid = fork();
-        assert_true(pid >= 0);
-        if (pid == 0) {
-            const int null = open("/dev/null", O_WRONLY);
-            dup2(null, 1);
-            execl(q, "rt-quantize", in, out, "q8_0", (char *)NULL);
-            _exit(127);
-        }
+        const pid_t pid = start_quantize(q, in, out);
         usleep((useconds_t)(i * 4000));
         kill(pid, i % 2 ? SIGTERM : SIGINT);
         int status;
@@ -291,6 +301,40 @@ static void test_quantize_killed(void **state) {
     }
 }
 
+/* The temporary files of target name in dir ("." entries of rt's naming). */
+static int n_temps(const char *name) {
+    char prefix[128];
+    snprintf(prefix, sizeof prefix, ".%s.tmp-", name);
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    closedir(d);
+    return n;
+}
+
+static void test_leftovers(void **state) {
+    (void)state;
+    char in[PATH_MAX], out[PATH_MAX], q[PATH_MAX], other[PATH_MAX], live[PATH_MAX];
+    copy_model(in);
+    at("out.gguf", out);
+    snprintf(q, sizeof q, "%s/bin/rt-quantize", tu_build_dir_abs());
+    for (int i = 0; i < 40 && n_temps("out.gguf") == 0; i++) {
+        const pid_t pid = start_quantize(q, in, out);
+        usleep((useconds_t)(2000 + i * 1000));
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+    if (n_temps("out.gguf") == 0) fail_msg("outfile-9: no SIGKILL left a temporary file behind");
+    put(at(".other.gguf.tmp-0123456789abcdef", other), "another target's");
+    put(at(".out.gguf.tmp-fedcba9876543210", live), "a live writer's");
+    const struct timespec later[2] = {{time(NULL) + 3600, 0}, {time(NULL) + 3600, 0}};
+    assert_int_equal(utimensat(AT_FDCWD, live, later, 0), 0); /* written after the next write began */
+    assert_int_equal(sh("'%s' '%s' '%s' q8_0 >/dev/null", q, in, out), 0);
+    assert_int_equal(n_temps("out.gguf"), 1);          /* the live writer's alone */
+    assert_string_equal(get(live), "a live writer's");
+    assert_string_equal(get(other), "another target's");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_same_file, setup, teardown),
@@ -301,6 +345,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_run_write_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gguf_writer, setup, teardown),
         cmocka_unit_test_setup_teardown(test_quantize_killed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_leftovers, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,6 +20,10 @@
  *               1777 parent it loads while ours, not once another user's
  *   security-7  checked before dlopen: a truncated plugin, a FIFO and a text
  *               file named like plugins fail naming the file, no SIGBUS or hang
+ *   security-8  (root) another user's symlink on the way: refused naming it,
+ *               in a sticky directory too; and the race: while that user
+ *               swaps the symlink between a good and an evil plugin's
+ *               directory, 300 loads never run the evil one's constructor
  *
  * Runs from the repository root; CI runs it as root. */
 #include "testutil.h"
@@ -29,7 +33,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define PATH_SIZE 4096
@@ -77,8 +84,9 @@ static char warnings[16384];
 
 static void keep_warnings(rt_log_level_t level, const char *message, void *user_data) {
     (void)user_data;
-    if (level < RT_LOG_WARN) return;
-    strncat(warnings, message, sizeof warnings - strlen(warnings) - 2);
+    const size_t used = strlen(warnings);
+    if (level < RT_LOG_WARN || used + 2 >= sizeof warnings) return; /* full: the first ones are kept */
+    strncat(warnings, message, sizeof warnings - used - 2);
     strcat(warnings, "\n");
 }
 
@@ -333,6 +341,74 @@ static void test_scan(void **state) {
     remove_tree(dir);
 }
 
+//===--- security-8: another user's symlink, and swapping it ---===//
+
+/* A process of uid 65534 that swaps link between two targets (a symlink
+ * made beside it, renamed over it: atomic) until killed. */
+static pid_t swapper(const char *link, const char *a, const char *b) {
+    const pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid > 0) return pid;
+    char tmp[PATH_SIZE + 8];
+    snprintf(tmp, sizeof tmp, "%s.new", link);
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlives the test */
+    alarm(60);
+    const int null = open("/dev/null", O_RDWR);
+    dup2(null, 1), dup2(null, 2);
+    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(2);
+    for (unsigned i = 0;; i++) {
+        unlink(tmp);
+        if (symlink(i % 2 ? b : a, tmp) != 0 || rename(tmp, link) != 0) _exit(3);
+    }
+}
+
+static void test_foreign_symlink(void **state) {
+    (void)state;
+    if (geteuid() != 0) {
+        print_message("security-8: skipped: needs root to act as another user\n");
+        skip();
+    }
+    char top[PATH_SIZE], sticky[PATH_SIZE], good[PATH_SIZE], evil[PATH_SIZE], link[PATH_SIZE], so[PATH_SIZE],
+        marker[PATH_SIZE], via[PATH_SIZE];
+    snprintf(top, sizeof top, "/tmp/rt-security-XXXXXX"); /* uid 65534 must reach it */
+    assert_non_null(mkdtemp(top));
+    assert_int_equal(chmod(top, 0755), 0);
+    path_join(sticky, top, "sticky");
+    path_join(good, top, "good");
+    path_join(evil, top, "evil");
+    path_join(marker, top, "evil-ran");
+    assert_int_equal(mkdir(sticky, 0755) | chmod(sticky, 01777) | mkdir(good, 0755) | mkdir(evil, 0755), 0);
+    install("tests/plugins/rt-plugin-fake.so", good, "rt-plugin-fake.so", 0755, so);
+    install("tests/plugins/evil/rt-plugin-fake.so", evil, "rt-plugin-fake.so", 0755, so);
+    setenv("RT_TEST_EVIL_MARKER", marker, 1);
+    path_join(link, sticky, "plugins");
+    path_join(via, link, "rt-plugin-fake.so");
+    /* 8.1: the link is ours: it loads (the sticky directory keeps it ours) */
+    assert_int_equal(symlink(good, link), 0);
+    expect_loads(via, "security-8.1");
+    /* 8.2: the same link, now another user's: they can point it anywhere */
+    assert_int_equal(lchown(link, 65534, 65534), 0);
+    expect_refused(via, "owned by uid 65534", "security-8.2");
+    /* 8.3: that user swaps it between good and evil while we load */
+    unlink(link);
+    const pid_t pid = swapper(link, good, evil);
+    int refused = 0, loaded = 0;
+    char msg[2048];
+    for (int i = 0; i < 300; i++) {
+        const rt_status_t st = load(via, msg, sizeof msg);
+        refused += st == RT_ERR_UNSUPPORTED;
+        loaded += st == RT_OK;
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    struct stat st;
+    if (stat(marker, &st) == 0) fail_msg("security-8.3: the evil plugin's constructor ran (%d loads)", loaded);
+    if (loaded > 0) fail_msg("security-8.3: %d of 300 loads went through another user's symlink", loaded);
+    print_message("security-8.3: 300 loads during the swaps: %d refused, none ran the evil plugin\n", refused);
+    unsetenv("RT_TEST_EVIL_MARKER");
+    remove_tree(top);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_setgid, setup, teardown),
@@ -342,6 +418,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_scan, setup, teardown),
         cmocka_unit_test_setup_teardown(test_parents, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_elf, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_foreign_symlink, setup, teardown),
     };
     return cmocka_run_group_tests_name("security", tests, NULL, NULL);
 }

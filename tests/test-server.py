@@ -329,7 +329,7 @@ def smol_chat(port, openai):
         len(t.top_logprobs) == 3 and t.top_logprobs[0].token == t.token and t.logprob <= 0 and
         t.top_logprobs[0].logprob >= t.top_logprobs[1].logprob for t in lp) and
         "".join(t.token for t in lp) == r.choices[0].message.content, str(lp[:2]))
-    doc = " ".join(f"Fact {i}: {i} times {i} is {i * i}." for i in range(60))
+    doc = " ".join(f"Fact {i}: {i} times {i} is {i * i}." for i in range(24))
     turn1 = [{"role": "system", "content": "Answer from these facts. " + doc}, {"role": "user", "content": "What is 7 times 7?"}]
     a1 = ask(turn1)
     turn2 = turn1 + [{"role": "assistant", "content": a1.choices[0].message.content},

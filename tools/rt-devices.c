@@ -5,14 +5,14 @@
  * why), the default device order (and why), where a CPU queue's threads
  * would be pinned, and the machine's topology; --json prints the same as
  * JSON (schema_version 1), --ops adds which ops and types each device
- * supports. HWLOC_XMLFILE explains a recorded machine instead. --probe
- * starts each plugin in a child process first (plugin_probe.c), so that one
- * that kills its process is named, with the signal and its last step, while
- * the others load. Uses the public API only. Exits 1 when no plugin loaded,
- * naming where it looked. */
+ * supports. HWLOC_XMLFILE explains a recorded machine instead. Each plugin
+ * is started first in a child process (RT_PLUGIN_PROBE=1: the registry's
+ * probe, runtime/probe_posix.c), so that one that crashes, aborts, hangs or
+ * exits is named, with the signal or status and its last step, while the
+ * others load; --no-probe loads them in this process alone. Uses the
+ * public API only. Exits 1 when no plugin loaded, naming where it looked. */
 #include "../abi/rt.h"
 #include "../abi/rt_sched.h"
-#include "plugin_probe.h"
 
 #include "tool_cli.h"
 
@@ -27,12 +27,10 @@
 typedef struct opts {
     bool json;
     bool ops;
-    bool probe;
+    bool no_probe;
     bool calibrate;
-    double probe_timeout_s; /* 0 until parsed: PROBE_TIMEOUT_S */
+    const char *probe_timeout; /* --probe-timeout's seconds, or NULL */
 } opts_t;
-
-#define PROBE_TIMEOUT_S 10.0
 
 /* The representative node of each op for each type, for --ops. */
 typedef struct op_table {
@@ -212,7 +210,9 @@ static void print_plugins_text(const rt_registry_t *reg) {
         const rt_plugin_info_t *p = rt_registry_plugin(reg, i);
         char abi[24] = "?";
         if (p->abi_version != 0) abi_text(p->abi_version, abi);
-        if (p->status == RT_OK)
+        if (p->status == RT_OK && p->n_devices == 0)
+            printf("  %-12s ABI %-6s loaded, 0 devices: %s  %s\n", p->name, abi, p->message, p->path);
+        else if (p->status == RT_OK)
             printf("  %-12s ABI %-6s loaded, %u device(s)  %s\n", p->name, abi, p->n_devices,
                    p->path);
         else
@@ -236,6 +236,8 @@ static void print_plugins_json(const rt_registry_t *reg) {
         json_kv_str("status", rt_status_name(p->status), false);
         json_kv_str("message", p->message, false);
         json_kv_u64("n_devices", p->n_devices);
+        /* why it is not loaded, or loaded with no devices */
+        json_kv_str("reason", p->status != RT_OK || p->n_devices == 0 ? p->message : NULL, false);
         putchar('}');
     }
     putchar(']');
@@ -560,14 +562,15 @@ static void print_topology_json(const rt_topology_t *topo) {
 //===--- main ---===//
 
 static void usage(FILE *f) {
-    fputs("usage: rt-devices [--json] [--ops] [--probe] [--probe-timeout=S] [--calibrate]\n"
+    fputs("usage: rt-devices [--json] [--ops] [--no-probe] [--probe-timeout=S] [--calibrate]\n"
           "                  [--help] [--version]\n"
           "Lists the plugins rt considered, their devices and the machine's topology.\n"
           "  --json             the same as JSON (schema_version 1)\n"
           "  --ops              which ops and types each device supports\n"
-          "  --probe            start each plugin in a child process first: one that\n"
-          "                     crashes, aborts, exits or hangs there is reported by\n"
-          "                     file and signal, and the others load\n"
+          "  --no-probe         load each plugin in this process alone; by default each is\n"
+          "                     started first in a child process, and one that crashes,\n"
+          "                     aborts, exits or hangs there is reported by file and\n"
+          "                     signal while the others load (--probe: the default)\n"
           "  --probe-timeout=S  seconds a plugin may take to start when probed (default: 10)\n"
           "  --calibrate        measure each device's speed figures again (what the\n"
           "                     placement plans with), cache and show them\n"
@@ -581,10 +584,11 @@ static void usage(FILE *f) {
 /* -1 to go on, 0 after --help (the caller prints it), 1 after --version,
  * 2 on a bad option. */
 static int parse_args(int argc, char **argv, opts_t *o) {
-    enum { OPT_PROBE_TIMEOUT = 1000, OPT_VERSION, OPT_CALIBRATE };
+    enum { OPT_PROBE_TIMEOUT = 1000, OPT_VERSION, OPT_CALIBRATE, OPT_NO_PROBE };
     static const struct option opts[] = {
         {"json", no_argument, NULL, 'j'}, {"ops", no_argument, NULL, 'o'},
-        {"probe", no_argument, NULL, 'p'}, {"probe-timeout", required_argument, NULL, OPT_PROBE_TIMEOUT},
+        {"probe", no_argument, NULL, 'p'}, {"no-probe", no_argument, NULL, OPT_NO_PROBE},
+        {"probe-timeout", required_argument, NULL, OPT_PROBE_TIMEOUT},
         {"calibrate", no_argument, NULL, OPT_CALIBRATE},
         {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0}};
@@ -592,12 +596,14 @@ static int parse_args(int argc, char **argv, opts_t *o) {
         switch (c) {
         case 'j': o->json = true; break;
         case 'o': o->ops = true; break;
-        case 'p': o->probe = true; break;
+        case 'p': o->no_probe = false; break;
+        case OPT_NO_PROBE: o->no_probe = true; break;
         case OPT_CALIBRATE: o->calibrate = true; break;
         case OPT_PROBE_TIMEOUT: {
             char *end = NULL;
-            o->probe_timeout_s = strtod(optarg, &end);
-            if (end == optarg || *end != '\0' || !(o->probe_timeout_s > 0)) {
+            const double s = strtod(optarg, &end);
+            o->probe_timeout = optarg;
+            if (end == optarg || *end != '\0' || !(s > 0)) {
                 fprintf(stderr, "rt-devices: --probe-timeout wants seconds > 0, not '%s'\n", optarg);
                 return 2;
             }
@@ -700,11 +706,10 @@ int main(int argc, char **argv) {
     }
     rt_registry_t *reg = NULL;
     static op_table_t ops;
-    rt_probe_t probe = {.timeout_s = o.probe_timeout_s > 0 ? o.probe_timeout_s : PROBE_TIMEOUT_S};
-    const rt_registry_options_t ropt = {.struct_size = sizeof ropt,
-                                        .admit = o.probe ? rt_probe_admit : NULL,
-                                        .admit_user_data = &probe};
-    if (rt_registry_create(&ropt, &reg) != RT_OK) {
+    /* the registry's probe, before it creates any thread of this process */
+    setenv("RT_PLUGIN_PROBE", o.no_probe ? "0" : "1", 1);
+    if (o.probe_timeout) setenv("RT_PLUGIN_PROBE_TIMEOUT", o.probe_timeout, 1);
+    if (rt_registry_create(NULL, &reg) != RT_OK) {
         fprintf(stderr, "rt-devices: %s\n", rt_last_error());
         return 1;
     }

@@ -15,7 +15,11 @@
 #   old application, today's core: the old tools (and their model library)
 #                               over today's librtcore and plugins list no
 #                               weights buffer type, pass their rt-test-ops
-#                               and give the same greedy text.
+#                               and give the same greedy text;
+#   today's application built for the old ABI, old core: rt-demo compiled
+#                               from today's sources with RT_TARGET_ABI set
+#                               to the release binds no later symbol and
+#                               runs its MLP right on the old core.
 #
 # The releases are built once under BUILD/releases (git must be there: a
 # plain clone has the history). Ends with "matrix: N checks, M failed";
@@ -74,6 +78,22 @@ runs_on_today() { # rt-devices tool: it reports today's core
 tests_pass() { # rt-test-ops tool: exit status 0 and "0 failed"
     "$1" > "$work/ops.log" 2>&1 || { tail -5 "$work/ops.log"; return 1; }
     grep -E "^[0-9]+ passed, 0 failed" "$work/ops.log" >/dev/null
+}
+
+# Today's rt-demo compiled for ABI $1 (RT_TARGET_ABI) into $2, linked
+# against today's core.
+build_targeting() {
+    major=${1%%.*} minor=${1#*.}
+    ${CC:-cc} -std=c11 -D_GNU_SOURCE -O1 "-DRT_TARGET_ABI=RT_ABI($major, $minor)" -I"$build/gen" \
+        "$root/tools/rt-demo.c" "$root/tools/tool_cli.c" -o "$2" -L"$build/lib" -lrtcore -lm \
+        > "$work/target.log" 2>&1 || { cat "$work/target.log"; return 1; }
+}
+
+binds_at_most() { # binary, version: every RT_x.y it needs is at most that version
+    need=$(objdump -T "$1" | grep -o 'RT_1\.[0-9]*' | sort -u | tr '\n' ' ')
+    for v in $need; do
+        [ "${v#RT_1.}" -le "${2#1.}" ] || { echo "binds $v (needs: $need)"; return 1; }
+    done
 }
 
 build_release() { # version, commit
@@ -150,6 +170,15 @@ grep -v '^#' "$root/tests/abi/releases" | while read -r ver commit; do
     done
     check "matrix-$ver.11 the $ver rt-test-ops on today's core" tests_pass "$old/bin/rt-test-ops"
     unset LD_LIBRARY_PATH
+
+    if build_targeting "$ver" "$dir/demo-$ver"; then
+        check "matrix-$ver.12 today's rt-demo built for $ver binds no later symbol" binds_at_most "$dir/demo-$ver" "$ver"
+        export LD_LIBRARY_PATH="$old/lib" RT_PLUGIN_PATH="$old/lib/rt-plugins"
+        check "matrix-$ver.13 today's rt-demo built for $ver runs on the $ver core" "$dir/demo-$ver"
+        unset LD_LIBRARY_PATH RT_PLUGIN_PATH
+    else
+        fail "matrix-$ver.12 today's rt-demo builds for $ver"
+    fi
     echo "$checks $failed" > "$work/count"
 done
 read -r checks failed < "$work/count"

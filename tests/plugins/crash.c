@@ -2,7 +2,8 @@
 /* crash.c: plugins that take their process down, for rt-devices --probe
  * (tests/test-probe.c). CRASH_AT says when: 1 in a constructor (while
  * dlopen runs), 2 in rt_plugin_query, 3 in create. CRASH_HOW says how: 1 a
- * segmentation fault, 2 abort(), 3 hang for ever, 4 exit(3). CRASH_NAME is
+ * segmentation fault, 2 abort(), 3 hang for ever, 4 exit(3), 5 exit(0) (a
+ * process that ends "successfully" with nothing printed). CRASH_NAME is
  * the plugin's name. Built from abi/ alone, like any third party's. */
 #include "../../abi/rt_plugin.h"
 
@@ -26,7 +27,8 @@ static void crash_now(void) {
     case 1: *(volatile int *)crash_address = 1; break;
     case 2: abort();
     case 3: for (;;) pause();
-    default: exit(3);
+    case 4: exit(3);
+    default: exit(0);
     }
 }
 

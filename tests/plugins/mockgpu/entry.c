@@ -107,13 +107,18 @@ static void cpu_plugin_path(char *buf, size_t size) {
         snprintf(buf, size, "%s", env);
         return;
     }
+    /* The core loads plugins through /proc/self/fd/N (the descriptor it
+     * checked), so the name dladdr gives may be that link: realpath turns
+     * it into the file's path, whose directory is ours. */
     Dl_info info;
+    char self[4096];
     buf[0] = 0;
-    if (dladdr((void *)cpu_plugin_path, &info) && info.dli_fname) {
-        const char *slash = strrchr(info.dli_fname, '/');
-        const int dir_len = slash ? (int)(slash - info.dli_fname) : 1;
+    if (dladdr((void *)cpu_plugin_path, &info) && info.dli_fname &&
+        realpath(info.dli_fname, self) != NULL) {
+        const char *slash = strrchr(self, '/');
+        const int dir_len = slash ? (int)(slash - self) : 1;
         snprintf(buf, size, "%.*s/../../../lib/rt-plugins/rt-plugin-cpu" MOCKGPU_DSO, dir_len,
-                 slash ? info.dli_fname : ".");
+                 slash ? self : ".");
     }
 }
 

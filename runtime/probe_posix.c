@@ -1,15 +1,23 @@
 /* SPDX-License-Identifier: MIT */
-/* plugin_probe.c: see plugin_probe.h. The child creates an empty registry
- * and loads the one file; every step the runtime logs (it logs each before
- * it runs it: opening, query, create, devices) goes up a pipe, so the
- * parent can say where a dead child was. The child ends with _exit and a
- * status of its own, so a plugin that calls exit() is told apart. */
-#include "plugin_probe.h"
+/* probe_posix.c: starting a plugin in a child process before the registry
+ * loads it (RT_PLUGIN_PROBE=1; rt-devices does by default). A plugin that
+ * crashes, aborts, hangs or exits while it is opened, queried or created
+ * takes only the child with it; the registry then refuses it, naming the
+ * signal or exit status and the last step the child logged, and loads the
+ * others. The child creates an empty registry and loads the one file;
+ * every step the runtime logs (it logs each before it runs it: opening,
+ * query, create, devices) goes up a pipe, so the parent can say where a
+ * dead child was. The child ends with _exit and a status of its own, so a
+ * plugin that calls exit() is told apart. fork without exec: a process
+ * that turns probing on should do so before it starts threads of its own
+ * (the child only loads one file and leaves). */
+#include "os.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -29,6 +37,11 @@ static void child_log(rt_log_level_t level, const char *message, void *user_data
 }
 
 static _Noreturn void child(const char *path, int fd) {
+    /* the parent's handlers (a test framework's, a crash reporter's) must
+       not catch the plugin's fault and carry on as the parent would */
+    static const int fatal[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTERM, SIGALRM};
+    for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++) signal(fatal[i], SIG_DFL);
+    unsetenv("RT_PLUGIN_PROBE"); /* the child loads the plugin itself */
     rt_log_set(child_log, &fd);
     rt_registry_options_t opt = {.struct_size = sizeof opt, .no_scan = true};
     rt_registry_t *reg = NULL;
@@ -95,8 +108,7 @@ static rt_status_t verdict(bool finished, int status, double timeout_s, const ch
     return RT_ERR_DEVICE;
 }
 
-rt_status_t rt_probe_admit(void *user_data, const char *path, char *reason, size_t reason_size) {
-    const rt_probe_t *probe = user_data;
+rt_status_t rt_os_probe_plugin(const char *path, double timeout_s, char *reason, size_t reason_size) {
     int fds[2];
     if (pipe(fds) != 0) {
         snprintf(reason, reason_size, "cannot probe: pipe: %s", strerror(errno));
@@ -118,11 +130,11 @@ rt_status_t rt_probe_admit(void *user_data, const char *path, char *reason, size
     fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK);
     int status = 0;
     char last[STEP_MAX + 1] = "";
-    const bool finished = wait_child(pid, fds[0], probe->timeout_s, &status, last, sizeof last);
+    const bool finished = wait_child(pid, fds[0], timeout_s, &status, last, sizeof last);
     if (!finished) {
         kill(pid, SIGKILL);
         waitpid(pid, &status, 0);
     }
     close(fds[0]);
-    return verdict(finished, status, probe->timeout_s, last, reason, reason_size);
+    return verdict(finished, status, timeout_s, last, reason, reason_size);
 }
