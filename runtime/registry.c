@@ -332,6 +332,8 @@ static rt_status_t wrap_devices(rt_registry_t *reg, rt_plugin_rec_t *rec) {
         if (st != RT_OK && st != RT_ERR_OUT_OF_MEMORY) {
             rt_log(RT_LOG_WARN, "device %u of plugin %s skipped: %s", i, rec->desc.name,
                    rt_last_error());
+            /* the reason a plugin left with no device gives (rt_plugin_started) */
+            snprintf(rec->said, sizeof rec->said, "device %u skipped: %s", i, rt_last_error());
             st = RT_OK;
             continue;
         }
