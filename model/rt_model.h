@@ -446,6 +446,71 @@ RTM_API rt_status_t rtm_decode_part(rtm_context_t *ctx, const rtm_part_t *part,
  * RT_ERR_DOES_NOT_FIT past the context's end. */
 RTM_API rt_status_t rtm_context_advance(rtm_context_t *ctx, int32_t n);
 
+//===--- JSON Schema as a grammar ---===//
+
+/* OpenAI's response_format {"type": "json_schema"} and a tool's parameter
+ * schema constrain what a model writes through a GBNF grammar (llama.cpp's
+ * format) made from the schema; {"type": "json_object"} through
+ * rtm_json_object_grammar.
+ *
+ *     char *gbnf;
+ *     if (rtm_json_schema_to_grammar(schema, strlen(schema), &gbnf) != RT_OK)
+ *         die(rtm_last_error());  // "json schema, #/properties/age/not: ..."
+ *     ...                         // a grammar (start rule root) for sampling
+ *     rtm_string_free(gbnf);
+ *
+ * The grammar accepts the JSON texts the schema allows, with at most 20
+ * whitespace characters (space, tab, LF, CR) between two tokens and none
+ * before or after the value, under these rules:
+ *   - objects: the required properties first, in the order of
+ *     `properties`, then the optional ones (each present or not) in that
+ *     order, then additional properties, whose names are none of the
+ *     declared ones (until a name leaves every declared one it may not use
+ *     \u escapes). An object whose members come in another order is not
+ *     matched. additionalProperties false, true/absent (any value) or a
+ *     schema; required names absent from `properties` take its schema.
+ *   - arrays: items, prefixItems (and the older items-array with
+ *     additionalItems), minItems, maxItems. Strings: minLength, maxLength
+ *     (an escape is one character); format date, time, date-time (RFC
+ *     3339, any day 01..31) and uuid; any other format is a plain string
+ *     (JSON Schema makes formats annotations). Integers: minimum, maximum,
+ *     exclusiveMinimum, exclusiveMaximum, exactly (within +-1e18).
+ *     Numbers take no bounds.
+ *   - enum and const: each value in its compact spelling only ("1", not
+ *     "1.0"; {"a":1} without blanks), filtered by `type`.
+ *   - type (a name or a list), anyOf and oneOf as alternatives (a value
+ *     matching two branches of a oneOf is accepted), allOf of object
+ *     schemas merged (a single allOf member taken as it is), $ref to a
+ *     JSON pointer in the schema ("#", "#/$defs/name", "#/definitions/...")
+ *     recursive ones included, {} and true as any value.
+ *   - annotations (title, description, default, examples, $comment,
+ *     $schema, $id, deprecated, readOnly, writeOnly, contentEncoding,
+ *     contentMediaType, discriminator, x-*) are ignored.
+ * Everything else is refused by name, RT_ERR_UNSUPPORTED: not, if/then/
+ * else, pattern, patternProperties, dependentSchemas, multipleOf,
+ * uniqueItems: true, a $ref outside the schema, bounds on a number, an
+ * unknown keyword, ... and schemas that allow no value (minimum above
+ * maximum, an empty enum) or a grammar too large: subschemas nested
+ * deeper than 64 ($ref targets counted), a count (minLength, maxLength,
+ * minItems, maxItems) above 1000, more than 100 prefixItems, a grammar
+ * above 1 MiB, a $ref that loops back before any character (left
+ * recursion). */
+
+/* Converts len bytes of a JSON Schema (2020-12, and the earlier drafts'
+ * forms above) into a GBNF grammar whose start rule is root, NUL-
+ * terminated, into *out_gbnf, which the caller frees with
+ * rtm_string_free. On failure *out_gbnf is NULL and rtm_last_error() names
+ * the place in the schema (a JSON pointer, "#/properties/age/minimum") and
+ * why: RT_ERR_FORMAT for text that is not JSON or a keyword with a value of
+ * the wrong kind, RT_ERR_UNSUPPORTED for what is refused (above; also for
+ * a library built without jansson, which this needs),
+ * RT_ERR_INVALID_ARGUMENT for NULL, RT_ERR_OUT_OF_MEMORY. Thread-safe. */
+RTM_API rt_status_t rtm_json_schema_to_grammar(const char *schema_json, size_t len, char **out_gbnf);
+/* A GBNF grammar of any JSON object (whitespace bounded as above), static. */
+RTM_API const char *rtm_json_object_grammar(void);
+/* Frees a string the library returned for the caller to free (NULL-safe). */
+RTM_API void rtm_string_free(char *s);
+
 //===--- rtm_sampler_t ---===//
 
 typedef struct rtm_sampler rtm_sampler_t;
