@@ -13,7 +13,7 @@
 /* The shared rules' bodies. A string's characters are JSON's: anything
  * but the quote, the backslash and U+0000..U+001F, or an escape. */
 #define JS_VALUE "object | array | string | number | boolean | null"
-#define JS_OBJECT                                                                                \
+#define JS_OBJECT                                                                                  \
     "\"{\" ws ( string ws \":\" ws value ws ( \",\" ws string ws \":\" ws value ws )* )? \"}\""
 #define JS_ARRAY "\"[\" ws ( value ws ( \",\" ws value ws )* )? \"]\""
 #define JS_STRING "\"\\\"\" char* \"\\\"\""
@@ -31,9 +31,10 @@ static const struct {
     uint32_t deps;
 } prims[RTM_JS_PRIM_COUNT] = {
     [RTM_JS_VALUE] = {"value", JS_VALUE,
-                      BIT(RTM_JS_OBJECT) | BIT(RTM_JS_ARRAY) | BIT(RTM_JS_STRING) | BIT(RTM_JS_NUMBER) |
-                          BIT(RTM_JS_BOOLEAN) | BIT(RTM_JS_NULL)},
-    [RTM_JS_OBJECT] = {"object", JS_OBJECT, BIT(RTM_JS_WS) | BIT(RTM_JS_STRING) | BIT(RTM_JS_VALUE)},
+                      BIT(RTM_JS_OBJECT) | BIT(RTM_JS_ARRAY) | BIT(RTM_JS_STRING) |
+                          BIT(RTM_JS_NUMBER) | BIT(RTM_JS_BOOLEAN) | BIT(RTM_JS_NULL)},
+    [RTM_JS_OBJECT] = {"object", JS_OBJECT,
+                       BIT(RTM_JS_WS) | BIT(RTM_JS_STRING) | BIT(RTM_JS_VALUE)},
     [RTM_JS_ARRAY] = {"array", JS_ARRAY, BIT(RTM_JS_WS) | BIT(RTM_JS_VALUE)},
     [RTM_JS_STRING] = {"string", JS_STRING, BIT(RTM_JS_CHAR)},
     [RTM_JS_CHAR] = {"char", JS_CHAR, 0},

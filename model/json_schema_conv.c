@@ -40,7 +40,8 @@ static rt_status_t no_memory(rtm_js_t *c) {
 static bool buf_reserve(rtm_js_buf_t *b, size_t n) {
     if (b->n + n + 1 <= b->cap) return true;
     size_t cap = b->cap < 64 ? 64 : b->cap;
-    while (cap < b->n + n + 1) cap *= 2;
+    while (cap < b->n + n + 1)
+        cap *= 2;
     char *p = realloc(b->p, cap);
     if (p == NULL) return false;
     b->p = p;
@@ -66,12 +67,19 @@ rt_status_t rtm_js_put(rtm_js_t *c, rtm_js_buf_t *b, const char *s) {
 }
 
 rt_status_t rtm_js_printf(rtm_js_t *c, rtm_js_buf_t *b, const char *fmt, ...) {
-    char tmp[256];
-    va_list ap;
+    char tmp[256], *text = tmp;
+    va_list ap, again;
     va_start(ap, fmt);
+    va_copy(again, ap);
     const int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    if (n >= (int)sizeof tmp && (text = malloc((size_t)n + 1)) != NULL)
+        vsnprintf(text, (size_t)n + 1, fmt, again);
+    va_end(again);
     va_end(ap);
-    return rtm_js_putn(c, b, tmp, n < 0 ? 0 : (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+    if (text == NULL) return no_memory(c);
+    rtm_js_putn(c, b, text, n < 0 ? 0 : (size_t)n);
+    if (text != tmp) free(text);
+    return c->st;
 }
 
 void rtm_js_buf_free(rtm_js_buf_t *b) {
@@ -89,7 +97,8 @@ rt_status_t rtm_js_prim(rtm_js_t *c, rtm_js_buf_t *b, int prim) {
  * nothing); bytes >= 0x80 are UTF-8 and go through. */
 static rt_status_t put_byte(rtm_js_t *c, rtm_js_buf_t *b, unsigned char ch, bool in_class) {
     char tmp[8];
-    const bool alnum = (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z');
+    const bool alnum =
+        (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z');
     if (ch >= 0x80 || alnum || (!in_class && ch >= 0x20 && ch < 0x7F && ch != '"' && ch != '\\')) {
         tmp[0] = (char)ch;
         return rtm_js_putn(c, b, tmp, 1);
@@ -103,12 +112,14 @@ static rt_status_t put_byte(rtm_js_t *c, rtm_js_buf_t *b, unsigned char ch, bool
 
 rt_status_t rtm_js_literal(rtm_js_t *c, rtm_js_buf_t *b, const char *s, size_t n) {
     rtm_js_put(c, b, "\"");
-    for (size_t i = 0; i < n; i++) put_byte(c, b, (unsigned char)s[i], false);
+    for (size_t i = 0; i < n; i++)
+        put_byte(c, b, (unsigned char)s[i], false);
     return rtm_js_put(c, b, "\"");
 }
 
 rt_status_t rtm_js_class_char(rtm_js_t *c, rtm_js_buf_t *b, const char *s, size_t n) {
-    for (size_t i = 0; i < n; i++) put_byte(c, b, (unsigned char)s[i], true);
+    for (size_t i = 0; i < n; i++)
+        put_byte(c, b, (unsigned char)s[i], true);
     return c->st;
 }
 
@@ -127,20 +138,16 @@ rt_status_t rtm_js_repeat(rtm_js_t *c, rtm_js_buf_t *b, int64_t m, int64_t n) {
 
 size_t rtm_js_push(rtm_js_t *c, const char *seg) {
     const size_t len = c->path.n;
+    if (c->st == RT_OK && !buf_reserve(&c->path, 1 + 2 * strlen(seg))) no_memory(c);
     if (c->st != RT_OK) return len;
-    if (!buf_reserve(&c->path, 1)) return no_memory(c), len;
-    c->path.p[c->path.n++] = '/';
-    for (const char *s = seg; *s != 0 && c->st == RT_OK; s++) {
-        const char *esc = *s == '~' ? "~0" : *s == '/' ? "~1" : NULL;
-        if (!buf_reserve(&c->path, 2)) return no_memory(c), len;
-        if (esc != NULL) {
-            memcpy(c->path.p + c->path.n, esc, 2);
-            c->path.n += 2;
-        } else {
-            c->path.p[c->path.n++] = *s;
-        }
+    char *p = c->path.p + len;
+    *p++ = '/';
+    for (const char *s = seg; *s != 0; s++) { /* RFC 6901: ~ is ~0, / is ~1 */
+        if (*s == '~' || *s == '/') *p++ = '~';
+        *p++ = *s == '~' ? '0' : *s == '/' ? '1' : *s;
     }
-    c->path.p[c->path.n] = 0;
+    *p = 0;
+    c->path.n = (size_t)(p - c->path.p);
     return len;
 }
 
@@ -169,7 +176,8 @@ static void sanitize(const char *hint, char out[64]) {
         else if (n > 0 && out[n - 1] != '-')
             out[n++] = '-';
     }
-    while (n > 0 && out[n - 1] == '-') n--;
+    while (n > 0 && out[n - 1] == '-')
+        n--;
     if (n == 0) out[n++] = 'x';
     out[n] = 0;
 }
@@ -182,22 +190,29 @@ int32_t rtm_js_rule_open(rtm_js_t *c, const char *hint) {
     /* the next suffix to try for this base, so that many rules of one
      * base cost one look-up each */
     json_t *next = json_object_get(c->suffixes, base);
-    for (json_int_t i = next != NULL ? json_integer_value(next) : 2; json_object_get(c->names, name) != NULL;
-         i++) {
+    for (json_int_t i = next != NULL ? json_integer_value(next) : 2;
+         json_object_get(c->names, name) != NULL; i++) {
         snprintf(name, sizeof name, "%s-%lld", base, (long long)i);
-        if (json_object_set_new(c->suffixes, base, json_integer(i + 1)) != 0) return no_memory(c), -1;
+        if (json_object_set_new(c->suffixes, base, json_integer(i + 1)) != 0) {
+            no_memory(c);
+            return -1;
+        }
     }
     if (c->n_rules == c->cap_rules) {
         const int32_t cap = c->cap_rules < 16 ? 16 : c->cap_rules * 2;
         rtm_js_rule_t *r = realloc(c->rules, (size_t)cap * sizeof r[0]);
-        if (r == NULL) return no_memory(c), -1;
+        if (r == NULL) {
+            no_memory(c);
+            return -1;
+        }
         c->rules = r;
         c->cap_rules = cap;
     }
     char *copy = strdup(name);
     if (copy == NULL || json_object_set_new(c->names, name, json_integer(c->n_rules)) != 0) {
         free(copy);
-        return no_memory(c), -1;
+        no_memory(c);
+        return -1;
     }
     c->rules[c->n_rules] = (rtm_js_rule_t){.name = copy};
     return c->n_rules++;
@@ -206,7 +221,8 @@ int32_t rtm_js_rule_open(rtm_js_t *c, const char *hint) {
 /* Gives rule idx its body (taken from *body), or drops it when the body
  * is one name and drop allows: then that name goes to out instead of the
  * rule's. */
-static rt_status_t rule_close(rtm_js_t *c, int32_t idx, rtm_js_buf_t *body, bool drop, rtm_js_buf_t *out) {
+static rt_status_t rule_close(rtm_js_t *c, int32_t idx, rtm_js_buf_t *body, bool drop,
+                              rtm_js_buf_t *out) {
     if (c->st != RT_OK) {
         rtm_js_buf_free(body);
         return c->st;
@@ -244,9 +260,9 @@ void rtm_js_consumed_end(rtm_js_t *c, int32_t floor) { c->chain_floor = floor; }
  * count only where a $ref reaches them. discriminator is OpenAPI's note on
  * a oneOf whose branches the const of a property tells apart already. */
 static const char *const annotations[] = {
-    "title",    "description", "default",  "examples",        "$comment",         "$schema",
-    "$id",      "deprecated",  "readOnly", "writeOnly",       "contentEncoding",  "contentMediaType",
-    "$defs",    "definitions", "discriminator",
+    "title", "description", "default",       "examples",  "$comment",        "$schema",
+    "$id",   "deprecated",  "readOnly",      "writeOnly", "contentEncoding", "contentMediaType",
+    "$defs", "definitions", "discriminator",
 };
 
 /* The keywords converted, by the type they constrain (NULL: any). */
@@ -255,12 +271,13 @@ static const struct {
 } converted[] = {
     {"type", NULL},          {"enum", NULL},         {"const", NULL},
     {"anyOf", NULL},         {"oneOf", NULL},        {"allOf", NULL},
-    {"$ref", NULL},          {"properties", "object"}, {"required", "object"},
-    {"additionalProperties", "object"}, {"items", "array"}, {"prefixItems", "array"},
-    {"additionalItems", "array"}, {"minItems", "array"}, {"maxItems", "array"},
-    {"uniqueItems", "array"}, {"minLength", "string"}, {"maxLength", "string"},
-    {"format", "string"},    {"minimum", "number"},  {"maximum", "number"},
-    {"exclusiveMinimum", "number"}, {"exclusiveMaximum", "number"},
+    {"$ref", NULL},          {"properties", "object"},         {"required", "object"},
+    {"additionalProperties", "object"},              {"items", "array"},
+    {"prefixItems", "array"}, {"additionalItems", "array"},    {"minItems", "array"},
+    {"maxItems", "array"},   {"uniqueItems", "array"}, /* false only (check_keywords) */
+    {"minLength", "string"}, {"maxLength", "string"}, {"format", "string"},
+    {"minimum", "number"},   {"maximum", "number"},  {"exclusiveMinimum", "number"},
+    {"exclusiveMaximum", "number"},
 };
 
 /* Keywords of JSON Schema (2020-12 and earlier drafts) this converter
@@ -268,31 +285,17 @@ static const struct {
 static const struct {
     const char *key, *why;
 } refused[] = {
-    {"not", ""},
-    {"if", ""},
-    {"then", ""},
-    {"else", ""},
-    {"dependentSchemas", ""},
-    {"dependentRequired", ""},
-    {"dependencies", ""},
-    {"patternProperties", " (regular expressions are not converted)"},
-    {"propertyNames", ""},
-    {"unevaluatedProperties", ""},
-    {"unevaluatedItems", ""},
-    {"contains", ""},
-    {"minContains", ""},
-    {"maxContains", ""},
-    {"minProperties", ""},
-    {"maxProperties", ""},
-    {"multipleOf", ""},
-    {"pattern", " (regular expressions are not converted)"},
-    {"$dynamicRef", ""},
-    {"$dynamicAnchor", ""},
-    {"$recursiveRef", ""},
-    {"$recursiveAnchor", ""},
-    {"$anchor", " (a $ref reaches schemas by JSON pointer only)"},
-    {"$vocabulary", ""},
+    {"not", ""},                {"if", ""},                 {"then", ""},
+    {"else", ""},               {"dependentSchemas", ""},   {"dependentRequired", ""},
+    {"dependencies", ""},       {"propertyNames", ""},      {"unevaluatedProperties", ""},
+    {"unevaluatedItems", ""},   {"contains", ""},           {"minContains", ""},
+    {"maxContains", ""},        {"minProperties", ""},      {"maxProperties", ""},
+    {"multipleOf", ""},         {"$dynamicRef", ""},        {"$dynamicAnchor", ""},
+    {"$recursiveRef", ""},      {"$recursiveAnchor", ""},   {"$vocabulary", ""},
     {"contentSchema", ""},
+    {"pattern", " (regular expressions are not converted)"},
+    {"patternProperties", " (regular expressions are not converted)"},
+    {"$anchor", " (a $ref reaches schemas by JSON pointer only)"},
     {"nullable", " (OpenAPI's; write \"type\": [\"...\", \"null\"])"},
 };
 
@@ -305,10 +308,13 @@ static bool is_annotation(const char *key) {
     return false;
 }
 
+/* The type key constrains (NULL: any) when it is converted (*found). */
 static const char *keyword_type(const char *key, bool *found) {
+    *found = true;
     for (size_t i = 0; i < COUNT_OF(converted); i++)
-        if (strcmp(key, converted[i].key) == 0) return *found = true, converted[i].type;
-    return *found = false, NULL;
+        if (strcmp(key, converted[i].key) == 0) return converted[i].type;
+    *found = false;
+    return NULL;
 }
 
 bool rtm_js_has_keyword_of(json_t *schema, const char *type) {
@@ -332,12 +338,14 @@ static rt_status_t check_keywords(rtm_js_t *c, json_t *schema) {
         if (found || is_annotation(key)) continue;
         for (size_t i = 0; i < COUNT_OF(refused); i++)
             if (strcmp(key, refused[i].key) == 0)
-                return rtm_js_fail(c, RT_ERR_UNSUPPORTED, key, "'%s' is not supported%s", key, refused[i].why);
+                return rtm_js_fail(c, RT_ERR_UNSUPPORTED, key, "'%s' is not supported%s", key,
+                                   refused[i].why);
         return rtm_js_fail(c, RT_ERR_UNSUPPORTED, key,
                            "unknown keyword '%.60s' (refused rather than ignored)", key);
     }
     if (json_is_true(json_object_get(schema, "uniqueItems")))
-        return rtm_js_fail(c, RT_ERR_UNSUPPORTED, "uniqueItems", "'uniqueItems': true is not supported");
+        return rtm_js_fail(c, RT_ERR_UNSUPPORTED, "uniqueItems",
+                           "'uniqueItems': true is not supported");
     return RT_OK;
 }
 
@@ -348,7 +356,9 @@ static const char *validation_keyword(json_t *schema, const char *skip1, const c
     json_t *v;
     json_object_foreach(schema, key, v) {
         if (is_annotation(key)) continue;
-        if ((skip1 != NULL && strcmp(key, skip1) == 0) || (skip2 != NULL && strcmp(key, skip2) == 0)) continue;
+        if ((skip1 != NULL && strcmp(key, skip1) == 0) ||
+            (skip2 != NULL && strcmp(key, skip2) == 0))
+            continue;
         return key;
     }
     return NULL;
@@ -373,7 +383,7 @@ rt_status_t rtm_js_count(rtm_js_t *c, json_t *schema, const char *key, int64_t d
 //===--- types ---===//
 
 enum { T_OBJECT, T_ARRAY, T_STRING, T_NUMBER, T_INTEGER, T_BOOLEAN, T_NULL, T_COUNT };
-static const char *const type_names[T_COUNT] = {"object", "array", "string", "number",
+static const char *const type_names[T_COUNT] = {"object",  "array",   "string", "number",
                                                 "integer", "boolean", "null"};
 
 /* The types `type` lists, in its order (out[], *n); every type but
@@ -384,28 +394,34 @@ static rt_status_t type_list(rtm_js_t *c, json_t *schema, int out[T_COUNT], int 
     *untyped = t == NULL;
     if (t == NULL) {
         const int all[] = {T_OBJECT, T_ARRAY, T_STRING, T_NUMBER, T_BOOLEAN, T_NULL};
-        for (size_t i = 0; i < COUNT_OF(all); i++) out[(*n)++] = all[i];
+        for (size_t i = 0; i < COUNT_OF(all); i++)
+            out[(*n)++] = all[i];
         return RT_OK;
     }
     const size_t count = json_is_array(t) ? json_array_size(t) : 1;
     if (!json_is_array(t) && !json_is_string(t))
-        return rtm_js_fail(c, RT_ERR_FORMAT, "type", "'type' wants a type's name or a list of them");
+        return rtm_js_fail(c, RT_ERR_FORMAT, "type",
+                           "'type' wants a type's name or a list of them");
     for (size_t i = 0; i < count; i++) {
         const char *name = json_string_value(json_is_array(t) ? json_array_get(t, i) : t);
         int k = 0;
-        while (k < T_COUNT && (name == NULL || strcmp(name, type_names[k]) != 0)) k++;
+        while (k < T_COUNT && (name == NULL || strcmp(name, type_names[k]) != 0))
+            k++;
         if (k == T_COUNT)
             return rtm_js_fail(c, RT_ERR_FORMAT, "type", "'%.40s' is not a JSON Schema type",
                                name != NULL ? name : "(not a string)");
         bool seen = false;
-        for (int j = 0; j < *n; j++) seen |= out[j] == k;
+        for (int j = 0; j < *n; j++)
+            seen |= out[j] == k;
         if (!seen) out[(*n)++] = k;
     }
-    if (*n == 0) return rtm_js_fail(c, RT_ERR_UNSUPPORTED, "type", "an empty 'type' list allows no value");
+    if (*n == 0)
+        return rtm_js_fail(c, RT_ERR_UNSUPPORTED, "type", "an empty 'type' list allows no value");
     return RT_OK;
 }
 
-static rt_status_t type_branch(rtm_js_t *c, json_t *schema, int t, const char *name, rtm_js_buf_t *out) {
+static rt_status_t type_branch(rtm_js_t *c, json_t *schema, int t, const char *name,
+                               rtm_js_buf_t *out) {
     switch (t) {
     case T_OBJECT:
         return rtm_js_has_keyword_of(schema, "object") ? rtm_js_object(c, schema, name, out)
@@ -429,7 +445,8 @@ static rt_status_t types_body(rtm_js_t *c, json_t *schema, const char *name, rtm
     bool untyped;
     if (type_list(c, schema, types, &n, &untyped) != RT_OK) return c->st;
     bool any_keyword = false;
-    for (int t = 0; t < T_COUNT; t++) any_keyword |= rtm_js_has_keyword_of(schema, type_names[t]);
+    for (int t = 0; t < T_COUNT; t++)
+        any_keyword |= rtm_js_has_keyword_of(schema, type_names[t]);
     if (untyped && !any_keyword) return rtm_js_prim(c, out, RTM_JS_VALUE);
     for (int i = 0; i < n && c->st == RT_OK; i++) {
         if (i > 0) rtm_js_put(c, out, " | ");
@@ -449,8 +466,14 @@ rt_status_t rtm_js_json_string(rtm_js_t *c, rtm_js_buf_t *b, const char *s, size
     rtm_js_put(c, b, "\"");
     for (size_t i = 0; i < n && c->st == RT_OK; i++) {
         const unsigned char ch = (unsigned char)s[i];
-        const char *esc = ch == '"' ? "\\\"" : ch == '\\' ? "\\\\" : ch == '\b' ? "\\b" : ch == '\f' ? "\\f"
-                        : ch == '\n' ? "\\n" : ch == '\r' ? "\\r" : ch == '\t' ? "\\t" : NULL;
+        const char *esc = ch == '"'    ? "\\\""
+                          : ch == '\\' ? "\\\\"
+                          : ch == '\b' ? "\\b"
+                          : ch == '\f' ? "\\f"
+                          : ch == '\n' ? "\\n"
+                          : ch == '\r' ? "\\r"
+                          : ch == '\t' ? "\\t"
+                                       : NULL;
         if (esc != NULL)
             rtm_js_put(c, b, esc);
         else if (ch < 0x20)
@@ -471,9 +494,10 @@ static rt_status_t json_real_text(rtm_js_t *c, rtm_js_buf_t *b, double d) {
 }
 
 static rt_status_t json_text(rtm_js_t *c, rtm_js_buf_t *b, json_t *v) {
-    if (c->depth++ > RTM_JS_MAX_DEPTH)
+    if (c->depth >= RTM_JS_MAX_DEPTH)
         return rtm_js_fail(c, RT_ERR_UNSUPPORTED, NULL, "a value nested deeper than %d levels",
                            RTM_JS_MAX_DEPTH);
+    c->depth++;
     switch (json_typeof(v)) {
     case JSON_OBJECT: {
         const char *key;
@@ -515,8 +539,9 @@ static bool value_has_type(json_t *v, const int types[], int n) {
         if ((t == T_OBJECT && json_is_object(v)) || (t == T_ARRAY && json_is_array(v)) ||
             (t == T_STRING && json_is_string(v)) || (t == T_NUMBER && json_is_number(v)) ||
             (t == T_BOOLEAN && json_is_boolean(v)) || (t == T_NULL && json_is_null(v)) ||
-            (t == T_INTEGER && (json_is_integer(v) || (json_is_real(v) &&
-                                                        json_real_value(v) == floor(json_real_value(v))))))
+            (t == T_INTEGER &&
+             (json_is_integer(v) ||
+              (json_is_real(v) && json_real_value(v) == floor(json_real_value(v))))))
             return true;
     }
     return false;
@@ -529,7 +554,8 @@ static rt_status_t enum_body(rtm_js_t *c, json_t *schema, rtm_js_buf_t *out) {
     const char *key = is_const ? "const" : "enum";
     const char *other = validation_keyword(schema, key, "type");
     if (other != NULL)
-        return rtm_js_fail(c, RT_ERR_UNSUPPORTED, other, "'%s' beside '%s' is not supported", other, key);
+        return rtm_js_fail(c, RT_ERR_UNSUPPORTED, other, "'%s' beside '%s' is not supported", other,
+                           key);
     json_t *values = json_object_get(schema, key);
     if (!is_const && !json_is_array(values))
         return rtm_js_fail(c, RT_ERR_FORMAT, key, "'enum' wants an array of values");
@@ -549,8 +575,8 @@ static rt_status_t enum_body(rtm_js_t *c, json_t *schema, rtm_js_buf_t *out) {
         rtm_js_buf_free(&text);
     }
     if (c->st == RT_OK && written == 0)
-        return rtm_js_fail(c, RT_ERR_UNSUPPORTED, key, "no value of '%s' has the schema's type: none is allowed",
-                           key);
+        return rtm_js_fail(c, RT_ERR_UNSUPPORTED, key,
+                           "no value of '%s' has the schema's type: none is allowed", key);
     return c->st;
 }
 
@@ -571,7 +597,8 @@ static bool pointer_segment(const char *s, size_t n, char *out) {
     for (size_t i = 0; i < n; i++) {
         int ch = (unsigned char)s[i];
         if (ch == '%') {
-            const int hi = i + 2 < n ? hex_digit(s[i + 1]) : -1, lo = i + 2 < n ? hex_digit(s[i + 2]) : -1;
+            const int hi = i + 2 < n ? hex_digit(s[i + 1]) : -1,
+                      lo = i + 2 < n ? hex_digit(s[i + 2]) : -1;
             if (hi < 0 || lo < 0 || hi + lo == 0) return false;
             ch = hi * 16 + lo;
             i += 2;
@@ -601,7 +628,10 @@ static json_t *resolve(rtm_js_t *c, const char *ref, char *last, size_t last_siz
         const char *end = strchr(p + 1, '/');
         const size_t n = end != NULL ? (size_t)(end - p - 1) : strlen(p + 1);
         char *seg = malloc(n + 1);
-        if (seg == NULL) return no_memory(c), NULL;
+        if (seg == NULL) {
+            no_memory(c);
+            return NULL;
+        }
         if (!pointer_segment(p + 1, n, seg)) {
             free(seg);
             return NULL;
@@ -648,32 +678,37 @@ static rt_status_t schema_body(rtm_js_t *c, json_t *schema, const char *name, rt
 static rt_status_t ref_expr(rtm_js_t *c, json_t *schema, rtm_js_buf_t *out) {
     const char *other = validation_keyword(schema, "$ref", NULL);
     if (other != NULL)
-        return rtm_js_fail(c, RT_ERR_UNSUPPORTED, other, "keywords beside '$ref' ('%s') are not supported",
-                           other);
+        return rtm_js_fail(c, RT_ERR_UNSUPPORTED, other,
+                           "keywords beside '$ref' ('%s') are not supported", other);
     json_t *rv = json_object_get(schema, "$ref");
     const char *ref = json_string_value(rv);
     if (ref == NULL) return rtm_js_fail(c, RT_ERR_FORMAT, "$ref", "'$ref' wants a string");
     if (ref[0] != '#')
         return rtm_js_fail(c, RT_ERR_UNSUPPORTED, "$ref",
-                           "remote $ref '%.80s' is not supported (only \"#...\" in this schema)", ref);
-    if (ref[1] != 0 && ref[1] != '/')
-        return rtm_js_fail(c, RT_ERR_UNSUPPORTED, "$ref",
-                           "$ref '%.80s' names an anchor: only JSON pointers (\"#/$defs/name\") are supported",
+                           "remote $ref '%.80s' is not supported (only \"#...\" in this schema)",
                            ref);
+    if (ref[1] != 0 && ref[1] != '/')
+        return rtm_js_fail(
+            c, RT_ERR_UNSUPPORTED, "$ref",
+            "$ref '%.80s' names an anchor: only JSON pointers (\"#/$defs/name\") are supported",
+            ref);
     json_t *known = json_object_get(c->refs, ref);
     if (known != NULL) {
         if (chain_has(c, ref))
-            return rtm_js_fail(c, RT_ERR_UNSUPPORTED, "$ref",
-                               "$ref '%.80s' comes back to itself before any character (left recursion)", ref);
+            return rtm_js_fail(
+                c, RT_ERR_UNSUPPORTED, "$ref",
+                "$ref '%.80s' comes back to itself before any character (left recursion)", ref);
         return rtm_js_put(c, out, c->rules[json_integer_value(known)].name);
     }
     char last[64];
     json_t *target = resolve(c, ref, last, sizeof last);
     if (c->st != RT_OK) return c->st;
     if (target == NULL)
-        return rtm_js_fail(c, RT_ERR_FORMAT, "$ref", "$ref '%.80s' points at nothing in the schema", ref);
+        return rtm_js_fail(c, RT_ERR_FORMAT, "$ref", "$ref '%.80s' points at nothing in the schema",
+                           ref);
     if (c->depth >= RTM_JS_MAX_DEPTH)
-        return rtm_js_fail(c, RT_ERR_UNSUPPORTED, "$ref", "subschemas nested deeper than %d", RTM_JS_MAX_DEPTH);
+        return rtm_js_fail(c, RT_ERR_UNSUPPORTED, "$ref", "subschemas nested deeper than %d",
+                           RTM_JS_MAX_DEPTH);
     const int32_t idx = rtm_js_rule_open(c, last);
     if (idx < 0 || json_object_set_new(c->refs, ref, json_integer(idx)) != 0) return no_memory(c);
     /* errors inside the target name its own place */
@@ -704,7 +739,8 @@ static rt_status_t alternatives(rtm_js_t *c, json_t *schema, const char *key, co
                                 rtm_js_buf_t *out) {
     const char *other = validation_keyword(schema, key, NULL);
     if (other != NULL)
-        return rtm_js_fail(c, RT_ERR_UNSUPPORTED, other, "'%s' beside '%s' is not supported", other, key);
+        return rtm_js_fail(c, RT_ERR_UNSUPPORTED, other, "'%s' beside '%s' is not supported", other,
+                           key);
     json_t *arr = json_object_get(schema, key);
     if (!json_is_array(arr) || json_array_size(arr) == 0)
         return rtm_js_fail(c, RT_ERR_FORMAT, key, "'%s' wants a non-empty array of schemas", key);
@@ -722,20 +758,29 @@ static rt_status_t alternatives(rtm_js_t *c, json_t *schema, const char *key, co
 
 /* allOf merges object schemas into one: properties (a property two
  * members declare differently becomes the allOf of both), required (the
- * union), `type` (object when any member says so). Members reached
- * through $ref are followed (at most 16 of them); nested allOf are
- * flattened. additionalProperties inside allOf would count the other
- * members' properties as additional: refused. */
+ * union), `type` (the types every member allows). Members reached through
+ * $ref are followed (at most 16 of them); nested allOf are flattened.
+ * additionalProperties inside allOf would count the other members'
+ * properties as additional: refused, as is any keyword of another type. */
 #define MAX_MERGE_REFS 16
 
-static rt_status_t merge_member(rtm_js_t *c, json_t *merged, json_t *member, int *refs);
+typedef struct merge {
+    json_t *merged;   /* type, properties, required */
+    json_t *required; /* the names in merged's required, as keys */
+    uint32_t types; /* 1 << T_*: the types all members allow so far (number: and integer) */
+    int refs;       /* $refs followed */
+} merge_t;
 
-static rt_status_t merge_properties(rtm_js_t *c, json_t *merged, json_t *props) {
-    if (!json_is_object(props)) return rtm_js_fail(c, RT_ERR_FORMAT, "properties", "'properties' wants an object");
-    json_t *into = json_object_get(merged, "properties");
+static rt_status_t merge_member(rtm_js_t *c, merge_t *m, json_t *member);
+
+static rt_status_t merge_properties(rtm_js_t *c, merge_t *m, json_t *props) {
+    if (!json_is_object(props))
+        return rtm_js_fail(c, RT_ERR_FORMAT, "properties", "'properties' wants an object");
+    json_t *into = json_object_get(m->merged, "properties");
     if (into == NULL) {
         into = json_object();
-        if (into == NULL || json_object_set_new(merged, "properties", into) != 0) return no_memory(c);
+        if (into == NULL || json_object_set_new(m->merged, "properties", into) != 0)
+            return no_memory(c);
     }
     const char *k;
     json_t *v;
@@ -748,78 +793,112 @@ static rt_status_t merge_properties(rtm_js_t *c, json_t *merged, json_t *props) 
     return RT_OK;
 }
 
-static rt_status_t merge_required(rtm_js_t *c, json_t *merged, json_t *req) {
-    if (!json_is_array(req)) return rtm_js_fail(c, RT_ERR_FORMAT, "required", "'required' wants an array of names");
-    json_t *into = json_object_get(merged, "required");
+static rt_status_t merge_required(rtm_js_t *c, merge_t *m, json_t *req) {
+    if (!json_is_array(req))
+        return rtm_js_fail(c, RT_ERR_FORMAT, "required", "'required' wants an array of names");
+    json_t *into = json_object_get(m->merged, "required");
     if (into == NULL) {
         into = json_array();
-        if (into == NULL || json_object_set_new(merged, "required", into) != 0) return no_memory(c);
+        if (into == NULL || json_object_set_new(m->merged, "required", into) != 0)
+            return no_memory(c);
     }
     for (size_t i = 0; i < json_array_size(req); i++) {
-        json_t *name = json_array_get(req, i);
-        bool seen = false;
-        for (size_t j = 0; j < json_array_size(into) && !seen; j++) seen = json_equal(json_array_get(into, j), name);
-        if (!seen && json_array_append(into, name) != 0) return no_memory(c);
+        const char *name = json_string_value(json_array_get(req, i));
+        if (name == NULL)
+            return rtm_js_fail(c, RT_ERR_FORMAT, "required", "'required' wants an array of names");
+        if (json_object_get(m->required, name) != NULL) continue;
+        if (json_object_set_new(m->required, name, json_true()) != 0 ||
+            json_array_append(into, json_array_get(req, i)) != 0)
+            return no_memory(c);
     }
     return RT_OK;
 }
 
-static rt_status_t merge_key(rtm_js_t *c, json_t *merged, const char *key, json_t *v, int *refs) {
-    if (is_annotation(key) || strcmp(key, "$ref") == 0) return RT_OK;
-    if (strcmp(key, "allOf") == 0) {
-        if (!json_is_array(v)) return rtm_js_fail(c, RT_ERR_FORMAT, key, "'allOf' wants an array of schemas");
-        for (size_t i = 0; i < json_array_size(v) && c->st == RT_OK; i++)
-            merge_member(c, merged, json_array_get(v, i), refs);
-        return c->st;
-    }
-    if (strcmp(key, "type") == 0) {
-        bool object = json_is_string(v) && strcmp(json_string_value(v), "object") == 0;
-        for (size_t i = 0; json_is_array(v) && i < json_array_size(v); i++)
-            object |= json_is_string(json_array_get(v, i)) &&
-                      strcmp(json_string_value(json_array_get(v, i)), "object") == 0;
-        if (!object) return rtm_js_fail(c, RT_ERR_UNSUPPORTED, key, "allOf merges object schemas only");
-        return json_object_set_new(merged, "type", json_string("object")) == 0 ? RT_OK : no_memory(c);
-    }
-    if (strcmp(key, "properties") == 0) return merge_properties(c, merged, v);
-    if (strcmp(key, "required") == 0) return merge_required(c, merged, v);
-    if (strcmp(key, "additionalProperties") == 0 && json_is_true(v)) return RT_OK;
-    if (strcmp(key, "additionalProperties") == 0)
-        return rtm_js_fail(c, RT_ERR_UNSUPPORTED, key,
-                           "'additionalProperties' inside allOf is not merged (it would count the other "
-                           "members' properties as additional)");
-    return rtm_js_fail(c, RT_ERR_UNSUPPORTED, key, "allOf merges object schemas only ('%s' is not merged)", key);
+static rt_status_t merge_type(rtm_js_t *c, merge_t *m, json_t *schema) {
+    int types[T_COUNT], n;
+    bool untyped;
+    if (type_list(c, schema, types, &n, &untyped) != RT_OK) return c->st;
+    uint32_t mask = 0;
+    for (int i = 0; i < n; i++)
+        mask |= 1u << types[i] | (types[i] == T_NUMBER ? 1u << T_INTEGER : 0);
+    m->types &= mask;
+    return RT_OK;
 }
 
-static rt_status_t merge_member(rtm_js_t *c, json_t *merged, json_t *member, int *refs) {
+static rt_status_t merge_key(rtm_js_t *c, merge_t *m, json_t *schema, const char *key, json_t *v) {
+    if (is_annotation(key) || strcmp(key, "$ref") == 0) return RT_OK;
+    if (strcmp(key, "allOf") == 0) {
+        if (!json_is_array(v))
+            return rtm_js_fail(c, RT_ERR_FORMAT, key, "'allOf' wants an array of schemas");
+        for (size_t i = 0; i < json_array_size(v) && c->st == RT_OK; i++)
+            merge_member(c, m, json_array_get(v, i));
+        return c->st;
+    }
+    if (strcmp(key, "type") == 0) return merge_type(c, m, schema);
+    if (strcmp(key, "properties") == 0) return merge_properties(c, m, v);
+    if (strcmp(key, "required") == 0) return merge_required(c, m, v);
+    if (strcmp(key, "additionalProperties") == 0 && json_is_true(v)) return RT_OK;
+    if (strcmp(key, "additionalProperties") == 0)
+        return rtm_js_fail(
+            c, RT_ERR_UNSUPPORTED, key,
+            "'additionalProperties' inside allOf is not merged (it would count the other "
+            "members' properties as additional)");
+    return rtm_js_fail(c, RT_ERR_UNSUPPORTED, key,
+                       "allOf merges object schemas only ('%s' is not merged)", key);
+}
+
+static rt_status_t merge_member(rtm_js_t *c, merge_t *m, json_t *member) {
     if (json_is_true(member)) return RT_OK;
     if (c->depth >= RTM_JS_MAX_DEPTH)
-        return rtm_js_fail(c, RT_ERR_UNSUPPORTED, NULL, "allOf nested deeper than %d", RTM_JS_MAX_DEPTH);
+        return rtm_js_fail(c, RT_ERR_UNSUPPORTED, NULL, "allOf nested deeper than %d",
+                           RTM_JS_MAX_DEPTH);
     if (!json_is_object(member))
-        return rtm_js_fail(c, RT_ERR_UNSUPPORTED, NULL, "an allOf member that is not an object schema");
+        return rtm_js_fail(c, RT_ERR_UNSUPPORTED, NULL,
+                           "an allOf member that is not an object schema");
     if (check_keywords(c, member) != RT_OK) return c->st;
     json_t *rv = json_object_get(member, "$ref");
     if (rv != NULL) {
         const char *ref = json_string_value(rv);
         char last[64];
         if (ref == NULL || ref[0] != '#' || (ref[1] != 0 && ref[1] != '/'))
-            return rtm_js_fail(c, RT_ERR_UNSUPPORTED, "$ref", "an allOf member's $ref must be \"#...\"");
-        if (++*refs > MAX_MERGE_REFS)
-            return rtm_js_fail(c, RT_ERR_UNSUPPORTED, "$ref", "allOf follows at most %d $refs (circular?)",
-                               MAX_MERGE_REFS);
+            return rtm_js_fail(c, RT_ERR_UNSUPPORTED, "$ref",
+                               "an allOf member's $ref must be \"#...\"");
+        if (++m->refs > MAX_MERGE_REFS)
+            return rtm_js_fail(c, RT_ERR_UNSUPPORTED, "$ref",
+                               "allOf follows at most %d $refs (circular?)", MAX_MERGE_REFS);
         json_t *target = resolve(c, ref, last, sizeof last);
         if (target == NULL && c->st == RT_OK)
-            return rtm_js_fail(c, RT_ERR_FORMAT, "$ref", "$ref '%.80s' points at nothing in the schema", ref);
-        merge_member(c, merged, target, refs);
+            return rtm_js_fail(c, RT_ERR_FORMAT, "$ref",
+                               "$ref '%.80s' points at nothing in the schema", ref);
+        merge_member(c, m, target);
     }
     const char *key;
     json_t *v;
     c->depth++;
     json_object_foreach(member, key, v) {
         if (c->st != RT_OK) break;
-        merge_key(c, merged, key, v, refs);
+        merge_key(c, m, member, key, v);
     }
     c->depth--;
     return c->st;
+}
+
+/* The merged schema's `type`: absent while every type is allowed. */
+static rt_status_t merged_type(rtm_js_t *c, merge_t *m) {
+    const uint32_t all = (1u << T_COUNT) - 1;
+    if (m->types == all) return RT_OK;
+    if (m->types == 0)
+        return rtm_js_fail(c, RT_ERR_UNSUPPORTED, "type",
+                           "the members of allOf allow no type in common: no value is");
+    json_t *list = json_array();
+    if (list == NULL || json_object_set_new(m->merged, "type", list) != 0) return no_memory(c);
+    for (int t = 0; t < T_COUNT; t++) {
+        const bool redundant = t == T_INTEGER && (m->types & (1u << T_NUMBER));
+        if ((m->types & (1u << t)) && !redundant &&
+            json_array_append_new(list, json_string(type_names[t])) != 0)
+            return no_memory(c);
+    }
+    return RT_OK;
 }
 
 static rt_status_t all_of(rtm_js_t *c, json_t *schema, const char *name, rtm_js_buf_t *out) {
@@ -835,16 +914,17 @@ static rt_status_t all_of(rtm_js_t *c, json_t *schema, const char *name, rtm_js_
         rtm_js_pop(c, len);
         return c->st;
     }
-    json_t *merged = json_object();
-    if (merged == NULL || json_array_append_new(c->keep, merged) != 0) return no_memory(c);
-    int refs = 0;
+    merge_t m = {.merged = json_object(), .required = json_object(), .types = (1u << T_COUNT) - 1};
+    if (m.merged == NULL || json_array_append_new(c->keep, m.merged) != 0 || m.required == NULL ||
+        json_array_append_new(c->keep, m.required) != 0)
+        return no_memory(c);
     const char *key;
     json_t *v;
     json_object_foreach(schema, key, v) {
         if (c->st != RT_OK) break;
-        merge_key(c, merged, key, v, &refs);
+        merge_key(c, &m, schema, key, v);
     }
-    if (c->st == RT_OK) types_body(c, merged, name, out);
+    if (merged_type(c, &m) == RT_OK) types_body(c, m.merged, name, out);
     rtm_js_pop(c, len);
     return c->st;
 }
@@ -859,12 +939,16 @@ static rt_status_t schema_body(rtm_js_t *c, json_t *schema, const char *name, rt
         return rtm_js_fail(c, RT_ERR_FORMAT, NULL, "a schema must be an object or a boolean");
     if (check_keywords(c, schema) != RT_OK) return c->st;
     if (json_object_get(schema, "$ref") != NULL) return ref_expr(c, schema, out);
-    const bool any = json_object_get(schema, "anyOf") != NULL, one = json_object_get(schema, "oneOf") != NULL;
-    if (any && one) return rtm_js_fail(c, RT_ERR_UNSUPPORTED, "oneOf", "'oneOf' beside 'anyOf' is not supported");
+    const bool any = json_object_get(schema, "anyOf") != NULL,
+               one = json_object_get(schema, "oneOf") != NULL;
+    if (any && one)
+        return rtm_js_fail(c, RT_ERR_UNSUPPORTED, "oneOf",
+                           "'oneOf' beside 'anyOf' is not supported");
     if (any || one) return alternatives(c, schema, any ? "anyOf" : "oneOf", name, out);
     if (json_object_get(schema, "allOf") != NULL) return all_of(c, schema, name, out);
     if (json_object_get(schema, "enum") != NULL && json_object_get(schema, "const") != NULL)
-        return rtm_js_fail(c, RT_ERR_UNSUPPORTED, "const", "'const' beside 'enum' is not supported");
+        return rtm_js_fail(c, RT_ERR_UNSUPPORTED, "const",
+                           "'const' beside 'enum' is not supported");
     if (json_object_get(schema, "enum") != NULL || json_object_get(schema, "const") != NULL)
         return enum_body(c, schema, out);
     return types_body(c, schema, name, out);
@@ -873,9 +957,11 @@ static rt_status_t schema_body(rtm_js_t *c, json_t *schema, const char *name, rt
 rt_status_t rtm_js_schema(rtm_js_t *c, json_t *schema, const char *hint, rtm_js_buf_t *out) {
     if (c->st != RT_OK) return c->st;
     if (c->depth >= RTM_JS_MAX_DEPTH)
-        return rtm_js_fail(c, RT_ERR_UNSUPPORTED, NULL, "subschemas nested deeper than %d", RTM_JS_MAX_DEPTH);
+        return rtm_js_fail(c, RT_ERR_UNSUPPORTED, NULL, "subschemas nested deeper than %d",
+                           RTM_JS_MAX_DEPTH);
     /* a bare $ref is its target's rule */
-    if (json_is_object(schema) && json_object_size(schema) == 1 && json_object_get(schema, "$ref") != NULL)
+    if (json_is_object(schema) && json_object_size(schema) == 1 &&
+        json_object_get(schema, "$ref") != NULL)
         return ref_expr(c, schema, out);
     const int32_t idx = rtm_js_rule_open(c, hint);
     if (idx < 0) return c->st;
@@ -892,15 +978,18 @@ static rt_status_t setup(rtm_js_t *c, const char *text, size_t len) {
     json_error_t err;
     c->doc = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &err);
     if (c->doc == NULL)
-        return c->st = rtm_error(RT_ERR_FORMAT, "json schema: not JSON: %.120s (line %d, column %d)", err.text,
-                                 err.line, err.column);
+        return c->st =
+                   rtm_error(RT_ERR_FORMAT, "json schema: not JSON: %.120s (line %d, column %d)",
+                             err.text, err.line, err.column);
     c->names = json_object();
     c->refs = json_object();
     c->keep = json_array();
     c->suffixes = json_object();
-    if (c->names == NULL || c->refs == NULL || c->keep == NULL || c->suffixes == NULL) return no_memory(c);
+    if (c->names == NULL || c->refs == NULL || c->keep == NULL || c->suffixes == NULL)
+        return no_memory(c);
     for (int p = 0; p < RTM_JS_PRIM_COUNT; p++)
-        if (json_object_set_new(c->names, rtm_js_prim_name(p), json_integer(-1)) != 0) return no_memory(c);
+        if (json_object_set_new(c->names, rtm_js_prim_name(p), json_integer(-1)) != 0)
+            return no_memory(c);
     if (!buf_reserve(&c->path, 1)) return no_memory(c);
     memcpy(c->path.p, "#", 2);
     c->path.n = 1;

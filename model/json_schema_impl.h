@@ -68,26 +68,26 @@ typedef struct rtm_js_buf {
  * name theirs after it, a $ref target may refer to itself); a rule whose
  * body turns out to be one name is dropped and that name used instead. */
 typedef struct rtm_js_rule {
-    char *name;       /* malloc'd; stable while rules[] grows */
+    char *name; /* malloc'd; stable while rules[] grows */
     rtm_js_buf_t body;
     bool dropped;
 } rtm_js_rule_t;
 
 typedef struct rtm_js {
-    json_t *doc;            /* the schema document ($ref targets are found in it) */
-    json_t *names;          /* rule name -> index in rules (its keys are the names taken) */
-    json_t *refs;           /* $ref string -> index of its rule */
-    json_t *keep;           /* schemas made by merging allOf, alive until the end */
-    json_t *suffixes;       /* a name's base -> the next number to try after it ("root-3") */
+    json_t *doc;      /* the schema document ($ref targets are found in it) */
+    json_t *names;    /* rule name -> index in rules (its keys are the names taken) */
+    json_t *refs;     /* $ref string -> index of its rule */
+    json_t *keep;     /* schemas made by merging allOf, alive until the end */
+    json_t *suffixes; /* a name's base -> the next number to try after it ("root-3") */
     rtm_js_rule_t *rules;
     int32_t n_rules, cap_rules;
-    rtm_js_buf_t path;      /* JSON pointer of the schema being converted ("#/properties/a") */
-    const char **chain;     /* $refs entered since the last character the grammar consumed */
+    rtm_js_buf_t path;  /* JSON pointer of the schema being converted ("#/properties/a") */
+    const char **chain; /* $refs entered since the last character the grammar consumed */
     int32_t n_chain, cap_chain, chain_floor; /* refs below chain_floor are behind a character */
-    uint32_t prims;         /* the shared rules used (1 << RTM_JS_*) */
-    size_t bytes;           /* grammar text written so far */
-    int32_t depth;          /* subschemas being converted, one inside the other */
-    rt_status_t st;         /* the first error; RT_OK while none */
+    uint32_t prims;                          /* the shared rules used (1 << RTM_JS_*) */
+    size_t bytes;                            /* grammar text written so far */
+    int32_t depth;                           /* subschemas being converted, one inside the other */
+    rt_status_t st;                          /* the first error; RT_OK while none */
 } rtm_js_t;
 
 /* Records the first error: "json schema, <path>[/key]: <reason>";
@@ -125,7 +125,8 @@ RTM_INTERNAL void rtm_js_pop(rtm_js_t *c, size_t len);
  * "properties/name" are pushed by the caller) and appends the expression
  * that matches it to out: a shared rule's name, or the name of a new rule
  * called `hint` (made unique). */
-RTM_INTERNAL rt_status_t rtm_js_schema(rtm_js_t *c, json_t *schema, const char *hint, rtm_js_buf_t *out);
+RTM_INTERNAL rt_status_t rtm_js_schema(rtm_js_t *c, json_t *schema, const char *hint,
+                                       rtm_js_buf_t *out);
 /* Reserves a rule called hint (made unique); its index. */
 RTM_INTERNAL int32_t rtm_js_rule_open(rtm_js_t *c, const char *hint);
 /* A character was consumed: $refs met from here on cannot loop back to
@@ -143,8 +144,10 @@ RTM_INTERNAL bool rtm_js_has_keyword_of(json_t *schema, const char *type);
 /* The bodies of the typed schemas (json_schema_types.c): each appends
  * the expression for values of that type that schema allows; name is
  * the rule being written (children's names start with it). */
-RTM_INTERNAL rt_status_t rtm_js_object(rtm_js_t *c, json_t *schema, const char *name, rtm_js_buf_t *out);
-RTM_INTERNAL rt_status_t rtm_js_array(rtm_js_t *c, json_t *schema, const char *name, rtm_js_buf_t *out);
+RTM_INTERNAL rt_status_t rtm_js_object(rtm_js_t *c, json_t *schema, const char *name,
+                                       rtm_js_buf_t *out);
+RTM_INTERNAL rt_status_t rtm_js_array(rtm_js_t *c, json_t *schema, const char *name,
+                                      rtm_js_buf_t *out);
 RTM_INTERNAL rt_status_t rtm_js_string(rtm_js_t *c, json_t *schema, rtm_js_buf_t *out);
 RTM_INTERNAL rt_status_t rtm_js_integer(rtm_js_t *c, json_t *schema, rtm_js_buf_t *out);
 RTM_INTERNAL rt_status_t rtm_js_number(rtm_js_t *c, json_t *schema, rtm_js_buf_t *out);

@@ -199,7 +199,7 @@ static const struct {
     {"{'type':'object','required':['id'],'additionalProperties':false}", RT_ERR_UNSUPPORTED,
      "#/required: 'id' is required, 'properties' does not list it and 'additionalProperties' is false"},
     {"{'allOf':[{'type':'object'},{'type':'string'}]}", RT_ERR_UNSUPPORTED,
-     "#/allOf/type: allOf merges object schemas only"},
+     "#/allOf/type: the members of allOf allow no type in common: no value is"},
     {"{'allOf':[{'properties':{'a':{}}},{'additionalProperties':false}]}", RT_ERR_UNSUPPORTED,
      "#/allOf/additionalProperties: 'additionalProperties' inside allOf is not merged"},
     {"{'allOf':[{'properties':{'a':{}}},{'items':{}}]}", RT_ERR_UNSUPPORTED,
@@ -355,6 +355,9 @@ static void test_limits(void **state) {
 #define S_ALL_OF                                                                                       \
     "{'allOf':[{'type':'object','properties':{'a':{'type':'integer'}},'required':['a']},"           \
     "{'properties':{'b':{'type':'string'}},'required':['b']}]}"
+#define S_ALL_OF_TYPES                                                                                 \
+    "{'allOf':[{'type':['object','null'],'properties':{'a':{'type':'integer'}}},"                  \
+    "{'type':['null','object','string']}]}"
 #define S_DEFS "{'$defs':{'pos':{'type':'integer','minimum':1}},'type':'array','items':{'$ref':'#/$defs/pos'}}"
 #define S_TREE                                                                                         \
     "{'$defs':{'node':{'type':'object','properties':{'value':{'type':'integer'},'children':"        \
@@ -494,6 +497,10 @@ static const struct {
     {S_ALL_OF, "{'a':1,'b':'x','c':null}", true, NULL},
     {S_ALL_OF, "{'a':1}", false, NULL},
     {S_ALL_OF, "{'a':1,'b':2}", false, NULL},
+    {S_ALL_OF_TYPES, "null", true, NULL},
+    {S_ALL_OF_TYPES, "{'a':1}", true, NULL},
+    {S_ALL_OF_TYPES, "'x'", false, NULL},
+    {S_ALL_OF_TYPES, "{'a':true}", false, NULL},
     {S_DEFS, "[1,2]", true, NULL},
     {S_DEFS, "[0]", false, NULL},
     {S_TREE, "{'value':1,'children':[]}", true, NULL},
@@ -578,15 +585,16 @@ static bool matches(rtm_grammar_t *g, const char *text) {
 
 static void test_acceptance(void **state) {
     (void)state;
+#ifndef RT_HAVE_JANSSON
+    print_message("json-schema-5: this build has no jansson (json-schema-6 checks the refusal)\n");
+    skip();
+#endif
     tu_n_failed = 0;
     int n_run = 0;
     for (size_t i = 0; i < sizeof accept_cases / sizeof accept_cases[0]; i++) {
         if (i > 0 && accept_cases[i].schema == accept_cases[i - 1].schema) continue;
         rt_status_t st;
         char *g = convert(accept_cases[i].schema, &st);
-#ifndef RT_HAVE_JANSSON
-        skip(); /* json-schema-6 checks the refusal */
-#endif
         if (g == NULL) {
             tu_report("json-schema-5 %s: %s", accept_cases[i].schema, rtm_last_error());
             continue;

@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define CHECK(cond)                                                                                \
     do {                                                                                           \
         if (!(cond)) {                                                                             \
-            fprintf(stderr, "fuzz-json-schema: %s:%d: %s (%s)\n", __FILE__, __LINE__, #cond,      \
+            fprintf(stderr, "fuzz-json-schema: %s:%d: %s (%s)\n", __FILE__, __LINE__, #cond,       \
                     rtm_last_error());                                                             \
             abort();                                                                               \
         }                                                                                          \
@@ -36,7 +36,8 @@ static void check_lines(const char *g, size_t len) {
     for (const char *line = g; line < g + len;) {
         const char *end = strchr(line, '\n');
         CHECK(end != NULL);
-        const size_t name = strspn(line, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-");
+        const size_t name =
+            strspn(line, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-");
         CHECK(name > 0 && line + name + 5 < end && strncmp(line + name, " ::= ", 5) == 0);
         line = end + 1;
     }
