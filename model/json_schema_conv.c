@@ -914,9 +914,10 @@ static rt_status_t all_of(rtm_js_t *c, json_t *schema, const char *name, rtm_js_
         rtm_js_pop(c, len);
         return c->st;
     }
-    merge_t m = {.merged = json_object(), .required = json_object(), .types = (1u << T_COUNT) - 1};
-    if (m.merged == NULL || json_array_append_new(c->keep, m.merged) != 0 || m.required == NULL ||
-        json_array_append_new(c->keep, m.required) != 0)
+    merge_t m = {.types = (1u << T_COUNT) - 1};
+    /* c->keep owns both (json_array_append_new takes them, and frees them when it fails) */
+    if (json_array_append_new(c->keep, m.merged = json_object()) != 0 ||
+        json_array_append_new(c->keep, m.required = json_object()) != 0)
         return no_memory(c);
     const char *key;
     json_t *v;
@@ -977,6 +978,11 @@ rt_status_t rtm_js_schema(rtm_js_t *c, json_t *schema, const char *hint, rtm_js_
 static rt_status_t setup(rtm_js_t *c, const char *text, size_t len) {
     json_error_t err;
     c->doc = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &err);
+    /* jansson gives a reason for every syntax error; none means an
+     * allocation failed (some of its failed allocations read as syntax
+     * errors, though: "invalid token") */
+    if (c->doc == NULL && (json_error_code(&err) == json_error_out_of_memory || err.text[0] == 0))
+        return no_memory(c);
     if (c->doc == NULL)
         return c->st =
                    rtm_error(RT_ERR_FORMAT, "json schema: not JSON: %.120s (line %d, column %d)",

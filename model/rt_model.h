@@ -471,30 +471,35 @@ RTM_API rt_status_t rtm_context_advance(rtm_context_t *ctx, int32_t n);
  *     schema; required names absent from `properties` take its schema.
  *   - arrays: items, prefixItems (and the older items-array with
  *     additionalItems), minItems, maxItems. Strings: minLength, maxLength
- *     (an escape is one character); format date, time, date-time (RFC
- *     3339, any day 01..31) and uuid; any other format is a plain string
- *     (JSON Schema makes formats annotations). Integers: minimum, maximum,
- *     exclusiveMinimum, exclusiveMaximum, exactly (within +-1e18).
- *     Numbers take no bounds.
- *   - enum and const: each value in its compact spelling only ("1", not
- *     "1.0"; {"a":1} without blanks), filtered by `type`.
+ *     (an escape is one character, a surrogate pair two); format date,
+ *     time, date-time (RFC 3339, any day 01..31) and uuid; any other
+ *     format is a plain string (JSON Schema makes formats annotations).
+ *     Integers as JSON writes them without fraction or exponent ("1", not
+ *     "1.0"), with minimum, maximum, exclusiveMinimum, exclusiveMaximum
+ *     exactly (within +-1e18; "-0" only where no bound is given). Numbers
+ *     take no bounds.
+ *   - enum and const: each value in its compact spelling only ({"a":1}
+ *     without blanks, 2.5 not 2.50), those of the schema's `type`.
  *   - type (a name or a list), anyOf and oneOf as alternatives (a value
  *     matching two branches of a oneOf is accepted), allOf of object
- *     schemas merged (a single allOf member taken as it is), $ref to a
- *     JSON pointer in the schema ("#", "#/$defs/name", "#/definitions/...")
- *     recursive ones included, {} and true as any value.
+ *     schemas merged (properties, required, the types all members allow; a
+ *     single member taken as it is), $ref to a JSON pointer in the schema
+ *     ("#", "#/$defs/name", "#/definitions/name"), recursive ones
+ *     included, {} and true as any value; an untyped schema allows every
+ *     type, its keywords applying to theirs.
  *   - annotations (title, description, default, examples, $comment,
  *     $schema, $id, deprecated, readOnly, writeOnly, contentEncoding,
  *     contentMediaType, discriminator, x-*) are ignored.
  * Everything else is refused by name, RT_ERR_UNSUPPORTED: not, if/then/
  * else, pattern, patternProperties, dependentSchemas, multipleOf,
- * uniqueItems: true, a $ref outside the schema, bounds on a number, an
- * unknown keyword, ... and schemas that allow no value (minimum above
- * maximum, an empty enum) or a grammar too large: subschemas nested
- * deeper than 64 ($ref targets counted), a count (minLength, maxLength,
- * minItems, maxItems) above 1000, more than 100 prefixItems, a grammar
- * above 1 MiB, a $ref that loops back before any character (left
- * recursion). */
+ * uniqueItems: true, an unknown keyword, a $ref outside the schema or to
+ * an anchor, keywords beside $ref, anyOf/oneOf or enum/const (type aside),
+ * bounds on a number, ... and schemas that allow no value (minimum above
+ * maximum, an empty enum) or whose grammar would be too large: subschemas
+ * nested deeper than 64 ($ref targets counted), a count (minLength,
+ * maxLength, minItems, maxItems) above 1000, more than 100 prefixItems, a
+ * grammar above 1 MiB; and a $ref that comes back to itself before any
+ * character (left recursion). */
 
 /* Converts len bytes of a JSON Schema (2020-12, and the earlier drafts'
  * forms above) into a GBNF grammar whose start rule is root, NUL-
@@ -505,7 +510,8 @@ RTM_API rt_status_t rtm_context_advance(rtm_context_t *ctx, int32_t n);
  * the wrong kind, RT_ERR_UNSUPPORTED for what is refused (above; also for
  * a library built without jansson, which this needs),
  * RT_ERR_INVALID_ARGUMENT for NULL, RT_ERR_OUT_OF_MEMORY. Thread-safe. */
-RTM_API rt_status_t rtm_json_schema_to_grammar(const char *schema_json, size_t len, char **out_gbnf);
+RTM_API rt_status_t rtm_json_schema_to_grammar(const char *schema_json, size_t len,
+                                               char **out_gbnf);
 /* A GBNF grammar of any JSON object (whitespace bounded as above), static. */
 RTM_API const char *rtm_json_object_grammar(void);
 /* Frees a string the library returned for the caller to free (NULL-safe). */

@@ -27,6 +27,14 @@
  *                  skipped otherwise
  *   json-schema-6  NULL arguments; a build without jansson refuses by
  *                  name (the only check that runs there)
+ *   json-schema-7  every allocation fails in turn (the converter's and
+ *                  jansson's, through malloc interposed here): each
+ *                  conversion fails with RT_ERR_OUT_OF_MEMORY and a
+ *                  message, or gives what it gives with memory, and frees
+ *                  all it took (not under a sanitizer, which owns malloc).
+ *                  jansson's reader reports some of its failed
+ *                  allocations as a syntax error: RT_ERR_FORMAT "not
+ *                  JSON" is taken from it too
  *
  * In the tables ' stands for " so that the JSON reads as JSON; a real
  * quote inside a JSON string is written \' (the converter sees \"). */
@@ -72,6 +80,10 @@ static char *convert(const char *schema, rt_status_t *st) {
 
 //===--- json-schema-1: golden grammars ---===//
 
+#define S_PERSON_FULL                                                                                  \
+    "{'type':'object','properties':{'name':{'type':'string','maxLength':20},"                      \
+    "'age':{'type':'integer','minimum':0,'maximum':150}},'required':['name']}"
+
 #define G_VALUE "value ::= object | array | string | number | boolean | null\n"
 #define G_OBJECT                                                                                       \
     "object ::= \"{\" ws ( string ws \":\" ws value ws ( \",\" ws string ws \":\" ws value ws )* )? " \
@@ -86,7 +98,8 @@ static char *convert(const char *schema, rt_status_t *st) {
 #define G_WS "ws ::= [ \\t\\n\\r]{0,20}\n"
 #define G_ALL G_VALUE G_OBJECT G_ARRAY G_STRING G_CHAR G_NUMBER G_INTEGER G_BOOLEAN G_NULL G_WS
 /* An additional name's trie step: any character but these, or an escape. */
-#define G_LEAVE(cls) "[^" cls "\"\\\\\\x00-\\x1F] char* \"\\\"\" | \"\\\\\" [\\x22\\x5C\\x2Fbfnrt] char* \"\\\"\""
+#define G_LEAVE(cls)                                                                                   \
+    "[^" cls "\"\\\\\\x00-\\x1F] char* \"\\\"\" | \"\\\\\" [\\x22\\x5C\\x2Fbfnrt] char* \"\\\"\""
 
 static const struct {
     const char *name, *schema, *grammar;
@@ -146,6 +159,117 @@ static void test_golden(void **state) {
     assert_int_equal(tu_n_failed, 0);
 }
 
+//===--- json-schema-7: allocation failures ---===//
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define HAVE_FAULTS 0
+#else
+#define HAVE_FAULTS 1
+/* glibc's allocator under the interposed one (glibc supports replacing
+ * malloc, calloc, realloc and free together). While armed, the
+ * allocation numbered fail_at fails, and net counts blocks taken minus
+ * blocks given back. */
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t n, size_t size);
+extern void *__libc_realloc(void *p, size_t n);
+extern void __libc_free(void *p);
+/* exported (the build hides symbols by default) so that the libraries' calls reach them */
+#define INTERPOSED __attribute__((visibility("default")))
+INTERPOSED void *malloc(size_t n);
+INTERPOSED void *calloc(size_t n, size_t size);
+INTERPOSED void *realloc(void *p, size_t n);
+INTERPOSED void free(void *p);
+
+static bool armed;
+static long n_allocs, fail_at, net;
+
+static bool fails(void) { return armed && n_allocs++ == fail_at; }
+
+void *malloc(size_t n) {
+    void *p = fails() ? NULL : __libc_malloc(n);
+    net += armed && p != NULL;
+    return p;
+}
+
+void *calloc(size_t n, size_t size) {
+    void *p = fails() ? NULL : __libc_calloc(n, size);
+    net += armed && p != NULL;
+    return p;
+}
+
+void *realloc(void *p, size_t n) {
+    if (fails()) return NULL;
+    void *q = __libc_realloc(p, n);
+    net += armed && p == NULL && q != NULL;
+    return q;
+}
+
+void free(void *p) {
+    net -= armed && p != NULL;
+    __libc_free(p);
+}
+#endif
+
+static const char *const fault_schemas[] = {
+    S_PERSON_FULL,
+    "{'$defs':{'node':{'type':'object','properties':{'value':{'type':'integer','minimum':-5,"
+    "'maximum':120},'children':{'type':'array','items':{'$ref':'#/$defs/node'},'maxItems':3}},"
+    "'required':['value']}},'$ref':'#/$defs/node'}",
+    "{'allOf':[{'type':['object','null'],'properties':{'a':{'enum':['x',1.5,{'k':[null]}]}}},"
+    "{'properties':{'b':{'type':'string','format':'date-time'}},'required':['b']}]}",
+    "{'type':'array','prefixItems':[{'const':'\\n'},{'anyOf':[{'type':'string','maxLength':4},"
+    "{'type':'boolean'}]}],'items':{'type':'number'},'minItems':1}",
+    "{'type':'object','properties':{'a':{'not':{}}}}",
+};
+
+static void test_faults(void **state) {
+    (void)state;
+#if HAVE_FAULTS
+    tu_n_failed = 0;
+    for (size_t i = 0; i < sizeof fault_schemas / sizeof fault_schemas[0]; i++) {
+        char *schema = dq(fault_schemas[i]), *want = NULL;
+        const rt_status_t want_st = rtm_json_schema_to_grammar(schema, strlen(schema), &want);
+        long k = 0;
+        for (;; k++) {
+            char *g = NULL;
+            n_allocs = net = 0;
+            fail_at = k;
+            armed = true;
+            const rt_status_t st = rtm_json_schema_to_grammar(schema, strlen(schema), &g);
+            const bool same = st == want_st && (g == NULL) == (want == NULL) &&
+                              (g == NULL || strcmp(g, want) == 0);
+            rtm_string_free(g);
+            armed = false;
+            if (n_allocs <= k) { /* nothing failed: done */
+                if (!same) tu_report("json-schema-7 %s: status %d without a failure", schema, st);
+                break;
+            }
+            const bool reader = st == RT_ERR_FORMAT && strstr(rtm_last_error(), "not JSON") != NULL;
+            if (st != RT_ERR_OUT_OF_MEMORY && !same && !reader)
+                tu_report("json-schema-7 %s, allocation %ld failing: status %d '%s'", schema, k, st,
+                          rtm_last_error());
+            if (st == RT_ERR_OUT_OF_MEMORY && strstr(rtm_last_error(), "no memory") == NULL)
+                tu_report("json-schema-7 %s, allocation %ld failing: message '%s'", schema, k,
+                          rtm_last_error());
+            if (net != 0)
+                tu_report("json-schema-7 %s, allocation %ld failing: %ld blocks kept", schema, k, net);
+        }
+        if (k == 0) { /* malloc is not ours (valgrind replaces it) */
+            free(schema);
+            free(want);
+            print_message("json-schema-7: malloc is not interposed in this run\n");
+            skip();
+        }
+        free(schema);
+        free(want);
+    }
+    assert_int_equal(tu_n_failed, 0);
+#else
+    print_message("json-schema-7: a sanitizer owns malloc in this build\n");
+    skip();
+#endif
+}
+
 //===--- json-schema-2: refusals ---===//
 
 static const struct {
@@ -158,8 +282,10 @@ static const struct {
     {"{'if':{},'then':{}}", RT_ERR_UNSUPPORTED, "#/if: 'if' is not supported"},
     {"{'type':'string','pattern':'^a+$'}", RT_ERR_UNSUPPORTED,
      "#/pattern: 'pattern' is not supported (regular expressions are not converted)"},
-    {"{'type':'object','patternProperties':{'^x':{}}}", RT_ERR_UNSUPPORTED, "#/patternProperties: 'patternProperties'"},
-    {"{'dependentSchemas':{'a':{}}}", RT_ERR_UNSUPPORTED, "#/dependentSchemas: 'dependentSchemas' is not supported"},
+    {"{'type':'object','patternProperties':{'^x':{}}}", RT_ERR_UNSUPPORTED,
+     "#/patternProperties: 'patternProperties'"},
+    {"{'dependentSchemas':{'a':{}}}", RT_ERR_UNSUPPORTED,
+     "#/dependentSchemas: 'dependentSchemas' is not supported"},
     {"{'type':'number','multipleOf':2}", RT_ERR_UNSUPPORTED, "#/multipleOf: 'multipleOf' is not supported"},
     {"{'type':'array','uniqueItems':true}", RT_ERR_UNSUPPORTED, "#/uniqueItems: 'uniqueItems': true"},
     {"{'type':'object','unevaluatedProperties':false}", RT_ERR_UNSUPPORTED, "#/unevaluatedProperties"},
@@ -345,7 +471,9 @@ static void test_limits(void **state) {
 #define S_NEEDS_ID "{'type':'object','required':['id']}"
 #define S_INTS "{'type':'array','items':{'type':'integer'},'minItems':1,'maxItems':3}"
 #define S_TUPLE "{'type':'array','prefixItems':[{'type':'string'},{'type':'integer'}],'items':false}"
-#define S_TUPLE_MORE "{'type':'array','prefixItems':[{'type':'string'}],'items':{'type':'boolean'},'minItems':2}"
+#define S_TUPLE_MORE                                                                               \
+    "{'type':'array','prefixItems':[{'type':'string'}],"                                           \
+    "'items':{'type':'boolean'},'minItems':2}"
 #define S_OLD_TUPLE "{'type':'array','items':[{'type':'integer'}],'additionalItems':{'type':'string'}}"
 #define S_ANY_OF "{'anyOf':[{'type':'integer'},{'type':'string','maxLength':2}]}"
 #define S_TAGGED                                                                                       \
@@ -358,7 +486,9 @@ static void test_limits(void **state) {
 #define S_ALL_OF_TYPES                                                                                 \
     "{'allOf':[{'type':['object','null'],'properties':{'a':{'type':'integer'}}},"                  \
     "{'type':['null','object','string']}]}"
-#define S_DEFS "{'$defs':{'pos':{'type':'integer','minimum':1}},'type':'array','items':{'$ref':'#/$defs/pos'}}"
+#define S_DEFS                                                                                     \
+    "{'$defs':{'pos':{'type':'integer','minimum':1}},"                                             \
+    "'type':'array','items':{'$ref':'#/$defs/pos'}}"
 #define S_TREE                                                                                         \
     "{'$defs':{'node':{'type':'object','properties':{'value':{'type':'integer'},'children':"        \
     "{'type':'array','items':{'$ref':'#/$defs/node'}}},'required':['value','children'],"            \
@@ -366,7 +496,9 @@ static void test_limits(void **state) {
 #define S_LIST                                                                                         \
     "{'type':'object','properties':{'next':{'anyOf':[{'$ref':'#'},{'type':'null'}]}},"              \
     "'required':['next'],'additionalProperties':false}"
-#define S_DRAFT7 "{'definitions':{'s':{'type':'string'}},'type':'object','properties':{'s':{'$ref':'#/definitions/s'}}}"
+#define S_DRAFT7                                                                                   \
+    "{'definitions':{'s':{'type':'string'}},"                                                      \
+    "'type':'object','properties':{'s':{'$ref':'#/definitions/s'}}}"
 #define S_LENGTH "{'type':'string','minLength':2,'maxLength':3}"
 #define S_RANGE "{'type':'integer','minimum':-5,'maximum':120}"
 #define S_EXCLUSIVE "{'type':'integer','exclusiveMinimum':0,'exclusiveMaximum':10}"
@@ -374,8 +506,12 @@ static void test_limits(void **state) {
 #define S_TO_MINUS_100 "{'type':'integer','maximum':-100}"
 #define S_ENUM "{'enum':['red','green',3,null]}"
 #define S_CONST "{'const':{'a':[1,true]}}"
-#define S_UNICODE "{'type':'object','properties':{'\xc3\xa9':{'type':'integer'}},'additionalProperties':{'type':'string'}}"
-#define S_QUOTE_KEY "{'type':'object','properties':{'a\\'b':{'type':'integer'}},'required':['a\\'b'],'additionalProperties':false}"
+#define S_UNICODE                                                                                  \
+    "{'type':'object','properties':{'\xc3\xa9':{'type':'integer'}},"                               \
+    "'additionalProperties':{'type':'string'}}"
+#define S_QUOTE_KEY                                                                                \
+    "{'type':'object','properties':{'a\\'b':{'type':'integer'}},"                                  \
+    "'required':['a\\'b'],'additionalProperties':false}"
 #define S_ARRAY "{'type':'array'}"
 #define S_UNTYPED "{'properties':{'a':{'type':'integer'}}}"
 #define S_BOOL_SCHEMAS "{'type':'object','properties':{'a':true,'b':false}}"
@@ -383,7 +519,9 @@ static void test_limits(void **state) {
     "{'anyOf':[{'$ref':'#/$defs/P'},{'type':'null'}],'$defs':{'P':{'type':'object','title':'P',"   \
     "'properties':{'x':{'type':'number'}},'required':['x']}}}"
 #define S_TYPES "{'type':['string','null']}"
-#define S_OBJECTS "{'type':'array','items':{'type':'object','properties':{'id':{'type':'integer'}},'required':['id']}}"
+#define S_OBJECTS                                                                                  \
+    "{'type':'array','items':{'type':'object','properties':{'id':{'type':'integer'}},"             \
+    "'required':['id']}}"
 #define S_TYPED_ENUM "{'type':'string','enum':['a',1]}"
 #define WS20 "                    "
 
@@ -657,6 +795,7 @@ int main(void) {
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_recursion),
         cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_faults),
 #endif
         cmocka_unit_test(test_acceptance),
         cmocka_unit_test(test_arguments),
