@@ -159,117 +159,6 @@ static void test_golden(void **state) {
     assert_int_equal(tu_n_failed, 0);
 }
 
-//===--- json-schema-7: allocation failures ---===//
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define HAVE_FAULTS 0
-#else
-#define HAVE_FAULTS 1
-/* glibc's allocator under the interposed one (glibc supports replacing
- * malloc, calloc, realloc and free together). While armed, the
- * allocation numbered fail_at fails, and net counts blocks taken minus
- * blocks given back. */
-extern void *__libc_malloc(size_t n);
-extern void *__libc_calloc(size_t n, size_t size);
-extern void *__libc_realloc(void *p, size_t n);
-extern void __libc_free(void *p);
-/* exported (the build hides symbols by default) so that the libraries' calls reach them */
-#define INTERPOSED __attribute__((visibility("default")))
-INTERPOSED void *malloc(size_t n);
-INTERPOSED void *calloc(size_t n, size_t size);
-INTERPOSED void *realloc(void *p, size_t n);
-INTERPOSED void free(void *p);
-
-static bool armed;
-static long n_allocs, fail_at, net;
-
-static bool fails(void) { return armed && n_allocs++ == fail_at; }
-
-void *malloc(size_t n) {
-    void *p = fails() ? NULL : __libc_malloc(n);
-    net += armed && p != NULL;
-    return p;
-}
-
-void *calloc(size_t n, size_t size) {
-    void *p = fails() ? NULL : __libc_calloc(n, size);
-    net += armed && p != NULL;
-    return p;
-}
-
-void *realloc(void *p, size_t n) {
-    if (fails()) return NULL;
-    void *q = __libc_realloc(p, n);
-    net += armed && p == NULL && q != NULL;
-    return q;
-}
-
-void free(void *p) {
-    net -= armed && p != NULL;
-    __libc_free(p);
-}
-#endif
-
-static const char *const fault_schemas[] = {
-    S_PERSON_FULL,
-    "{'$defs':{'node':{'type':'object','properties':{'value':{'type':'integer','minimum':-5,"
-    "'maximum':120},'children':{'type':'array','items':{'$ref':'#/$defs/node'},'maxItems':3}},"
-    "'required':['value']}},'$ref':'#/$defs/node'}",
-    "{'allOf':[{'type':['object','null'],'properties':{'a':{'enum':['x',1.5,{'k':[null]}]}}},"
-    "{'properties':{'b':{'type':'string','format':'date-time'}},'required':['b']}]}",
-    "{'type':'array','prefixItems':[{'const':'\\n'},{'anyOf':[{'type':'string','maxLength':4},"
-    "{'type':'boolean'}]}],'items':{'type':'number'},'minItems':1}",
-    "{'type':'object','properties':{'a':{'not':{}}}}",
-};
-
-static void test_faults(void **state) {
-    (void)state;
-#if HAVE_FAULTS
-    tu_n_failed = 0;
-    for (size_t i = 0; i < sizeof fault_schemas / sizeof fault_schemas[0]; i++) {
-        char *schema = dq(fault_schemas[i]), *want = NULL;
-        const rt_status_t want_st = rtm_json_schema_to_grammar(schema, strlen(schema), &want);
-        long k = 0;
-        for (;; k++) {
-            char *g = NULL;
-            n_allocs = net = 0;
-            fail_at = k;
-            armed = true;
-            const rt_status_t st = rtm_json_schema_to_grammar(schema, strlen(schema), &g);
-            const bool same = st == want_st && (g == NULL) == (want == NULL) &&
-                              (g == NULL || strcmp(g, want) == 0);
-            rtm_string_free(g);
-            armed = false;
-            if (n_allocs <= k) { /* nothing failed: done */
-                if (!same) tu_report("json-schema-7 %s: status %d without a failure", schema, st);
-                break;
-            }
-            const bool reader = st == RT_ERR_FORMAT && strstr(rtm_last_error(), "not JSON") != NULL;
-            if (st != RT_ERR_OUT_OF_MEMORY && !same && !reader)
-                tu_report("json-schema-7 %s, allocation %ld failing: status %d '%s'", schema, k, st,
-                          rtm_last_error());
-            if (st == RT_ERR_OUT_OF_MEMORY && strstr(rtm_last_error(), "no memory") == NULL)
-                tu_report("json-schema-7 %s, allocation %ld failing: message '%s'", schema, k,
-                          rtm_last_error());
-            if (net != 0)
-                tu_report("json-schema-7 %s, allocation %ld failing: %ld blocks kept", schema, k, net);
-        }
-        if (k == 0) { /* malloc is not ours (valgrind replaces it) */
-            free(schema);
-            free(want);
-            print_message("json-schema-7: malloc is not interposed in this run\n");
-            skip();
-        }
-        free(schema);
-        free(want);
-    }
-    assert_int_equal(tu_n_failed, 0);
-#else
-    print_message("json-schema-7: a sanitizer owns malloc in this build\n");
-    skip();
-#endif
-}
-
 //===--- json-schema-2: refusals ---===//
 
 static const struct {
@@ -454,6 +343,124 @@ static void test_limits(void **state) {
     free(huge);
     assert_int_equal(st, RT_ERR_UNSUPPORTED);
     assert_non_null(strstr(rtm_last_error(), "the grammar would be larger than 1024 KiB"));
+}
+
+//===--- json-schema-7: allocation failures ---===//
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||                          \
+    __has_feature(memory_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(SANITIZED)
+#define HAVE_FAULTS 0
+#else
+#define HAVE_FAULTS 1
+/* glibc's allocator under the interposed one (glibc supports replacing
+ * malloc, calloc, realloc and free together). While armed, the
+ * allocation numbered fail_at fails, and net counts blocks taken minus
+ * blocks given back. */
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t n, size_t size);
+extern void *__libc_realloc(void *p, size_t n);
+extern void __libc_free(void *p);
+/* exported (the build hides symbols by default) so that the libraries' calls reach them */
+#define INTERPOSED __attribute__((visibility("default")))
+INTERPOSED void *malloc(size_t n);
+INTERPOSED void *calloc(size_t n, size_t size);
+INTERPOSED void *realloc(void *p, size_t n);
+INTERPOSED void free(void *p);
+
+static bool armed;
+static long n_allocs, fail_at, net;
+
+static bool fails(void) { return armed && n_allocs++ == fail_at; }
+
+void *malloc(size_t n) {
+    void *p = fails() ? NULL : __libc_malloc(n);
+    net += armed && p != NULL;
+    return p;
+}
+
+void *calloc(size_t n, size_t size) {
+    void *p = fails() ? NULL : __libc_calloc(n, size);
+    net += armed && p != NULL;
+    return p;
+}
+
+void *realloc(void *p, size_t n) {
+    if (fails()) return NULL;
+    void *q = __libc_realloc(p, n);
+    net += armed && p == NULL && q != NULL;
+    return q;
+}
+
+void free(void *p) {
+    net -= armed && p != NULL;
+    __libc_free(p);
+}
+
+static const char *const fault_schemas[] = {
+    S_PERSON_FULL,
+    "{'$defs':{'node':{'type':'object','properties':{'value':{'type':'integer','minimum':-5,"
+    "'maximum':120},'children':{'type':'array','items':{'$ref':'#/$defs/node'},'maxItems':3}},"
+    "'required':['value']}},'$ref':'#/$defs/node'}",
+    "{'allOf':[{'type':['object','null'],'properties':{'a':{'enum':['x',1.5,{'k':[null]}]}}},"
+    "{'properties':{'b':{'type':'string','format':'date-time'}},'required':['b']}]}",
+    "{'type':'array','prefixItems':[{'const':'\\n'},{'anyOf':[{'type':'string','maxLength':4},"
+    "{'type':'boolean'}]}],'items':{'type':'number'},'minItems':1}",
+    "{'type':'object','properties':{'a':{'not':{}}}}",
+};
+#endif
+
+
+static void test_faults(void **state) {
+    (void)state;
+#if HAVE_FAULTS
+    tu_n_failed = 0;
+    for (size_t i = 0; i < sizeof fault_schemas / sizeof fault_schemas[0]; i++) {
+        char *schema = dq(fault_schemas[i]), *want = NULL;
+        const rt_status_t want_st = rtm_json_schema_to_grammar(schema, strlen(schema), &want);
+        long k = 0;
+        for (;; k++) {
+            char *g = NULL;
+            n_allocs = net = 0;
+            fail_at = k;
+            armed = true;
+            const rt_status_t st = rtm_json_schema_to_grammar(schema, strlen(schema), &g);
+            const bool same = st == want_st && (g == NULL) == (want == NULL) &&
+                              (g == NULL || strcmp(g, want) == 0);
+            rtm_string_free(g);
+            armed = false;
+            if (n_allocs <= k) { /* nothing failed: done */
+                if (!same) tu_report("json-schema-7 %s: status %d without a failure", schema, st);
+                break;
+            }
+            const bool reader = st == RT_ERR_FORMAT && strstr(rtm_last_error(), "not JSON") != NULL;
+            if (st != RT_ERR_OUT_OF_MEMORY && !same && !reader)
+                tu_report("json-schema-7 %s, allocation %ld failing: status %d '%s'", schema, k, st,
+                          rtm_last_error());
+            if (st == RT_ERR_OUT_OF_MEMORY && strstr(rtm_last_error(), "no memory") == NULL)
+                tu_report("json-schema-7 %s, allocation %ld failing: message '%s'", schema, k,
+                          rtm_last_error());
+            if (net != 0)
+                tu_report("json-schema-7 %s, allocation %ld failing: %ld blocks kept", schema, k, net);
+        }
+        if (k == 0) { /* malloc is not ours (valgrind replaces it) */
+            free(schema);
+            free(want);
+            print_message("json-schema-7: malloc is not interposed in this run\n");
+            skip();
+        }
+        free(schema);
+        free(want);
+    }
+    assert_int_equal(tu_n_failed, 0);
+#else
+    print_message("json-schema-7: a sanitizer owns malloc in this build\n");
+    skip();
+#endif
 }
 
 #endif /* RT_HAVE_JANSSON */
