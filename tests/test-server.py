@@ -9,8 +9,9 @@
 #   server-2  a greedy completion through the openai client is rt-run's
 #             greedy text for the same prompt (the bundled model)
 #   server-3  streaming: the SSE pieces, joined, are the same text
-#   server-4  bad JSON, a missing prompt, a too-long prompt, a too-large
-#             body, an unknown path: 4xx with an error body
+#   server-4  bad JSON (one whose parse error quotes a character cut short
+#             too), a missing prompt, a too-long prompt, a too-large body, an
+#             unknown path: 4xx with an error body
 #   server-5  a client gone mid-stream leaves the server answering
 #   server-6  4 concurrent clients all answered, in bounded time
 #   server-7  --api-key: 401 without it, 200 with it
@@ -686,6 +687,10 @@ def main():
             skipped += 3
         code, body = curl(port, "/v1/completions", "-d", "{bad json")
         check("server-4 bad json", code == 400 and "error" in json.loads(body), body)
+        for path in ("/v1/completions", "/v1/embeddings"):  # jansson's "near '...'" cuts the character
+            code, body = curl(port, path, "--data-binary", "@-", stdin='{"\\\u20a4":0}')
+            check(f"server-4 bad json quoting a cut character ({path})", code == 400 and
+                  "not JSON" in json.loads(body)["error"]["message"], body)
         code, body = curl(port, "/v1/completions", "-d", "{}")
         check("server-4 no prompt", code == 400 and "prompt" in json.loads(body)["error"]["message"], body)
         code, body = curl(port, "/v1/completions", "-d", json.dumps({"prompt": "word " * 400}))

@@ -11,16 +11,17 @@
 #include <string.h>
 
 /* Refuses the request: q->param names the field, q->error says why.
- * Always false. Both are cut before a character, never inside one. */
+ * Always false. Both are valid UTF-8 (the JSON parser's message may quote
+ * a character cut short), cut before a character, never inside one. */
 static bool refuse(srv_embed_request_t *q, const char *param, const char *fmt, ...) RT_PRINTF(3, 4);
 static bool refuse(srv_embed_request_t *q, const char *param, const char *fmt, ...) {
-    snprintf(q->param, sizeof q->param, "%s", param ? param : "");
+    char why[sizeof q->error];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(q->error, sizeof q->error, fmt, ap);
+    vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
-    q->param[rt_utf8_complete(q->param, strlen(q->param))] = 0;
-    q->error[rt_utf8_complete(q->error, strlen(q->error))] = 0;
+    rt_utf8_copy_valid(q->param, sizeof q->param, param ? param : "");
+    rt_utf8_copy_valid(q->error, sizeof q->error, why);
     return false;
 }
 
