@@ -988,7 +988,8 @@ static void test_hidden_state(void **state) {
         for (int32_t k = 0; k < n_embd; k++) h[k] = rtm_get_embeddings_ith(ce, i)[k];
         matvec(r.out, h, n_embd, r.n_vocab, y);
         const double e = tu_nmse_error(y, rtm_get_logits_ith(cl, i), (size_t)r.n_vocab);
-        if (!(e <= TOL_SAME_MODEL)) fail_msg("model-10.1: token %d: output . hidden differs from the logits by %.3g", i, e);
+        if (!(e <= TOL_SAME_MODEL))
+            fail_msg("model-10.1: token %d: output . hidden differs from the logits by %.3g", i, e);
         worst = e > worst ? e : worst;
     }
     print_message("model-10.1: output . hidden = logits within %.3g at %d positions\n", worst, n);

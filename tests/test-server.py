@@ -483,7 +483,8 @@ def embeddings(port, openai):
     for body, param in [({"input": ""}, "input"), ({"input": []}, "input"), ({"input": [[1, 2], [999999]]}, "input[1]"),
                         ({"input": "word " * 400}, "input"), ({"input": a, "dimensions": 3}, "dimensions"),
                         ({"input": a, "encoding_format": "int8"}, "encoding_format"), ({"input": [1, "a"]}, "input"),
-                        ({"input": ["a", ""]}, "input[1]"), ({"input": a, "foo": 1}, "foo"), ({"model": "m"}, "input")]:
+                        ({"input": ["a", ""]}, "input[1]"), ({"input": a, "foo": 1}, "foo"),
+                        ({"input": a, "foo": None}, "foo"), ({"model": "m"}, "input")]:
         code, out = post(port, "/v1/embeddings", body)
         check(f"server-20 refuses {param} ({json.dumps(body)[:30]})", code == 400 and out["error"]["param"] == param,
               f"{code} {out}")
@@ -629,7 +630,8 @@ def page():
     global skipped
     p, port = start("-c", "256", "--chat-template", "chatml", "--api-key", "pagekey")
     try:
-        r = subprocess.run(["curl", "-s", "-i", "-m", "10", f"http://127.0.0.1:{port}/"], capture_output=True, text=True)
+        r = subprocess.run(["curl", "-s", "-i", "-m", "10", f"http://127.0.0.1:{port}/"], capture_output=True,
+                           text=True)
         head, _, html = r.stdout.partition("\n\n")  # text mode reads "\r\n" as "\n"
         code, _ = curl(port, "/v1/models")
         code2, alias = curl(port, "/index.html")

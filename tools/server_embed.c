@@ -98,8 +98,15 @@ static const char *clip(const char *key, char *buf, size_t size) {
     return buf;
 }
 
+static bool known(const char *key) {
+    static const char *const names[] = {"input", "model", "user", "encoding_format", "dimensions"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(key, names[i]) == 0) return true;
+    return false;
+}
+
+/* A known field that is not null. */
 static bool read_field(srv_embed_request_t *q, const char *key, json_t *v, int32_t n_embd) {
-    char k[33];
     if (strcmp(key, "input") == 0) return true; /* read last */
     if (strcmp(key, "model") == 0 || strcmp(key, "user") == 0)
         return json_is_string(v) ? true : refuse(q, key, "'%s' wants a string", key);
@@ -109,11 +116,10 @@ static bool read_field(srv_embed_request_t *q, const char *key, json_t *v, int32
         return f && (q->base64 || strcmp(f, "float") == 0) ? true
                : refuse(q, key, "'encoding_format' wants \"float\" or \"base64\"");
     }
-    if (strcmp(key, "dimensions") == 0)
-        return json_is_integer(v) && json_integer_value(v) == n_embd ? true
-               : refuse(q, key, "'dimensions' must be the model's %d: shortened embeddings are not "
-                                "supported", n_embd);
-    return refuse(q, key, "'%s' is not a field rt-server knows", clip(key, k, sizeof k));
+    /* dimensions */
+    return json_is_integer(v) && json_integer_value(v) == n_embd ? true
+           : refuse(q, key, "'dimensions' must be the model's %d: shortened embeddings are not supported",
+                    n_embd);
 }
 
 bool srv_embed_parse(srv_embed_request_t *q, int32_t n_vocab, int32_t n_embd, const char *body, size_t len) {
@@ -125,6 +131,8 @@ bool srv_embed_parse(srv_embed_request_t *q, int32_t n_vocab, int32_t n_embd, co
     const char *key;
     json_t *v;
     json_object_foreach(q->json, key, v) {
+        char k[33];
+        if (!known(key)) return refuse(q, key, "'%s' is not a field rt-server knows", clip(key, k, sizeof k));
         if (!json_is_null(v) && !read_field(q, key, v, n_embd)) return false;
     }
     return read_input(q, json_object_get(q->json, "input"), n_vocab);
