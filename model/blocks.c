@@ -218,6 +218,10 @@ void rtm_hidden_out(rtm_build_t *b, rt_tensor_t *x) {
 }
 
 void rtm_logits(rtm_build_t *b, rt_tensor_t *x) {
+    if (b->hidden) {
+        rtm_output(b, x, "hidden");
+        return;
+    }
     rt_tensor_t *logits = rt_mul_mat(b->ctx, b->m->output, x);
     const float c = b->hp->logit_softcap;
     rtm_output(b, c != 0 ? softcap(b, logits, 1.0f, c) : logits, "logits");

@@ -25,6 +25,7 @@ struct rtm_build {
     bool all_logits;
     rtm_graph_io_t *io;      /* inputs set; the architecture sets logits */
     const rtm_part_t *part;  /* what to build: every layer, or a part (rtm_decode_part) */
+    bool hidden;             /* rtm_logits outputs the normed hidden state, not logits */
 };
 
 static inline const rtm_layer_t *rtm_layer(const rtm_build_t *b, int32_t il) { return &b->m->layers[il]; }
@@ -67,7 +68,7 @@ RTM_INTERNAL rt_tensor_t *rtm_head_rows(rtm_build_t *b, rt_tensor_t *x);
 /* t, named, as the graph's output (b->io->logits). */
 RTM_INTERNAL void rtm_output(rtm_build_t *b, rt_tensor_t *t, const char *name);
 /* logits = output . x, soft-capped where final_logit_softcapping asks: the
- * graph's output. */
+ * graph's output; x itself (the final hidden state) when b->hidden. */
 RTM_INTERNAL void rtm_logits(rtm_build_t *b, rt_tensor_t *x);
 /* A part short of the head ends with the hidden state x (io->hidden_out). */
 RTM_INTERNAL void rtm_hidden_out(rtm_build_t *b, rt_tensor_t *x);

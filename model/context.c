@@ -21,7 +21,12 @@
  * the statistics), then the prompt graph again, because a reserve replaces
  * the plan and the plan must end up being the largest graph's. Every
  * ubatch after that has the same structure with smaller sizes, fits the
- * plan, and allocates nothing; the stats count what would say otherwise. */
+ * plan, and allocates nothing; the stats count what would say otherwise.
+ *
+ * A decoder's embeddings context (rtm_context_params_t.embeddings) runs
+ * the same graphs with the head cut before the output projection: every
+ * token's normed hidden state comes out where its logits would, and those
+ * of one decode are pooled here, on the host (pool_rows). */
 #include "arch.h"
 
 #include <math.h>
@@ -33,12 +38,17 @@ struct rtm_context {
     rtm_model_t *model;
     int32_t n_ctx, n_batch;
     bool logits_all;
+    bool hidden;                  /* a decoder's embeddings context: every token's final hidden
+                                     state is kept instead of its logits (logits_all is set) */
+    rtm_pooling_t pooling;        /* MEAN or LAST in a context that keeps embeddings, else 0 */
+    int32_t n_out;                /* floats in a row of `logits`: n_vocab, or n_embd */
+    float *pooled;                /* n_embd: the hidden states of the last decode pooled */
     rtm_part_t layers;            /* the layers the context runs (all, unless a part's) */
     rtm_kv_cache_t kv;
     rt_sched_t *sched;
     void *graph_mem;              /* headers of one graph at a time */
     size_t graph_mem_size;        /* bytes */
-    float *logits;                /* n_logits rows of n_vocab */
+    float *logits;                /* n_logits rows of n_out */
     int32_t n_logits, logits_cap; /* rows held, rows allocated */
     int32_t *out_row;             /* the last decode's tokens: each one's row of logits, or -1 */
     int32_t n_out_row, out_row_cap; /* tokens mapped, entries allocated */
@@ -100,8 +110,8 @@ static rt_status_t reserve(rtm_context_t *c, const rtm_ubatch_t *ub, bool keep_s
  * its sequence's next): the largest graph is the prompt graph with all. */
 static rt_status_t reserve_all(rtm_context_t *c) {
     const bool pp_all = c->logits_all || c->kv.n_seq_max > 1;
-    const rtm_ubatch_t pp = {c->n_batch, c->n_ctx, c->n_ctx - c->n_batch, pp_all, c->layers, 0};
-    const rtm_ubatch_t tg = {1, c->n_ctx, c->n_ctx - 1, c->logits_all, c->layers, 0};
+    const rtm_ubatch_t pp = {c->n_batch, c->n_ctx, c->n_ctx - c->n_batch, pp_all, c->layers, 0, c->hidden};
+    const rtm_ubatch_t tg = {1, c->n_ctx, c->n_ctx - 1, c->logits_all, c->layers, 0, c->hidden};
     rt_status_t st = reserve(c, &pp, false);
     if (st == RT_OK) st = reserve(c, &tg, true);
     if (st == RT_OK) st = reserve(c, &pp, false);
@@ -138,12 +148,13 @@ static rt_status_t alloc_host(rtm_context_t *c) {
     const bool swa = c->model->hp.n_swa > 0;
     if (swa) c->mask_swa_buf = malloc(mask_bytes);
     c->pool_buf = malloc((size_t)c->n_batch * sizeof c->pool_buf[0]);
+    if (c->hidden) c->pooled = malloc((size_t)c->model->hp.n_embd * sizeof c->pooled[0]);
     const size_t n_rot = (size_t)c->model->hp.n_rot;
     if (c->model->hp.rope_factors)
         c->rope_buf = calloc(2 * (size_t)c->n_batch * n_rot + n_rot * n_rot, sizeof c->rope_buf[0]);
     if (c->graph_mem && c->tok_buf && c->pos_buf && c->rows_buf && c->seq_buf && c->out_ids_buf &&
         c->mask_buf && (!swa || c->mask_swa_buf) &&
-        c->pool_buf && (!c->model->hp.rope_factors || c->rope_buf))
+        c->pool_buf && (!c->model->hp.rope_factors || c->rope_buf) && (!c->hidden || c->pooled))
         return RT_OK;
     return rtm_error(RT_ERR_OUT_OF_MEMORY, "rtm_context_create: no host memory for n_ctx %d, "
                      "n_batch %d", c->n_ctx, c->n_batch);
@@ -178,11 +189,17 @@ static rt_status_t check_seq_max(const rtm_context_t *c) {
 }
 
 static void set_sizes(rtm_context_t *c, const rtm_context_params_t *p) {
-    const int32_t n_train = c->model->hp.n_ctx_train;
+    const rtm_hparams_t *hp = &c->model->hp;
+    const int32_t n_train = hp->n_ctx_train;
     c->n_ctx = p->n_ctx > 0 ? p->n_ctx : (n_train < RTM_DEFAULT_N_CTX ? n_train : RTM_DEFAULT_N_CTX);
     c->n_batch = p->n_batch > 0 ? p->n_batch : RTM_DEFAULT_N_BATCH;
     if (c->n_batch > c->n_ctx) c->n_batch = c->n_ctx;
-    c->logits_all = p->logits_all;
+    /* pooling needs every token's state, as logits_all keeps every token's logits */
+    c->hidden = p->embeddings && !hp->embeddings;
+    c->logits_all = p->logits_all || c->hidden;
+    c->n_out = c->hidden || hp->embeddings ? hp->n_embd : hp->n_vocab;
+    c->pooling = !c->hidden && !hp->embeddings ? RTM_POOLING_DEFAULT
+               : p->pooling == RTM_POOLING_DEFAULT ? RTM_POOLING_MEAN : p->pooling;
     c->no_graph_reuse = p->no_graph_reuse;
     c->check_numerics = p->check_numerics;
 }
@@ -199,6 +216,7 @@ static void drop_graph(rtm_context_t *c) {
 /* Whether the graph built for a serves b. */
 static bool serves(const rtm_context_t *c, const rtm_ubatch_t *a, const rtm_ubatch_t *b) {
     return a->n_tokens == b->n_tokens && a->n_kv == b->n_kv && a->all_logits == b->all_logits &&
+           a->hidden == b->hidden &&
            a->n_out_ids == b->n_out_ids &&
            same_part(&a->part, &b->part) && (c->kv.by_rows || a->n_past == b->n_past);
 }
@@ -238,6 +256,7 @@ void rtm_context_destroy(rtm_context_t *c) {
     free(c->mask_swa_buf);
     free(c->pool_buf);
     free(c->rope_buf);
+    free(c->pooled);
     free(c->logits);
     free(c);
 }
@@ -257,6 +276,12 @@ rt_status_t rtm_context_create(rtm_model_t *m, const rtm_context_params_t *param
     if (p->flash_attn < RTM_FLASH_ATTN_AUTO || p->flash_attn > RTM_FLASH_ATTN_OFF)
         return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_context_create: flash_attn %d is none of "
                          "auto (0), on (1), off (2)", p->flash_attn);
+    if (p->pooling < RTM_POOLING_DEFAULT || p->pooling > RTM_POOLING_LAST)
+        return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_context_create: pooling %d is none of "
+                         "default (0), mean (1), last (2)", p->pooling);
+    if (m->hp.embeddings && p->pooling == RTM_POOLING_LAST)
+        return rtm_error(RT_ERR_UNSUPPORTED, "rtm_context_create: %s is an embedding model, which "
+                         "pools as it was trained (the mean), not the last token", m->arch);
     rtm_context_t *c = calloc(1, sizeof *c);
     if (c == NULL) return rtm_error(RT_ERR_OUT_OF_MEMORY, "rtm_context_create: no memory");
     c->model = m;
@@ -409,7 +434,7 @@ static rt_status_t check_logits(const rtm_context_t *c, const float *out, size_t
     const int64_t bad = rtm_numerics_first_bad(out, n);
     if (bad < 0) return RT_OK;
     const rtm_graph_io_t *io = &c->cur.io;
-    const int32_t n_vocab = c->model->hp.n_vocab;
+    const int32_t n_out = c->n_out;
     char where[RT_MAX_NAME + 64] = "check numerics (rt-run --check-numerics) to find the node";
     if (c->check_numerics) {
         const int32_t i = rtm_numerics_first_bad_node(io->graph);
@@ -419,10 +444,10 @@ static rt_status_t check_logits(const rtm_context_t *c, const float *out, size_t
                       rt_graph_n_nodes(io->graph), rt_op_name(node->op),
                       rt_get_name(node)[0] ? rt_get_name(node) : "(unnamed)");
     }
-    return rtm_error(RT_ERR_FORMAT, "rtm_decode: step %llu (positions %d..%d): logit %lld of row "
+    return rtm_error(RT_ERR_FORMAT, "rtm_decode: step %llu (positions %d..%d): %s %lld of row "
                      "%lld is %g; %s", (unsigned long long)c->stats.n_graphs + 1, c->pos_buf[0],
-                     c->pos_buf[c->cur.ub.n_tokens - 1], (long long)(bad % n_vocab),
-                     (long long)(bad / n_vocab), (double)out[bad], where);
+                     c->pos_buf[c->cur.ub.n_tokens - 1], c->hidden ? "hidden-state value" : "logit",
+                     (long long)(bad % n_out), (long long)(bad / n_out), (double)out[bad], where);
 }
 
 /* The graph's output (logits or hidden state) into out when not NULL. */
@@ -462,7 +487,7 @@ static rtm_ubatch_t ubatch_of(const rtm_context_t *c, const rtm_part_t *part, in
     const bool last = n_out == 0 || (n_out == 1 && c->out_ids_buf[0] == n - 1);
     return (rtm_ubatch_t){.n_tokens = n, .n_kv = kv_rows(c), .n_past = c->rows_buf[0],
                           .all_logits = all, .part = *part,
-                          .n_out_ids = all || last ? 0 : n_out};
+                          .n_out_ids = all || last ? 0 : n_out, .hidden = c->hidden};
 }
 
 /* Tokens [i0, i0 + n) of q, one graph; the logits kept go to rows *row..
@@ -474,7 +499,7 @@ static rt_status_t run_ubatch(rtm_context_t *c, const decode_req_t *q, int32_t i
         if (req_wants(q, i0 + i)) c->out_ids_buf[n_out++] = i;
     take_cells(c, q, i0, n);
     const rtm_ubatch_t ub = ubatch_of(c, &c->layers, n, n_out);
-    float *out = n_out ? c->logits + (size_t)*row * (size_t)c->model->hp.n_vocab : NULL;
+    float *out = n_out ? c->logits + (size_t)*row * (size_t)c->n_out : NULL;
     const rt_status_t st = run_graph(c, &ub, out);
     if (st != RT_OK) untake_cells(c, n);
     *row += n_out;
@@ -506,7 +531,7 @@ static rt_status_t check_decode(const rtm_context_t *c, const rtm_token_t *token
 
 static rt_status_t reserve_logits(rtm_context_t *c, int32_t rows) {
     if (rows <= c->logits_cap) return RT_OK;
-    float *l = realloc(c->logits, (size_t)rows * (size_t)c->model->hp.n_vocab * sizeof l[0]);
+    float *l = realloc(c->logits, (size_t)rows * (size_t)c->n_out * sizeof l[0]);
     if (l == NULL) return rtm_error(RT_ERR_OUT_OF_MEMORY, "rtm_decode: no memory for logits");
     c->logits = l;
     c->logits_cap = rows;
@@ -530,6 +555,21 @@ static rt_status_t map_outputs(rtm_context_t *c, const decode_req_t *q, int32_t 
     return st;
 }
 
+/* An embeddings context's rows (every token's hidden state) pooled into
+ * c->pooled, of unit length (a zero vector stays zero). */
+static void pool_rows(rtm_context_t *c) {
+    const int32_t n_embd = c->n_out, n = c->n_logits, first = c->pooling == RTM_POOLING_LAST ? n - 1 : 0;
+    double norm = 0;
+    for (int32_t k = 0; k < n_embd; k++) {
+        double sum = 0; /* in double: a mean over thousands of tokens */
+        for (int32_t r = first; r < n; r++) sum += c->logits[(size_t)r * (size_t)n_embd + (size_t)k];
+        c->pooled[k] = (float)(sum / (n - first));
+        norm += (double)c->pooled[k] * c->pooled[k];
+    }
+    const double scale = norm > 0 ? 1.0 / sqrt(norm) : 0.0;
+    for (int32_t k = 0; k < n_embd; k++) c->pooled[k] = (float)(c->pooled[k] * scale);
+}
+
 /* q in ubatches of at most n_batch tokens, in order (a token sees the
  * earlier ones of its sequence, cached by the ubatches before). */
 static rt_status_t decode(rtm_context_t *c, const decode_req_t *q) {
@@ -540,6 +580,7 @@ static rt_status_t decode(rtm_context_t *c, const decode_req_t *q) {
         st = run_ubatch(c, q, i, q->n - i < c->n_batch ? q->n - i : c->n_batch, &row);
     if (st == RT_OK) c->n_logits = rows;
     else c->n_out_row = 0;
+    if (st == RT_OK && c->hidden && rows > 0) pool_rows(c);
     return st;
 }
 
@@ -560,9 +601,10 @@ rt_status_t rtm_decode(rtm_context_t *c, const rtm_token_t *tokens, int32_t n) {
 }
 
 static rt_status_t check_batch(const rtm_context_t *c, const rtm_batch_t *b) {
-    if (c->model->hp.embeddings)
-        return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_decode_batch: an embedding model decodes "
-                         "with rtm_decode");
+    if (c->model->hp.embeddings || c->hidden)
+        return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_decode_batch: %s decodes with rtm_decode",
+                         c->hidden ? "an embeddings context (its pooling is over one decode)"
+                                   : "an embedding model");
     for (int32_t i = 0; b->seq != NULL && i < b->n_tokens; i++)
         if (b->seq[i] < 0 || b->seq[i] >= c->kv.n_seq_max)
             return rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_decode_batch: sequence %d (token %d) is "
@@ -618,7 +660,7 @@ static rt_status_t run_part(rtm_context_t *c, const rtm_part_t *part, const rtm_
                             int32_t n, float *out) {
     const decode_req_t q = {tokens, NULL, NULL, n, c->logits_all};
     take_cells(c, &q, 0, n);
-    const rtm_ubatch_t ub = {n, kv_rows(c), c->rows_buf[0], c->logits_all, *part, 0};
+    const rtm_ubatch_t ub = {n, kv_rows(c), c->rows_buf[0], c->logits_all, *part, 0, c->hidden};
     const rt_status_t st = run_graph(c, &ub, out);
     untake_cells(c, n);
     return st;
@@ -647,6 +689,7 @@ rt_status_t rtm_decode_part(rtm_context_t *c, const rtm_part_t *part, const rtm_
     st = run_part(c, &p, tokens, n, heads ? c->logits : hidden_out);
     c->hidden_in = NULL;
     if (st == RT_OK && heads) c->n_logits = rows;
+    if (st == RT_OK && heads && c->hidden && rows > 0) pool_rows(c);
     return st;
 }
 
@@ -678,7 +721,8 @@ rt_status_t rtm_context_graph(const rtm_context_t *c, int32_t n_tokens, int32_t 
     /* the cache rows a decode at n_past reads, as kv_rows counts them */
     const int32_t padded = (n_past + n_tokens + RTM_KV_PAD - 1) / RTM_KV_PAD * RTM_KV_PAD;
     const rtm_ubatch_t ub = {.n_tokens = n_tokens, .n_kv = padded < c->n_ctx ? padded : c->n_ctx,
-                             .n_past = n_past, .all_logits = c->logits_all, .part = c->layers};
+                             .n_past = n_past, .all_logits = c->logits_all, .part = c->layers,
+                             .hidden = c->hidden};
     rtm_graph_io_t io;
     rtm_graph_build(c->model, &c->kv, *out_gctx, &ub, &io);
     if (c->check_numerics) rtm_numerics_keep_nodes(io.graph);
@@ -689,20 +733,31 @@ rt_status_t rtm_context_graph(const rtm_context_t *c, int32_t n_tokens, int32_t 
 //===--- getters ---===//
 
 const float *rtm_get_embeddings(const rtm_context_t *c) {
-    if (c == NULL || c->n_logits == 0 || !c->model->hp.embeddings) return NULL;
-    return c->logits;
+    if (c == NULL || c->n_logits == 0 || c->pooling == RTM_POOLING_DEFAULT) return NULL;
+    return c->hidden ? c->pooled : c->logits;
+}
+
+/* Token i's row of the last decode, when it kept one. */
+static const float *row_ith(const rtm_context_t *c, int32_t i) {
+    if (c->n_logits == 0 || i < 0 || i >= c->n_out_row || c->out_row[i] < 0) return NULL;
+    return c->logits + (size_t)c->out_row[i] * (size_t)c->n_out;
+}
+
+const float *rtm_get_embeddings_ith(const rtm_context_t *c, int32_t i) {
+    return c != NULL && c->hidden ? row_ith(c, i) : NULL;
 }
 
 const float *rtm_get_logits(const rtm_context_t *c) {
-    if (c == NULL || c->n_logits == 0 || c->model->hp.embeddings) return NULL;
-    return c->logits + (size_t)(c->n_logits - 1) * (size_t)c->model->hp.n_vocab;
+    if (c == NULL || c->n_logits == 0 || c->pooling != RTM_POOLING_DEFAULT) return NULL;
+    return c->logits + (size_t)(c->n_logits - 1) * (size_t)c->n_out;
 }
 
 const float *rtm_get_logits_ith(const rtm_context_t *c, int32_t i) {
-    if (c == NULL || c->n_logits == 0 || c->model->hp.embeddings || i < 0 || i >= c->n_out_row ||
-        c->out_row[i] < 0)
-        return NULL;
-    return c->logits + (size_t)c->out_row[i] * (size_t)c->model->hp.n_vocab;
+    return c != NULL && c->pooling == RTM_POOLING_DEFAULT ? row_ith(c, i) : NULL;
+}
+
+rtm_pooling_t rtm_context_pooling(const rtm_context_t *c) {
+    return c != NULL ? c->pooling : RTM_POOLING_DEFAULT;
 }
 
 int32_t rtm_context_n_past(const rtm_context_t *c) { return c->kv.seq_n_past[0]; }

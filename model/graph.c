@@ -22,7 +22,7 @@ void rtm_graph_build(const rtm_model_t *m, const rtm_kv_cache_t *kv, rt_context_
                      const rtm_ubatch_t *ub, rtm_graph_io_t *io) {
     *io = (rtm_graph_io_t){.graph = rt_graph_create(ctx, (size_t)rtm_graph_size(&m->hp))};
     rtm_build_t b = {m, &m->hp, kv, ctx, io->graph, ub->n_tokens, ub->n_kv, ub->n_past,
-                     ub->all_logits, io, &ub->part};
+                     ub->all_logits, io, &ub->part, ub->hidden};
     /* a part has only the inputs it reads: one left out of the graph would
        have no bytes to be written into */
     const bool embeds = rtm_part_embeds(&ub->part), attends = rtm_part_attends(&ub->part);

@@ -244,6 +244,8 @@ typedef struct rtm_ubatch {
     rtm_part_t part;        /* what the graph runs: every layer, or a part (rt_model.h) */
     int32_t n_out_ids;      /* > 0: logits for that many rows, named by the out_ids input
                                (a batch's chosen tokens); all_logits is then false */
+    bool hidden;            /* the head ends before the output projection: the output is the
+                               normed hidden state {n_embd, rows} (an embeddings context) */
 } rtm_ubatch_t;
 
 /* n_kv grows in steps of RTM_KV_PAD rows, so a decode graph is rebuilt once
@@ -265,8 +267,8 @@ typedef struct rtm_graph_io {
     rt_tensor_t *pool;      /* F32 {n_tokens, 1}, each 1/n_tokens: mean pooling (embeddings) */
     rt_tensor_t *rope_cos, *rope_sin; /* F32 {n_rot, 1, n_tokens}: rope with factors (rope_factors) */
     rt_tensor_t *rope_rot;  /* F32 {n_rot, n_rot}: the pair rotation x -> (-x1, x0) */
-    rt_tensor_t *logits;    /* F32 {n_vocab, 1 or n_tokens}; embeddings: {n_embd, 1}; NULL for a
-                               part short of the head */
+    rt_tensor_t *logits;    /* F32 {n_vocab, 1 or n_tokens}; embeddings: {n_embd, 1}; a hidden
+                               head: {n_embd, n_tokens}; NULL for a part short of the head */
     rt_tensor_t *hidden_in; /* F32 {n_embd, n_tokens} for a part that does not embed, else NULL */
     rt_tensor_t *hidden_out; /* F32 {n_embd, n_tokens} for a part short of the head, else NULL */
 } rtm_graph_io_t;

@@ -259,7 +259,26 @@ typedef struct rtm_context_params {
                                  RT_TYPE_F16 (half the bytes; the products read it as they
                                  read F16 weights) */
     int32_t flash_attn; /* rtm_flash_attn_t: attention fused into one FLASH_ATTN per layer */
+    /* added with the server's /v1/embeddings: */
+    bool embeddings;    /* a decoder's decodes keep, for every token, its final hidden state
+                           (after the output norm, before the output projection: n_embd
+                           floats) instead of logits (rtm_get_embeddings_ith), and their
+                           pooled unit-length embedding (rtm_get_embeddings); an embedding
+                           model's (rtm_model_is_embedding) always keep its own */
+    int32_t pooling;    /* rtm_pooling_t: how rtm_get_embeddings pools a decoder's states */
 } rtm_context_params_t;
+
+/* How an embeddings context (rtm_context_params_t.embeddings) pools the
+ * hidden states of a decode into one vector, normalised to unit length.
+ * An embedding model pools as it was trained (BERT: the mean) and refuses
+ * another with RT_ERR_UNSUPPORTED at context creation. */
+typedef int32_t rtm_pooling_t;
+enum {
+    RTM_POOLING_DEFAULT = 0, /* the model's own; for a decoder, MEAN */
+    RTM_POOLING_MEAN = 1,    /* the mean of every token's state */
+    RTM_POOLING_LAST = 2     /* the last token's state: the only one that has seen the whole
+                                input through causal attention */
+};
 
 /* Whether a context's attention is one fused op (RT_OP_FLASH_ATTN) per
  * layer, which never materialises the scores of the whole context, or the
@@ -327,19 +346,31 @@ typedef struct rtm_batch {
 /* Runs the batch in ubatches of at most n_batch tokens, in order; the
  * logits kept are read with rtm_get_logits_ith (rtm_get_logits: the last
  * kept). Fails as rtm_decode does, and with RT_ERR_INVALID_ARGUMENT for a
- * sequence out of range or an embedding model; RT_ERR_DOES_NOT_FIT when
+ * sequence out of range, an embedding model or an embeddings context
+ * (whose pooling is over one rtm_decode); RT_ERR_DOES_NOT_FIT when
  * the free cells are fewer than n_tokens (nothing is run then: free a
  * sequence's with rtm_seq_clear). On another failure the failing ubatch's
  * tokens are not cached, the earlier ones are. */
 RTM_API rt_status_t rtm_decode_batch(rtm_context_t *ctx, const rtm_batch_t *batch);
 /* n_vocab logits of the last token of the last decode (valid until the next
- * decode); NULL before any, and for an embedding model. */
+ * decode); NULL before any, for an embedding model and in an embeddings
+ * context. */
 RTM_API const float *rtm_get_logits(const rtm_context_t *ctx);
 /* An embedding model's (rtm_model_is_embedding) n_embd floats for the
  * input of the last decode, mean-pooled and of unit length (valid until
  * the next decode); NULL before any and for other models. The whole input
- * goes in one decode of at most n_batch tokens, from an empty context. */
+ * goes in one decode of at most n_batch tokens, from an empty context.
+ * A decoder's embeddings context gives its tokens' final hidden states
+ * pooled as rtm_context_pooling says, over the tokens of the last
+ * rtm_decode (in as many ubatches as it takes), and of unit length; NULL
+ * for a context that keeps logits. */
 RTM_API const float *rtm_get_embeddings(const rtm_context_t *ctx);
+/* A decoder's embeddings context: the final hidden state of token i of
+ * the last decode, n_embd floats as the output projection would read
+ * them (not normalised; valid until the next decode); NULL when i is out
+ * of range, for a context that keeps logits and for an embedding model,
+ * whose graph keeps only the pooled vector. */
+RTM_API const float *rtm_get_embeddings_ith(const rtm_context_t *ctx, int32_t i);
 /* The logits of token i of the last decode or batch (valid until the next
  * one); NULL when its logits were not kept (rtm_decode keeps the last
  * token's, every token's with logits_all) or i is out of range. */
@@ -355,6 +386,10 @@ RTM_API rt_sched_t *rtm_context_sched(const rtm_context_t *ctx);
 RTM_API int32_t rtm_context_n_seq_max(const rtm_context_t *ctx);
 /* Whether the context's attention is fused (rtm_flash_attn_t: what AUTO chose). */
 RTM_API bool rtm_context_flash_attn(const rtm_context_t *ctx);
+/* The pooling rtm_get_embeddings applies (RTM_POOLING_MEAN or _LAST: what
+ * DEFAULT chose) in a context that keeps embeddings, an embedding
+ * model's included; RTM_POOLING_DEFAULT (0) in one that keeps logits. */
+RTM_API rtm_pooling_t rtm_context_pooling(const rtm_context_t *ctx);
 /* Forgets every sequence: the next decode starts at position 0. */
 RTM_API void rtm_context_clear(rtm_context_t *ctx);
 /* Positions sequence seq holds; -1 for a sequence out of range. */

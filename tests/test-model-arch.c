@@ -556,6 +556,12 @@ static void test_minilm(void **state) {
     embed_check(m, c, sentences[0]);
     tool_check(path, sentences[0], rtm_get_embeddings(c));
     const int32_t n_embd = rtm_model_n_embd(m);
+    /* arch-3.4: BERT pools as it was trained: the mean, and no other */
+    assert_int_equal(rtm_context_pooling(c), RTM_POOLING_MEAN);
+    assert_null(rtm_get_embeddings_ith(c, 0));
+    const rtm_context_params_t last = {.struct_size = sizeof last, .n_ctx = 128, .pooling = RTM_POOLING_LAST};
+    rtm_context_t *cl = NULL;
+    assert_int_equal(rtm_context_create(m, &last, &cl), RT_ERR_UNSUPPORTED);
     rtm_context_destroy(c);
     rtm_model_destroy(m);
     rt_registry_destroy(reg);

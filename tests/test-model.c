@@ -13,7 +13,9 @@
  * device, alone and split with the CPU, greedy output is the CPU's (the
  * only skip: configure built no Vulkan plugin); decoding builds a graph
  * once per 32 cache rows, not per token, allocates nothing in between and
- * gives the same tokens and logits as rebuilding every step. Tests run from
+ * gives the same tokens and logits as rebuilding every step; an embeddings
+ * context's hidden states times the output matrix are the logits, and its
+ * pooled vector is their mean (or the last one), normalised. Tests run from
  * the repository root; RT_TEST_MODELS_DIR overrides models/ (the bundled ones). */
 #include "testutil.h"
 
@@ -937,6 +939,94 @@ static void test_repacked_weights(void **state) {
     rmdir(dir);
 }
 
+//===--- model-10: a decoder's final hidden state (embeddings contexts) ---===//
+
+/* Every token's hidden state of an embeddings context, with n_batch 4 so
+ * that the prompt takes several ubatches. */
+static rtm_context_t *embeddings_context(rtm_model_t *m, rtm_pooling_t pooling) {
+    const rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = 64, .n_batch = 4,
+                                     .embeddings = true, .pooling = pooling};
+    rtm_context_t *c = NULL;
+    if (rtm_context_create(m, &cp, &c) != RT_OK) fail_msg("model-10: %s", rtm_last_error());
+    return c;
+}
+
+/* |pooled - normalise(sum of rows [first, n) of c's states)|, largest component. */
+static double pool_error(const rtm_context_t *c, int32_t first, int32_t n, int32_t n_embd) {
+    double sum[256] = {0}, norm = 0, worst = 0;
+    assert_true(n_embd <= 256);
+    for (int32_t i = first; i < n; i++)
+        for (int32_t k = 0; k < n_embd; k++) sum[k] += rtm_get_embeddings_ith(c, i)[k];
+    for (int32_t k = 0; k < n_embd; k++) norm += sum[k] * sum[k];
+    for (int32_t k = 0; k < n_embd; k++) {
+        const double d = fabs(sum[k] / sqrt(norm) - rtm_get_embeddings(c)[k]);
+        worst = d > worst ? d : worst;
+    }
+    return worst;
+}
+
+static void test_hidden_state(void **state) {
+    (void)state;
+    char path[1024];
+    rt_gguf_t *g = NULL;
+    assert_int_equal(rt_gguf_open(tu_model_path(MODEL, path, sizeof path), NULL, &g), RT_OK);
+    ref_model_t r;
+    ref_read(g, &r);
+    rt_registry_t *reg = registry_open(0, NULL);
+    const rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = reg, .no_progress = true};
+    rtm_model_t *m = load_model(&mp);
+    const rtm_context_params_t lp = {.struct_size = sizeof lp, .n_ctx = 64, .n_batch = 4, .logits_all = true};
+    rtm_context_t *cl = NULL, *ce = embeddings_context(m, RTM_POOLING_DEFAULT);
+    assert_int_equal(rtm_context_create(m, &lp, &cl), RT_OK);
+    rtm_token_t t[64];
+    const int32_t n = tokenize_prompt(m, t, 64), n_embd = rtm_model_n_embd(m);
+    assert_int_equal(rtm_decode(cl, t, n), RT_OK);
+    assert_int_equal(rtm_decode(ce, t, n), RT_OK);
+    /* model-10.1: each token's hidden state times the output matrix is its logits */
+    double *h = malloc((size_t)n_embd * sizeof h[0]), *y = malloc((size_t)r.n_vocab * sizeof y[0]), worst = 0;
+    for (int32_t i = 0; i < n; i++) {
+        for (int32_t k = 0; k < n_embd; k++) h[k] = rtm_get_embeddings_ith(ce, i)[k];
+        matvec(r.out, h, n_embd, r.n_vocab, y);
+        const double e = tu_nmse_error(y, rtm_get_logits_ith(cl, i), (size_t)r.n_vocab);
+        if (!(e <= TOL_SAME_MODEL))
+            fail_msg("model-10.1: token %d: output . hidden differs from the logits by %.3g", i, e);
+        worst = e > worst ? e : worst;
+    }
+    print_message("model-10.1: output . hidden = logits within %.3g at %d positions\n", worst, n);
+    /* model-10.2: the default pooling is the mean of the tokens' states, of unit length */
+    assert_int_equal(rtm_context_pooling(ce), RTM_POOLING_MEAN);
+    double e = pool_error(ce, 0, n, n_embd);
+    if (!(e <= 1e-6)) fail_msg("model-10.2: the mean pooling is off by %.3g", e);
+    /* model-10.3: last pooling is the last token's state, normalised */
+    rtm_context_t *cz = embeddings_context(m, RTM_POOLING_LAST);
+    assert_int_equal(rtm_decode(cz, t, n), RT_OK);
+    assert_int_equal(rtm_context_pooling(cz), RTM_POOLING_LAST);
+    e = pool_error(cz, n - 1, n, n_embd);
+    if (!(e <= 1e-6)) fail_msg("model-10.3: the last-token pooling is off by %.3g", e);
+    /* model-10.4: what an embeddings context refuses, and what a logits one does not give */
+    assert_null(rtm_get_logits(ce));
+    assert_null(rtm_get_logits_ith(ce, 0));
+    assert_null(rtm_get_embeddings_ith(ce, n));
+    assert_null(rtm_get_embeddings(cl));
+    assert_null(rtm_get_embeddings_ith(cl, 0));
+    assert_int_equal(rtm_context_pooling(cl), RTM_POOLING_DEFAULT);
+    const rtm_batch_t b = {sizeof b, 1, t, NULL, NULL};
+    assert_int_equal(rtm_decode_batch(ce, &b), RT_ERR_INVALID_ARGUMENT);
+    const rtm_context_params_t bad = {.struct_size = sizeof bad, .embeddings = true, .pooling = 3};
+    rtm_context_t *cb = NULL;
+    assert_int_equal(rtm_context_create(m, &bad, &cb), RT_ERR_INVALID_ARGUMENT);
+    assert_null(cb);
+    print_message("model-10.2-4: pooled mean and last agree with the states; refusals by status\n");
+    free(h);
+    free(y);
+    rtm_context_destroy(cz);
+    rtm_context_destroy(ce);
+    rtm_context_destroy(cl);
+    rtm_model_destroy(m);
+    rt_registry_destroy(reg);
+    rt_gguf_destroy(g);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_load_mapped),   cmocka_unit_test(test_deterministic_cpu),
@@ -945,6 +1035,7 @@ int main(void) {
         cmocka_unit_test(test_too_large),     cmocka_unit_test(test_decode_errors),
         cmocka_unit_test(test_synthetic),     cmocka_unit_test(test_vulkan),
         cmocka_unit_test(test_graph_reuse),   cmocka_unit_test(test_repacked_weights),
+        cmocka_unit_test(test_hidden_state),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

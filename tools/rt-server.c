@@ -3,8 +3,11 @@
  * libmicrohttpd (HTTP) and jansson (JSON). GET /health, GET /v1/models,
  * POST /v1/completions and /v1/chat/completions (the model's own chat
  * template, rtm_chat_template_t), both with "stream": true as server-sent
- * events ending in "data: [DONE]". It binds 127.0.0.1 unless --host says
- * otherwise; --api-key asks every request for "Authorization: Bearer KEY".
+ * events ending in "data: [DONE]", POST /v1/embeddings (any model:
+ * server_embed.h), and at GET / a chat page (tools/server_page.html,
+ * built in). It binds 127.0.0.1 unless --host says otherwise; --api-key
+ * asks every request but /health and the page for "Authorization: Bearer
+ * KEY" (the page asks its user for the key).
  * Bodies over --max-body bytes, bad JSON, a prompt longer than the context
  * get an OpenAI-style error body ({"error": {"message", "type", "code"}}).
  *
@@ -18,8 +21,11 @@
 #include "bundled_model.h"
 #include "chat_source.h"
 #include "server_answer.h"
+#include "server_embed.h"
+#include "server_embedder.h"
 #include "server_guard.h"
 #include "server_info.h"
+#include "server_page.h"
 #include "server_request.h"
 #include "server_slots.h"
 #include "tool_cli.h"
@@ -60,15 +66,18 @@ typedef struct server_options {
     int32_t flash_attn;            /* rtm_flash_attn_t */
     int32_t type_k, type_v;        /* the KV cache's rt_type_t */
     bool no_mmap;                  /* --no-mmap: weights copied, not mapped */
+    int32_t pooling;               /* rtm_pooling_t of /v1/embeddings (--pooling) */
 } server_options_t;
 
 typedef struct server {
     server_options_t o;
     rt_registry_t *reg;
     rtm_model_t *model;
-    rtm_context_t *ctx;            /* n_parallel sequences of n_ctx_slot positions */
+    rtm_context_t *ctx;            /* n_parallel sequences of n_ctx_slot positions; NULL for
+                                      an embedding model, which has no slots */
     int32_t n_ctx_slot;
-    srv_slots_t *slots;
+    srv_slots_t *slots;            /* the decode loop: the slots, and the embedder's tasks */
+    srv_embedder_t *embedder;
     rtm_chat_template_t *tmpl;     /* NULL: the model has none (chat answers 400) */
     char *api_key;                 /* NULL: none asked for */
     char *tmpl_src;                /* the chat template's source (/props), NULL: none */
@@ -98,6 +107,8 @@ static void usage(FILE *f) {
                RT_CLI_CHAT_TEMPLATE_HELP
                RT_CLI_ATTN_HELP
                RT_CLI_MMAP_HELP
+               "      --pooling mean|last  how /v1/embeddings pools a decoder's final hidden states\n"
+               "                        (default: mean; an embedding model pools as it was trained)\n"
                "      --timeout S       seconds a client may take to send a request, and an idle\n"
                "                        connection is kept (default: 60; generation is not bounded)\n"
                "      --conns-per-client N  connections one client address may hold (default: 32;\n"
@@ -105,13 +116,19 @@ static void usage(FILE *f) {
                "      --max-body N      largest request body, bytes (default: 1048576)\n"
                "  -h, --help            this text\n"
                "      --version         release, ABI and commit\n"
-               "More requests than slots wait for a free one.\n");
+               "More requests than slots wait for a free one. GET / is a chat page.\n");
+}
+
+static bool parse_pooling(const char *s, int32_t *out) {
+    *out = strcmp(s, "mean") == 0 ? RTM_POOLING_MEAN : strcmp(s, "last") == 0 ? RTM_POOLING_LAST : -1;
+    if (*out < 0) fprintf(stderr, TOOL ": --pooling wants mean or last, not '%s'\n", s);
+    return *out >= 0;
 }
 
 static int parse_args(int argc, char **argv, server_options_t *o) {
     enum { OPT_HOST = 1000, OPT_PORT, OPT_KEY, OPT_KEY_FILE, OPT_TIMEOUT, OPT_MAX_BODY, OPT_VERSION, OPT_PARALLEL,
            OPT_FA, OPT_CTK, OPT_CTV, OPT_NO_MMAP, OPT_PER_CLIENT, OPT_DEVICE, OPT_NGL, OPT_SPLIT,
-           OPT_CHAT_TEMPLATE };
+           OPT_CHAT_TEMPLATE, OPT_POOLING };
     static const struct option opts[] = {
         {"model", required_argument, NULL, 'm'}, {"host", required_argument, NULL, OPT_HOST},
         {"port", required_argument, NULL, OPT_PORT}, {"api-key", required_argument, NULL, OPT_KEY},
@@ -124,6 +141,7 @@ static int parse_args(int argc, char **argv, server_options_t *o) {
         {"max-body", required_argument, NULL, OPT_MAX_BODY}, {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, OPT_VERSION}, {"parallel", required_argument, NULL, OPT_PARALLEL},
         {"np", required_argument, NULL, OPT_PARALLEL}, {"batch-size", required_argument, NULL, 'b'},
+        {"pooling", required_argument, NULL, OPT_POOLING},
         RT_CLI_ATTN_OPTIONS(OPT_FA, OPT_CTK, OPT_CTV), RT_CLI_MMAP_OPTION(OPT_NO_MMAP), {NULL, 0, NULL, 0}};
     *o = (server_options_t){.host = "127.0.0.1", .port = 8080, .timeout_s = 60, .max_body = 1 << 20,
                             .n_parallel = 4, .n_batch = SERVER_N_BATCH, .conns_per_client = 32};
@@ -154,6 +172,7 @@ static int parse_args(int argc, char **argv, server_options_t *o) {
             ok = rt_cli_int(TOOL, "--n-gpu-layers", optarg, -1, INT32_MAX, &o->n_gpu_layers);
             break;
         case OPT_CHAT_TEMPLATE: o->chat_template = optarg; break;
+        case OPT_POOLING: ok = parse_pooling(optarg, &o->pooling); break;
         case 'h': usage(stdout); return 1;
         case OPT_VERSION: rt_cli_print_version(stdout, TOOL); return 1;
         default: return rt_cli_bad_usage(TOOL);
@@ -324,6 +343,11 @@ static bool stream_next(stream_t *st) {
     const bool finished = srv_job_take(r->job[st->at], &st->text, false);
     const srv_job_result_t *res = finished ? srv_job_result(r->job[st->at]) : NULL;
     if (st->text.p == NULL && !finished) res = NULL, st->ended = true;
+    if (res && res->failed && st->text.len > 0) { /* text the failure came after: sent first, */
+        stream_event(st, srv_answer_chunk(&r->a, st->at, &st->text, !st->started, NULL));
+        st->started = true;
+        return true;                              /* the error at the next call */
+    }
     if (res && (res->failed || res->gone)) st->ended = true;
     if (st->ended) { /* an error event, then the end (no [DONE]: the reply failed) */
         stream_event(st, srv_answer_error(500, "server_error", NULL, res ? res->message : "no memory"));
@@ -376,6 +400,9 @@ static enum MHD_Result answer_stream(struct MHD_Connection *c, reply_t *r) {
 }
 
 static enum MHD_Result generate(struct MHD_Connection *c, const server_t *s, bool chat, const char *body, size_t len) {
+    if (s->ctx == NULL)
+        return send_error(c, 400, "invalid_request_error", "this model makes embeddings; it cannot generate "
+                                                           "(POST /v1/embeddings)");
     reply_t *r = calloc(1, sizeof *r);
     if (r == NULL) return send_error(c, 500, "server_error", "no memory");
     r->s = s;
@@ -398,6 +425,50 @@ static enum MHD_Result generate(struct MHD_Connection *c, const server_t *s, boo
     return r->q.stream ? answer_stream(c, r) : answer_whole(c, r);
 }
 
+//===--- embeddings ---===//
+
+/* One input's embedding, computed on the decode loop's thread. */
+typedef struct embed_task {
+    srv_embedder_t *e;
+    const srv_embed_input_t *in;
+    float *out;
+    rt_status_t st;
+    char message[256];        /* why it failed (the loop thread's rtm_last_error) */
+} embed_task_t;
+
+static void embed_one(void *arg) {
+    embed_task_t *t = arg;
+    t->st = srv_embedder_run(t->e, t->in->tokens, t->in->n_tokens, t->out);
+    if (t->st != RT_OK) snprintf(t->message, sizeof t->message, "%s", rtm_last_error());
+}
+
+/* Each input is a task of its own, so that a generation in flight waits
+ * for one input at a time, never for a whole request. */
+static enum MHD_Result embed(struct MHD_Connection *c, const server_t *s, const char *body, size_t len) {
+    srv_embed_request_t q;
+    const int32_t n_embd = rtm_model_n_embd(s->model);
+    if (!srv_embed_parse(&q, rtm_model_n_vocab(s->model), n_embd, body, len) ||
+        !srv_embed_tokenize(&q, rtm_model_vocab(s->model), srv_embedder_n_ctx(s->embedder))) {
+        const enum MHD_Result ok = send_json(c, 400, srv_answer_error(400, "invalid_request_error", q.param, q.error));
+        srv_embed_deinit(&q);
+        return ok;
+    }
+    float *v = malloc((size_t)q.n_inputs * (size_t)n_embd * sizeof v[0]);
+    const char *err = v ? NULL : "no memory";
+    embed_task_t t = {.e = s->embedder};
+    for (int32_t i = 0; err == NULL && i < q.n_inputs; i++) {
+        t.in = &q.inputs[i];
+        t.out = v + (size_t)i * (size_t)n_embd;
+        if (!srv_slots_run(s->slots, embed_one, &t)) err = "the server is stopping";
+        else if (t.st != RT_OK) err = t.message;
+    }
+    const enum MHD_Result ok = err ? send_error(c, 500, "server_error", err)
+                                   : send_json(c, 200, srv_embed_answer(&q, v, n_embd, s->o.alias));
+    free(v);
+    srv_embed_deinit(&q);
+    return ok;
+}
+
 //===--- routing ---===//
 
 typedef struct body {
@@ -418,7 +489,25 @@ static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, char
 
 static srv_info_t info_of(const server_t *s) {
     return (srv_info_t){.model = s->model, .model_path = s->model_file, .alias = s->o.alias,
-                        .chat_template = s->tmpl_src, .slots = s->slots, .n_ctx_slot = s->n_ctx_slot};
+                        .chat_template = s->tmpl_src, .slots = s->slots, .n_ctx_slot = s->n_ctx_slot,
+                        .pooling = srv_embedder_pooling(s->embedder) == RTM_POOLING_LAST ? "last" : "mean"};
+}
+
+/* The chat page, built in: served without a key (it asks its user for
+ * one), under a policy that lets it load nothing and reach this server
+ * alone. */
+static enum MHD_Result send_page(struct MHD_Connection *c) {
+    struct MHD_Response *r = MHD_create_response_from_buffer(srv_page_html_size, (void *)srv_page_html,
+                                                             MHD_RESPMEM_PERSISTENT);
+    MHD_add_response_header(r, "Content-Type", "text/html; charset=utf-8");
+    MHD_add_response_header(r, "Content-Security-Policy", "default-src 'none'; script-src 'unsafe-inline'; "
+                            "style-src 'unsafe-inline'; connect-src 'self'; base-uri 'none'; "
+                            "form-action 'none'; frame-ancestors 'none'");
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+    const enum MHD_Result ok = MHD_queue_response(c, 200, r);
+    MHD_destroy_response(r);
+    return ok;
 }
 
 /* An info endpoint's answer: json, or a 400 with err. */
@@ -428,7 +517,8 @@ static enum MHD_Result send_info(struct MHD_Connection *c, json_t *json, const c
 }
 
 typedef enum endpoint {
-    EP_HEALTH, EP_MODELS, EP_COMPLETIONS, EP_CHAT, EP_TOKENIZE, EP_DETOKENIZE, EP_PROPS, EP_SLOTS, EP_METRICS
+    EP_HEALTH, EP_MODELS, EP_COMPLETIONS, EP_CHAT, EP_TOKENIZE, EP_DETOKENIZE, EP_PROPS, EP_SLOTS, EP_METRICS,
+    EP_EMBEDDINGS, EP_PAGE
 } endpoint_t;
 
 static const struct route {
@@ -440,6 +530,8 @@ static const struct route {
     {"/chat/completions", "POST", EP_CHAT},  {"/tokenize", "POST", EP_TOKENIZE},
     {"/detokenize", "POST", EP_DETOKENIZE},  {"/props", "GET", EP_PROPS},
     {"/slots", "GET", EP_SLOTS},             {"/metrics", "GET", EP_METRICS},
+    {"/v1/embeddings", "POST", EP_EMBEDDINGS}, {"/embeddings", "POST", EP_EMBEDDINGS},
+    {"/", "GET", EP_PAGE},                   {"/index.html", "GET", EP_PAGE},
 };
 
 static enum MHD_Result serve_endpoint(const server_t *s, struct MHD_Connection *c, endpoint_t ep, const body_t *b) {
@@ -458,6 +550,8 @@ static enum MHD_Result serve_endpoint(const server_t *s, struct MHD_Connection *
     case EP_PROPS: return send_info(c, srv_info_props(&in), NULL);
     case EP_SLOTS: return send_info(c, srv_info_slots(&in), NULL);
     case EP_METRICS: return send_text(c, 200, srv_info_metrics(&in), "text/plain; version=0.0.4");
+    case EP_EMBEDDINGS: return embed(c, s, body, b->len);
+    case EP_PAGE: return send_page(c);
     }
     return send_error(c, 404, "not_found_error", "no such endpoint");
 }
@@ -474,7 +568,7 @@ static enum MHD_Result route(const server_t *s, struct MHD_Connection *c, const 
     const struct route *r = NULL;
     for (size_t i = 0; i < sizeof routes / sizeof routes[0] && r == NULL; i++)
         if (strcmp(url, routes[i].path) == 0) r = &routes[i];
-    if (r == NULL || (r->ep != EP_HEALTH && !srv_guard_authorised(c, s->api_key)))
+    if (r == NULL || (r->ep != EP_HEALTH && r->ep != EP_PAGE && !srv_guard_authorised(c, s->api_key)))
         return r ? send_error(c, 401, "authentication_error", "a valid API key is needed")
                  : send_error(c, 404, "not_found_error", "no such endpoint");
     if (strcmp(method, r->method) != 0) return send_not_allowed(c, r);
@@ -537,6 +631,25 @@ static int load_template(server_t *s) {
     return 0;
 }
 
+/* The embedder (its context is made by the first /v1/embeddings); an
+ * embedding model has no chat template to load. */
+static int load_embedder(server_t *s, bool encoder) {
+    const srv_embedder_params_t ep = {.model = s->model, .n_ctx = s->n_ctx_slot, .n_threads = s->o.n_threads,
+                                      .pooling = s->o.pooling, .flash_attn = s->o.flash_attn,
+                                      .type_k = s->o.type_k, .type_v = s->o.type_v};
+    const rt_status_t st = srv_embedder_create(&ep, &s->embedder);
+    if (st != RT_OK) {
+        fprintf(stderr, TOOL ": %s\n", st == RT_ERR_UNSUPPORTED
+                ? "an embedding model pools as it was trained (the mean): --pooling last is refused"
+                : "no memory");
+        return 1;
+    }
+    if (!encoder) return load_template(s);
+    fprintf(stderr, TOOL ": %s is an embedding model: /v1/embeddings answers, generation is refused (400)\n",
+            s->o.alias);
+    return 0;
+}
+
 static int load(server_t *s) {
     if (s->o.model) snprintf(s->model_file, sizeof s->model_file, "%s", s->o.model);
     else rt_tools_bundled_model(s->model_file, sizeof s->model_file);
@@ -551,23 +664,26 @@ static int load(server_t *s) {
     const rtm_model_params_t mp = {.struct_size = sizeof mp, .registry = s->reg, .n_ctx = s->o.n_ctx * np,
                                    .devices = n_devs ? devs : NULL, .n_devices = n_devs, .split = s->o.split,
                                    .n_gpu_layers = s->o.n_gpu_layers, .no_mmap = s->o.no_mmap};
-    rt_status_t st = rtm_model_load(s->model_file, &mp, &s->model);
-    if (st == RT_OK) {
-        const int32_t train = rtm_model_n_ctx_train(s->model);
-        s->n_ctx_slot = s->o.n_ctx ? s->o.n_ctx : train > 0 && train < 2048 ? train : 2048;
-        const rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = s->n_ctx_slot * np,
-                                         .n_threads = s->o.n_threads, .n_seq_max = np,
-                                         .n_batch = s->o.n_batch, .type_k = s->o.type_k,
-                                         .type_v = s->o.type_v, .flash_attn = s->o.flash_attn};
-        st = rtm_context_create(s->model, &cp, &s->ctx);
-    }
-    if (st == RT_OK) st = srv_slots_create(s->ctx, np, s->n_ctx_slot, &s->slots);
-    if (st != RT_OK) {
-        fprintf(stderr, TOOL ": %s\n", s->slots == NULL && s->ctx != NULL ? "cannot start the decode loop"
-                                                                          : rtm_last_error());
+    if (rtm_model_load(s->model_file, &mp, &s->model) != RT_OK) {
+        fprintf(stderr, TOOL ": %s\n", rtm_last_error());
         return 1;
     }
-    return load_template(s);
+    const int32_t train = rtm_model_n_ctx_train(s->model);
+    s->n_ctx_slot = s->o.n_ctx ? s->o.n_ctx : train > 0 && train < 2048 ? train : 2048;
+    const bool encoder = rtm_model_is_embedding(s->model); /* no slots: nothing to generate */
+    const rtm_context_params_t cp = {.struct_size = sizeof cp, .n_ctx = s->n_ctx_slot * np,
+                                     .n_threads = s->o.n_threads, .n_seq_max = np,
+                                     .n_batch = s->o.n_batch, .type_k = s->o.type_k,
+                                     .type_v = s->o.type_v, .flash_attn = s->o.flash_attn};
+    if (!encoder && rtm_context_create(s->model, &cp, &s->ctx) != RT_OK) {
+        fprintf(stderr, TOOL ": %s\n", rtm_last_error());
+        return 1;
+    }
+    if (srv_slots_create(s->ctx, encoder ? 0 : np, s->n_ctx_slot, &s->slots) != RT_OK) {
+        fprintf(stderr, TOOL ": cannot start the decode loop\n");
+        return 1;
+    }
+    return load_embedder(s, encoder);
 }
 
 static int serve(server_t *s) {
@@ -597,7 +713,7 @@ static int serve(server_t *s) {
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     fprintf(stderr, TOOL ": listening on http://%s:%u (model %s, %d slots of %d tokens)\n", s->o.host,
-            info ? (unsigned)info->port : (unsigned)s->o.port, s->o.alias, s->o.n_parallel, s->n_ctx_slot);
+            info ? (unsigned)info->port : (unsigned)s->o.port, s->o.alias, srv_slots_count(s->slots), s->n_ctx_slot);
     int sig = 0;
     sigwait(&set, &sig);
     MHD_stop_daemon(d);
@@ -619,6 +735,7 @@ int main(int argc, char **argv) {
     if (rc == 0) rc = load(&s);
     if (rc == 0) rc = serve(&s);
     srv_slots_destroy(s.slots);
+    srv_embedder_destroy(s.embedder);
     rtm_chat_template_destroy(s.tmpl);
     rtm_context_destroy(s.ctx);
     rtm_model_destroy(s.model);

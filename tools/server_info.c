@@ -132,20 +132,21 @@ json_t *srv_info_props(const srv_info_t *in) {
     json_t *params = json_pack("{s:f,s:f,s:i,s:f,s:f,s:f,s:f,s:f,s:i,s:i}", "temperature", 1.0, "top_p", 1.0, "top_k", 0,
                                "min_p", 0.0, "typical_p", 1.0, "repeat_penalty", 1.0, "presence_penalty", 0.0,
                                "frequency_penalty", 0.0, "repeat_last_n", 64, "n_predict", -1);
-    return json_pack("{s:s,s:s,s:i,s:{s:i,s:o},s:o,s:s,s:s,s:i,s:i,s:s}", "model_path", in->model_path,
+    return json_pack("{s:s,s:s,s:i,s:{s:i,s:o},s:o,s:s,s:s,s:i,s:i,s:s,s:i,s:s}", "model_path", in->model_path,
                      "model_alias", in->alias, "total_slots", srv_slots_count(in->slots),
                      "default_generation_settings", "n_ctx", in->n_ctx_slot, "params", params,
                      "chat_template", in->chat_template ? json_string(in->chat_template) : json_null(),
                      "bos_token", rtm_vocab_token_text(v, rtm_vocab_bos(v)) ? rtm_vocab_token_text(v, rtm_vocab_bos(v)) : "",
                      "eos_token", rtm_vocab_token_text(v, rtm_vocab_eos(v)) ? rtm_vocab_token_text(v, rtm_vocab_eos(v)) : "",
                      "n_vocab", rtm_model_n_vocab(in->model), "n_ctx_train", rtm_model_n_ctx_train(in->model),
-                     "architecture", rtm_model_arch(in->model));
+                     "architecture", rtm_model_arch(in->model), "n_embd", rtm_model_n_embd(in->model),
+                     "pooling", in->pooling);
 }
 
 json_t *srv_info_slots(const srv_info_t *in) {
     const int32_t n = srv_slots_count(in->slots);
-    srv_slot_info_t *si = calloc((size_t)n, sizeof si[0]);
-    if (si == NULL) return NULL;
+    srv_slot_info_t *si = n > 0 ? calloc((size_t)n, sizeof si[0]) : NULL;
+    if (n > 0 && si == NULL) return NULL;
     srv_stats_t st;
     srv_slots_stats(in->slots, &st, si);
     json_t *a = json_array();

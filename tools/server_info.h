@@ -4,7 +4,8 @@
  *
  *   POST /tokenize    {"content", "add_special", "with_pieces"} -> {"tokens"}
  *   POST /detokenize  {"tokens"} -> {"content"}
- *   GET  /props       the model, the slots, the defaults, the chat template
+ *   GET  /props       the model, the slots, the defaults, the chat template,
+ *                     the embeddings' width and pooling
  *   GET  /slots       each slot: busy, its job's tokens, what its cache holds
  *   GET  /metrics     Prometheus text: requests, tokens, prompt and decode
  *                     seconds, slots busy, requests waiting, KV cells held
@@ -22,8 +23,9 @@ typedef struct srv_info {
     const rtm_model_t *model;
     const char *model_path, *alias;
     const char *chat_template;     /* its source, NULL: none */
-    srv_slots_t *slots;
+    srv_slots_t *slots;            /* none for an embedding model: total_slots 0, /slots [] */
     int32_t n_ctx_slot;
+    const char *pooling;           /* /v1/embeddings': "mean" or "last" */
 } srv_info_t;
 
 json_t *srv_info_tokenize(const srv_info_t *in, const char *body, size_t len, const char **err);

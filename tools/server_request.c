@@ -20,14 +20,15 @@
  * Always false, so that a reader can return it. */
 static bool refuse(srv_request_t *q, const char *param, const char *fmt, ...) RT_PRINTF(3, 4);
 static bool refuse(srv_request_t *q, const char *param, const char *fmt, ...) {
-    snprintf(q->param, sizeof q->param, "%s", param ? param : "");
+    char why[sizeof q->error];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(q->error, sizeof q->error, fmt, ap);
+    vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
-    /* a field's name cut short may end inside a character: JSON wants whole ones */
-    q->param[rt_utf8_complete(q->param, strlen(q->param))] = 0;
-    q->error[rt_utf8_complete(q->error, strlen(q->error))] = 0;
+    /* a field's name cut short may end inside a character, and the JSON
+       parser's "near '...'" may quote one cut short: JSON wants whole ones */
+    rt_utf8_copy_valid(q->param, sizeof q->param, param ? param : "");
+    rt_utf8_copy_valid(q->error, sizeof q->error, why);
     return false;
 }
 

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* server_slots.c: see server_slots.h. One mutex guards the queue, the
- * slots' jobs and every job's text and state; the decode loop drops it
- * while it decodes and samples, which touch only the context and the
- * generations of jobs in slots (the loop's alone). A job is referenced by
- * its connection and by the slots until each lets go; the last frees it. */
+ * slots' jobs and every job's text and state, and the tasks; the decode
+ * loop drops it while it decodes and samples, which touch only the
+ * context and the generations of jobs in slots (the loop's alone), and
+ * while it runs a task. A job is referenced by its connection and by the
+ * slots until each lets go; the last frees it. A task lives on the stack
+ * of the connection that waits for it. */
 #include "server_slots.h"
 
 #include <errno.h>
@@ -33,13 +35,23 @@ struct srv_job {
     srv_job_t *next;          /* in the queue */
 };
 
+/* A task waiting for the loop, or running: done once it ran or was refused. */
+typedef struct srv_task {
+    srv_task_fn fn;
+    void *arg;
+    bool done, ran;
+    struct srv_task *next;
+} srv_task_t;
+
 struct srv_slots {
     rtm_context_t *ctx;
     int32_t n_slots, n_ctx, n_batch;
     srv_job_t **slot;         /* n_slots: slot i (sequence i) runs slot[i], or NULL */
     srv_job_t *head, *tail;   /* jobs waiting for a slot */
     pthread_mutex_t mu;
-    pthread_cond_t work;      /* a job came or was cancelled, or stop */
+    pthread_cond_t work;      /* a job or a task came, a job was cancelled, or stop */
+    srv_task_t *tasks;        /* waiting, first to run first */
+    pthread_cond_t task_done; /* some task is done */
     pthread_t thread;
     bool stop, started;
     rtm_token_t **cached;     /* n_slots arrays of n_ctx: the tokens each sequence holds */
@@ -147,8 +159,8 @@ srv_job_t *srv_job_submit(srv_slots_t *s, srv_gen_t *gen, int client_fd) {
     *gen = (srv_gen_t){0};
     j->refs = 2;
     pthread_mutex_lock(&s->mu);
-    if (s->stop) {
-        job_finish(s, j, "the server is stopping");
+    if (s->stop || s->n_slots == 0) {
+        job_finish(s, j, s->stop ? "the server is stopping" : "the server has no slots to generate in");
     } else {
         if (s->tail) s->tail->next = j;
         else s->head = j;
@@ -344,14 +356,65 @@ static double now_s(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+//===--- tasks ---===//
+
+/* Under the lock: runs the first task without it. */
+static void run_task(srv_slots_t *s) {
+    srv_task_t *t = s->tasks;
+    s->tasks = t->next;
+    pthread_mutex_unlock(&s->mu);
+    t->fn(t->arg);
+    pthread_mutex_lock(&s->mu);
+    t->done = t->ran = true;
+    pthread_cond_broadcast(&s->task_done);
+}
+
+bool srv_slots_run(srv_slots_t *s, srv_task_fn fn, void *arg) {
+    srv_task_t t = {fn, arg, false, false, NULL};
+    pthread_mutex_lock(&s->mu);
+    if (!s->stop) {
+        srv_task_t **p = &s->tasks;
+        while (*p) p = &(*p)->next;
+        *p = &t;
+        pthread_cond_signal(&s->work);
+        while (!t.done) pthread_cond_wait(&s->task_done, &s->mu);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return t.ran;
+}
+
+//===--- the loop ---===//
+
+/* Under the lock, once the loop stops: the jobs fail, the tasks are refused. */
+static void fail_all(srv_slots_t *s) {
+    for (int32_t i = 0; i < s->n_slots; i++)
+        if (s->slot[i]) slot_free(s, i, "the server is stopping");
+    while (s->head) {
+        srv_job_t *j = s->head;
+        s->head = j->next;
+        job_finish(s, j, "the server is stopping");
+    }
+    s->tail = NULL;
+    for (; s->tasks; s->tasks = s->tasks->next) s->tasks->done = true;
+    pthread_cond_broadcast(&s->task_done);
+}
+
 static void *loop(void *arg) {
     srv_slots_t *s = arg;
+    bool tasks_turn = true; /* a step and a task take turns while both wait */
     pthread_mutex_lock(&s->mu);
     for (;;) {
         drop_cancelled(s);
         admit(s);
         if (s->stop) break;
-        if (!any_busy(s)) {
+        const bool busy = any_busy(s);
+        if (s->tasks && (tasks_turn || !busy)) {
+            run_task(s);
+            tasks_turn = false;
+            continue;
+        }
+        tasks_turn = true;
+        if (!busy) {
             pthread_cond_wait(&s->work, &s->mu);
             continue;
         }
@@ -371,26 +434,17 @@ static void *loop(void *arg) {
         s->stats.prompt_s += dt * (n - n_gen) / n;
         publish(s, n, failure[0] ? failure : NULL);
     }
-    for (int32_t i = 0; i < s->n_slots; i++)
-        if (s->slot[i]) slot_free(s, i, "the server is stopping");
-    while (s->head) {
-        srv_job_t *j = s->head;
-        s->head = j->next;
-        job_finish(s, j, "the server is stopping");
-    }
-    s->tail = NULL;
+    fail_all(s);
     pthread_mutex_unlock(&s->mu);
     return NULL;
 }
 
 //===--- life ---===//
 
-rt_status_t srv_slots_create(rtm_context_t *ctx, int32_t n_slots, int32_t n_ctx, srv_slots_t **out_slots) {
-    *out_slots = NULL;
-    srv_slots_t *s = calloc(1, sizeof *s);
-    if (s == NULL) return RT_ERR_OUT_OF_MEMORY;
-    *s = (srv_slots_t){.ctx = ctx, .n_slots = n_slots, .n_ctx = n_ctx,
-                       .n_batch = rtm_context_n_batch(ctx)};
+/* The slots' arrays and one step's batch; none without slots. */
+static bool alloc_slots(srv_slots_t *s) {
+    const int32_t n_slots = s->n_slots;
+    if (n_slots == 0) return true;
     const size_t cap = (size_t)n_slots + (size_t)s->n_batch;
     s->slot = calloc((size_t)n_slots, sizeof s->slot[0]);
     s->tok = malloc(cap * sizeof s->tok[0]);
@@ -401,9 +455,20 @@ rt_status_t srv_slots_create(rtm_context_t *ctx, int32_t n_slots, int32_t n_ctx,
     s->last_used = calloc((size_t)n_slots, sizeof s->last_used[0]);
     bool ok = s->slot && s->tok && s->seq && s->want && s->cached && s->n_cached && s->last_used;
     for (int32_t i = 0; ok && i < n_slots; i++)
-        ok = (s->cached[i] = malloc((size_t)n_ctx * sizeof s->cached[i][0])) != NULL;
+        ok = (s->cached[i] = malloc((size_t)s->n_ctx * sizeof s->cached[i][0])) != NULL;
+    return ok;
+}
+
+rt_status_t srv_slots_create(rtm_context_t *ctx, int32_t n_slots, int32_t n_ctx, srv_slots_t **out_slots) {
+    *out_slots = NULL;
+    srv_slots_t *s = calloc(1, sizeof *s);
+    if (s == NULL) return RT_ERR_OUT_OF_MEMORY;
+    *s = (srv_slots_t){.ctx = ctx, .n_slots = ctx ? n_slots : 0, .n_ctx = n_ctx,
+                       .n_batch = ctx ? rtm_context_n_batch(ctx) : 0};
+    const bool ok = alloc_slots(s);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->work, NULL);
+    pthread_cond_init(&s->task_done, NULL);
     rt_status_t st = ok ? RT_OK : RT_ERR_OUT_OF_MEMORY;
     if (st == RT_OK && pthread_create(&s->thread, NULL, loop, s) != 0) st = RT_ERR_UNSUPPORTED;
     s->started = st == RT_OK;
@@ -425,6 +490,7 @@ void srv_slots_destroy(srv_slots_t *s) {
         pthread_join(s->thread, NULL);
     }
     pthread_cond_destroy(&s->work);
+    pthread_cond_destroy(&s->task_done);
     pthread_mutex_destroy(&s->mu);
     free(s->slot);
     free(s->tok);

@@ -20,6 +20,12 @@
  * so, so that a client that hangs up, streamed or not, frees its slot
  * within one step instead of keeping it decoding to the end.
  *
+ * Other work on the devices (an embedding, on its own context) runs as a
+ * task on the loop's thread, between two steps: it never runs beside a
+ * step, so that two graphs never contend for the devices, and the slots
+ * wait for one task at a time (a step runs between two tasks while both
+ * wait). With no slots (an embedding model) the loop runs tasks only.
+ *
  *     srv_slots_t *s;  srv_slots_create(ctx, 4, 512, &s);
  *     srv_job_t *j = srv_job_submit(s, &gen, fd); // gen begun: the job owns it
  *     srv_text_t text = {0};
@@ -81,9 +87,9 @@ typedef struct srv_slot_info {
 } srv_slot_info_t;
 
 /* Starts the decode loop over ctx (which must hold n_slots sequences and
- * n_slots * n_ctx cells; borrowed, used by the loop alone until destroy).
- * RT_ERR_OUT_OF_MEMORY, or RT_ERR_UNSUPPORTED when the thread cannot
- * start. */
+ * n_slots * n_ctx cells; borrowed, used by the loop alone until destroy);
+ * n_slots 0 and ctx NULL: a loop for tasks alone. RT_ERR_OUT_OF_MEMORY,
+ * or RT_ERR_UNSUPPORTED when the thread cannot start. */
 rt_status_t srv_slots_create(rtm_context_t *ctx, int32_t n_slots, int32_t n_ctx, srv_slots_t **out_slots);
 /* The figures, and each slot's into slots[0..n_slots) unless NULL. Thread-safe. */
 void srv_slots_stats(srv_slots_t *s, srv_stats_t *out, srv_slot_info_t *slots);
@@ -106,5 +112,11 @@ const srv_job_result_t *srv_job_result(const srv_job_t *j);
 /* The connection is done with the job: an unfinished one is cancelled
  * (its slot freed at the next step). */
 void srv_job_release(srv_job_t *j);
+
+typedef void (*srv_task_fn)(void *arg);
+/* Runs fn(arg) on the decode loop's thread between two steps and returns
+ * once it has run; false, fn not run, when the loop is stopping. fn must
+ * not call back into s. Thread-safe. */
+bool srv_slots_run(srv_slots_t *s, srv_task_fn fn, void *arg);
 
 #endif /* RT_TOOLS_SERVER_SLOTS_H */

@@ -5,6 +5,7 @@
 #include "utf8_text.h"
 
 #include <stdint.h>
+#include <string.h>
 
 /* The bytes of the character that lead byte b starts (0: b cannot lead). */
 static int seq_len(uint8_t b) {
@@ -70,4 +71,24 @@ void rt_utf8_write(const char *text, size_t len, rt_write_fn write, void *user) 
         i += have > 0 ? (size_t)have : 1; /* a cut-off character is one U+FFFD */
     }
     if (run) write(text + len - run, run, user);
+}
+
+typedef struct fixed_buf {
+    char *p;
+    size_t len, cap;          /* cap: bytes for text, the NUL not counted */
+} fixed_buf_t;
+
+static void fixed_write(const char *s, size_t n, void *user) {
+    fixed_buf_t *b = user;
+    const size_t room = b->cap - b->len;
+    memcpy(b->p + b->len, s, n < room ? n : room);
+    b->len += n < room ? n : room;
+}
+
+void rt_utf8_copy_valid(char *dst, size_t size, const char *s) {
+    if (size == 0) return;
+    fixed_buf_t b = {dst, 0, size - 1};
+    rt_utf8_write(s, strlen(s), fixed_write, &b);
+    b.len = rt_utf8_complete(dst, b.len); /* a character the end cut */
+    dst[b.len] = 0;
 }

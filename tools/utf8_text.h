@@ -23,5 +23,10 @@ size_t rt_utf8_complete(const char *s, size_t len);
 /* Writes s[0..len) with every byte that is not part of a valid character
  * replaced by U+FFFD (a character cut off at len is invalid too). */
 void rt_utf8_write(const char *s, size_t len, rt_write_fn write, void *user);
+/* The NUL-terminated s as valid UTF-8 (rt_utf8_write's U+FFFD) in dst,
+ * size bytes with the NUL, cut before a character that does not fit: a
+ * message that quotes a client's bytes (a JSON parser's "near '...'"
+ * may cut a character) that a JSON string can carry. */
+void rt_utf8_copy_valid(char *dst, size_t size, const char *s);
 
 #endif /* RT_TOOLS_UTF8_TEXT_H */
