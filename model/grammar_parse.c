@@ -385,6 +385,21 @@ static bool parse_string(parser_t *p, int32_t rule) {
     return true;
 }
 
+/* One item of a class: a character, or a range "a-z" (a "-" before the
+ * closing "]" is itself). */
+static bool class_item(parser_t *p, size_t open, uint32_t *lo, uint32_t *hi) {
+    if (at_end(p)) return fail_loc(p, open, "unterminated class (it starts here)");
+    const size_t at = p->pos;
+    if (!literal_char(p, lo)) return false;
+    *hi = *lo;
+    if (peek(p) != '-' || p->pos + 1 >= p->len || p->s[p->pos + 1] == ']') return true;
+    advance(p);
+    if (at_end(p)) return fail_loc(p, open, "unterminated class (it starts here)");
+    if (!literal_char(p, hi)) return false;
+    if (*hi < *lo) return fail_loc(p, at, "the range U+%04X-U+%04X in the class is backwards", *lo, *hi);
+    return true;
+}
+
 /* [...] or [^...]: ranges gathered in a growing array, then one charset. */
 static bool parse_class(parser_t *p, int32_t rule) {
     const size_t at = p->pos;
@@ -395,16 +410,8 @@ static bool parse_class(parser_t *p, int32_t rule) {
     int32_t n = 0, cap = 0;
     bool ok = true;
     while (ok && peek(p) != ']') {
-        uint32_t lo, hi;
-        if (at_end(p)) ok = fail_loc(p, at, "unterminated class (it starts here)");
-        const size_t at_lo = p->pos;
-        ok = ok && literal_char(p, &lo);
-        hi = lo;
-        if (ok && peek(p) == '-' && p->pos + 1 < p->len && p->s[p->pos + 1] != ']') {
-            advance(p);
-            ok = literal_char(p, &hi);
-            if (ok && hi < lo) ok = fail_loc(p, at_lo, "the range U+%04X-U+%04X in the class is backwards", lo, hi);
-        }
+        uint32_t lo = 0, hi = 0;
+        ok = class_item(p, at, &lo, &hi);
         if (ok && !grow((void **)&r, &cap, n + 1, sizeof r[0])) ok = no_memory(p);
         if (ok) r[n++] = (gr_range_t){lo, hi};
     }
