@@ -346,11 +346,17 @@ static int32_t compute_step(gr_matcher_t *m, int32_t s, uint32_t cp) {
 static int32_t *step_table(gr_matcher_t *m, int32_t s) {
     gr_cache_t *c = m->c;
     if (c->sets[s].step) return c->sets[s].step;
-    if (cache_bytes(c) + 256 * sizeof(int32_t) > GR_MAX_CACHE)
-        return fail(m, RT_ERR_OUT_OF_MEMORY, "the matcher's state passed its limit of %zu bytes", GR_MAX_CACHE), NULL;
-    int32_t *t = malloc(256 * sizeof t[0]);
-    if (t == NULL) return fail(m, RT_ERR_OUT_OF_MEMORY, "no memory for a step table (%zu bytes)", (size_t)1024), NULL;
-    memset(t, 0xff, 256 * sizeof t[0]);
+    const size_t bytes = 256 * sizeof(int32_t);
+    if (cache_bytes(c) + bytes > GR_MAX_CACHE) {
+        fail(m, RT_ERR_OUT_OF_MEMORY, "the matcher's state passed its limit of %zu bytes", GR_MAX_CACHE);
+        return NULL;
+    }
+    int32_t *t = malloc(bytes);
+    if (t == NULL) {
+        fail(m, RT_ERR_OUT_OF_MEMORY, "no memory for a step table (%zu bytes)", bytes);
+        return NULL;
+    }
+    memset(t, 0xff, bytes);
     c->n_step_tables++;
     return c->sets[s].step = t;
 }
@@ -504,7 +510,8 @@ static int32_t start_set(gr_matcher_t *m) {
 
 rt_status_t gr_matcher_init(gr_matcher_t *m, const rtm_gbnf_t *g) {
     *m = (gr_matcher_t){.g = g, .work = GR_MAX_WORK};
-    if ((m->c = cache_new()) == NULL) return rtm_error(RT_ERR_OUT_OF_MEMORY, "grammar: no memory for the matcher");
+    if ((m->c = cache_new()) == NULL)
+        return rtm_error(RT_ERR_OUT_OF_MEMORY, "grammar: no memory for the matcher");
     const int32_t s = start_set(m);
     if (s < 0) return m->err;
     if (s == 0)
@@ -553,7 +560,8 @@ static rt_status_t renew_cache(gr_matcher_t *m) {
     if (start < 0 || cur < 0) {
         cache_free(m->c);
         m->c = old; /* keep going on the old one */
-        return m->err != RT_OK ? m->err : rtm_error(RT_ERR_OUT_OF_MEMORY, "grammar: no memory to renew the matcher");
+        if (m->err != RT_OK) return m->err;
+        return rtm_error(RT_ERR_OUT_OF_MEMORY, "grammar: no memory to renew the matcher");
     }
     cache_free(old);
     m->start.set = start;

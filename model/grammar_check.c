@@ -135,8 +135,10 @@ static bool find_reachable(const rtm_gbnf_t *g, int32_t root, bool *reach) {
     while (n > 0) {
         const gr_rule_t *r = &g->rules[todo[--n]];
         for (int32_t a = r->first_alt; a < r->first_alt + r->n_alts; a++)
-            for (int32_t i = g->alts[a]; g->elems[i].kind != GR_END; i++)
-                if (g->elems[i].kind == GR_REF && !reach[g->elems[i].arg]) reach[todo[n++] = g->elems[i].arg] = true;
+            for (int32_t i = g->alts[a]; g->elems[i].kind != GR_END; i++) {
+                const int32_t callee = g->elems[i].arg;
+                if (g->elems[i].kind == GR_REF && !reach[callee]) reach[todo[n++] = callee] = true;
+            }
     }
     free(todo);
     return true;

@@ -246,7 +246,8 @@ static bool text_char(parser_t *p, uint32_t *cp) {
     const unsigned char *s = (const unsigned char *)p->s + p->pos;
     const size_t left = p->len - p->pos;
     const unsigned c = s[0];
-    size_t n = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    const size_t n = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3
+                   : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
     uint32_t v = n == 1 ? c : n == 2 ? c & 0x1F : n == 3 ? c & 0x0F : c & 0x07;
     bool ok = n > 0 && n <= left;
     for (size_t i = 1; ok && i < n; i++) {
@@ -274,7 +275,8 @@ static bool hex_escape(parser_t *p, size_t at, int n, uint32_t *cp) {
     uint32_t v = 0;
     for (int i = 0; i < n; i++) {
         const int d = hex_digit(peek(p));
-        if (d < 0) return fail_loc(p, at, "bad escape: \\%c wants %d hex digits", n == 2 ? 'x' : n == 4 ? 'u' : 'U', n);
+        if (d < 0)
+            return fail_loc(p, at, "bad escape: \\%c wants %d hex digits", n == 2 ? 'x' : n == 4 ? 'u' : 'U', n);
         v = v << 4 | (uint32_t)d;
         advance(p);
     }
@@ -415,7 +417,8 @@ static bool parse_class(parser_t *p, int32_t rule) {
         if (ok && !grow((void **)&r, &cap, n + 1, sizeof r[0])) ok = no_memory(p);
         if (ok) r[n++] = (gr_range_t){lo, hi};
     }
-    if (ok && n == 0) ok = fail_loc(p, at, "empty class '[%s]' (for any character, write '.')", negated ? "^" : "");
+    if (ok && n == 0)
+        ok = fail_loc(p, at, "empty class '[%s]' (for any character, write '.')", negated ? "^" : "");
     if (ok) {
         advance(p); /* ] */
         n = merge_ranges(r, n);
@@ -625,7 +628,8 @@ static bool parse_rule(parser_t *p) {
     if (r < 0) return false;
     gr_rule_t *rule = &p->g->rules[r];
     if (rule->defined)
-        return fail_loc(p, at, "rule '%s' is defined twice (first at line %d)", p->g->names + rule->name, rule->line);
+        return fail_loc(p, at, "rule '%s' is defined twice (first at line %d)", p->g->names + rule->name,
+                        rule->line);
     const loc_t l = loc_at(p, at);
     *rule = (gr_rule_t){.owner = r, .name = rule->name, .line = l.line, .col = l.col, .defined = true};
     p->owner = r;
