@@ -481,6 +481,106 @@ RTM_API rt_status_t rtm_decode_part(rtm_context_t *ctx, const rtm_part_t *part,
  * RT_ERR_DOES_NOT_FIT past the context's end. */
 RTM_API rt_status_t rtm_context_advance(rtm_context_t *ctx, int32_t n);
 
+//===--- rtm_grammar_t: output held to a grammar (GBNF) ---===//
+
+/* A grammar in GBNF, the format of llama.cpp's grammar files, that the
+ * sampler holds its choices to: a token can be drawn only when its text
+ * keeps the output a beginning of something the grammar matches, and an
+ * end-of-generation token only where the start rule can end.
+ *
+ *     root   ::= answer "."            # a comment runs to the end of the line
+ *     answer ::= "yes" | "no" | [1-9] [0-9]{0,2} ("," [0-9]{3})*
+ *
+ * A rule is a name, "::=" and alternatives separated by "|", each a
+ * sequence of: "strings" (escapes \n \t \r \\ \" \xHH \uHHHH
+ * \UHHHHHHHH), character classes ([a-z0-9_], negated [^"\\], the same
+ * escapes), "." (any character), rule names (letters, digits, "-", "_")
+ * and (groups), each optionally followed by * + ? {m} {m,} {m,n} {,n}. A
+ * rule ends with its line, except inside parentheses, after "|", or where
+ * the next line starts with "|". The text is UTF-8 and matching is by
+ * Unicode code point; a token may end inside a character (the rest is
+ * awaited from the next token).
+ *
+ *     rtm_grammar_t *g;
+ *     if (rtm_grammar_create(vocab, text, strlen(text), NULL, &g) != RT_OK)
+ *         die(rtm_last_error());              // "grammar: line 2, column 9: ..."
+ *     rtm_sampler_params_t sp = {.struct_size = sizeof sp, .grammar = g};
+ *     rtm_sampler_t *s;  rtm_sampler_create(&sp, &s);
+ *     for (;;) {
+ *         rtm_token_t t = rtm_sampler_sample(s, rtm_get_logits(c), n_vocab);
+ *         if (t == RTM_TOKEN_NULL) die(rtm_last_error());
+ *         rtm_grammar_accept(g, t);            // the caller advances the grammar
+ *         if (rtm_vocab_is_eog(vocab, t) || rtm_grammar_done(g)) break;
+ *         rtm_decode(c, &t, 1);
+ *     }
+ *     rtm_sampler_destroy(s); rtm_grammar_destroy(g);
+ *
+ * Refused with RT_ERR_FORMAT and a message naming the line, the column and
+ * what was expected: syntax errors, an undefined rule, a missing start
+ * rule, bad escapes, invalid UTF-8, empty classes, bounds {m,n} with m > n
+ * or past 10000, and left recursion that would loop (expr ::= expr "+" term,
+ * directly or through other rules: write expr ::= term ("+" term)*). A
+ * recursion through calls that are each the last element of their
+ * alternative, as ("a"?)* makes, loops back to where it was and is matched.
+ *
+ * Cost: the states the grammar reaches and the steps between them are
+ * computed once and kept, and rtm_grammar_apply walks a trie of the
+ * vocabulary's pieces built at creation, leaving out at once every token
+ * that starts with a prefix the grammar refuses. Limits: at most 4096
+ * alternatives alive at once and 2^26 expansion steps in one call
+ * (RT_ERR_UNSUPPORTED: the grammar is too ambiguous), 256 MiB of kept
+ * states (RT_ERR_OUT_OF_MEMORY; past 32 MiB they are dropped between calls,
+ * the current one kept); nesting deeper than 1024 rules is not followed (a
+ * token that needs it is not allowed).
+ *
+ * A grammar is used by one thread at a time: every call, rtm_grammar_allows
+ * and rtm_grammar_apply too, may add to what it keeps. */
+typedef struct rtm_grammar rtm_grammar_t;
+
+/* Parses len bytes of GBNF (not necessarily NUL-terminated) with the rule
+ * named root (NULL: "root") as the start, for vocab's tokens: vocab is
+ * borrowed and must outlive the grammar, its pieces are read now
+ * (rtm_vocab_token_to_piece without special texts). vocab may be NULL for
+ * a grammar that judges text only (rtm_grammar_accept_text,
+ * rtm_grammar_can_end, rtm_grammar_done; the token calls refuse it).
+ * RT_ERR_FORMAT as above; RT_ERR_INVALID_ARGUMENT for a NULL out_grammar,
+ * or gbnf NULL with len > 0; RT_ERR_OUT_OF_MEMORY. */
+RTM_API rt_status_t rtm_grammar_create(const rtm_vocab_t *vocab, const char *gbnf, size_t len,
+                                       const char *root, rtm_grammar_t **out_grammar);
+RTM_API void rtm_grammar_destroy(rtm_grammar_t *grammar);
+/* Back to the start, as created: for a new reply. */
+RTM_API void rtm_grammar_reset(rtm_grammar_t *grammar);
+/* Advances past a generated token: its piece's bytes. An end-of-generation
+ * token (rtm_vocab_is_eog) is accepted where the start rule can end and
+ * changes nothing. RT_ERR_INVALID_ARGUMENT naming the token and its text
+ * when the grammar does not allow it (the grammar stays as it was), for a
+ * token out of range or a grammar made without a vocabulary;
+ * RT_ERR_UNSUPPORTED, RT_ERR_OUT_OF_MEMORY past a limit. The sampler never
+ * calls it, and a prompt's tokens must not go to it. */
+RTM_API rt_status_t rtm_grammar_accept(rtm_grammar_t *grammar, rtm_token_t token);
+/* Sets logits[i] to -INFINITY for each token i < n_vocab the grammar does
+ * not allow next: whose piece cannot go on with the text, whose piece is
+ * empty (control tokens), past the vocabulary. End-of-generation tokens
+ * are allowed exactly where the start rule can end, so once
+ * rtm_grammar_done they are all that is left. RT_ERR_INVALID_ARGUMENT
+ * (NULL logits, n_vocab < 0, no vocabulary), RT_ERR_UNSUPPORTED or
+ * RT_ERR_OUT_OF_MEMORY past a limit (the logits are then unchanged). */
+RTM_API rt_status_t rtm_grammar_apply(rtm_grammar_t *grammar, float *logits, int32_t n_vocab);
+/* Whether rtm_grammar_apply would leave token, at the cost of its piece
+ * alone (the sampler's check of the token it drew). False for a token out
+ * of range, without a vocabulary, or past a limit. */
+RTM_API bool rtm_grammar_allows(rtm_grammar_t *grammar, rtm_token_t token);
+/* The start rule is matched to its end and nothing can follow: the output
+ * is finished. */
+RTM_API bool rtm_grammar_done(const rtm_grammar_t *grammar);
+/* The start rule can end here (end-of-generation tokens are allowed),
+ * though more may follow. */
+RTM_API bool rtm_grammar_can_end(const rtm_grammar_t *grammar);
+/* Advances past len bytes of text, as rtm_grammar_accept does past a
+ * token's piece. RT_ERR_INVALID_ARGUMENT naming the byte where the text
+ * leaves the grammar (the grammar stays as it was). */
+RTM_API rt_status_t rtm_grammar_accept_text(rtm_grammar_t *grammar, const char *text, size_t len);
+
 //===--- JSON Schema as a grammar ---===//
 
 /* OpenAI's response_format {"type": "json_schema"} and a tool's parameter
@@ -589,16 +689,26 @@ typedef struct rtm_sampler_params {
     const rtm_logit_bias_t *logit_bias; /* n_logit_bias biases added to the logits first
                                            (copied; ids past the vocabulary are skipped) */
     int32_t n_logit_bias;
+    /* since grammar-constrained sampling (NULL off, as zeroed) */
+    rtm_grammar_t *grammar; /* borrowed, must outlive the sampler: the token drawn is one
+                               it allows. A first draw as above is kept when
+                               rtm_grammar_allows it (one check, the common case);
+                               otherwise the draw is made again from a copy of the logits
+                               masked by rtm_grammar_apply. The sampler never advances
+                               it: call rtm_grammar_accept with each generated token */
 } rtm_sampler_params_t;
 
 RTM_API rt_status_t rtm_sampler_create(const rtm_sampler_params_t *params,
                                        rtm_sampler_t **out_sampler);
 RTM_API void rtm_sampler_destroy(rtm_sampler_t *sampler);
-/* Picks a token from n_vocab logits (not modified). */
+/* Picks a token from n_vocab logits (not modified). RTM_TOKEN_NULL for NULL
+ * logits or n_vocab < 1, and with a grammar when it allows no token or
+ * fails (rtm_last_error() says why). */
 RTM_API rtm_token_t rtm_sampler_sample(rtm_sampler_t *sampler, const float *logits,
                                        int32_t n_vocab);
 /* Records a token of the sequence (the prompt's and each chosen one), the
- * history the repetition penalty looks at. */
+ * history the repetition penalty looks at. It does not advance the
+ * grammar: prompt tokens go here and must not go there. */
 RTM_API void rtm_sampler_accept(rtm_sampler_t *sampler, rtm_token_t token);
 /* Forgets the history (a new sequence); the generator keeps its state. */
 RTM_API void rtm_sampler_reset(rtm_sampler_t *sampler);

@@ -10,11 +10,15 @@
  * reaches p, min-p those whose probability is at least min_p times the
  * first's, the temperature divides what is left, and a token is drawn
  * from the softmax with the sampler's own generator (splitmix64), so a
- * seed gives the same tokens on every run. */
+ * seed gives the same tokens on every run. With a grammar (rtm_grammar_t)
+ * the token drawn is kept when the grammar allows it, one check that is
+ * almost always true; otherwise the grammar masks a copy of the logits
+ * and the draw is made again from those. */
 #include "internal.h"
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct cand {
     rtm_token_t id;
@@ -34,6 +38,8 @@ struct rtm_sampler {
     rtm_token_t *history;      /* repeat_last_n slots, only with a penalty */
     int32_t n_history, head;
     rtm_logit_bias_t *bias;    /* params.n_logit_bias, owned (params.logit_bias points here) */
+    float *masked;             /* cap_masked: the logits a grammar leaves (sample_masked) */
+    int32_t cap_masked;
 };
 
 static bool has_repeat(const rtm_sampler_params_t *p) {
@@ -106,6 +112,7 @@ void rtm_sampler_destroy(rtm_sampler_t *s) {
     free(s->history);
     free(s->bias);
     free(s->cands);
+    free(s->masked);
     free(s);
 }
 
@@ -268,8 +275,8 @@ static int32_t cut_typical(cand_t *c, int32_t n, double typical_p) {
     return keep;
 }
 
-rtm_token_t rtm_sampler_sample(rtm_sampler_t *s, const float *logits, int32_t n_vocab) {
-    if (s == NULL || logits == NULL || n_vocab < 1) return RTM_TOKEN_NULL;
+/* One draw from the logits, by the filters above. */
+static rtm_token_t sample_logits(rtm_sampler_t *s, const float *logits, int32_t n_vocab) {
     const rtm_sampler_params_t *p = &s->params;
     const bool greedy = p->temp <= 0 || p->top_k == 1;
     if ((greedy && !shifts_logits(p)) || !ensure_cands(s, n_vocab)) return argmax(logits, n_vocab);
@@ -284,4 +291,33 @@ rtm_token_t rtm_sampler_sample(rtm_sampler_t *s, const float *logits, int32_t n_
     if (p->min_p > 0) n = cut_min_p(s->cands, n, p->min_p);
     softmax(s->cands, n, p->temp);
     return draw(s, s->cands, n);
+}
+
+/* The draw again, from the logits the grammar leaves: its mask on a copy.
+ * A draw can still land on a masked token (a probability rounded at the
+ * end of the candidates), so the largest allowed logit settles that. */
+static rtm_token_t sample_masked(rtm_sampler_t *s, const float *logits, int32_t n_vocab) {
+    rtm_grammar_t *g = s->params.grammar;
+    if (n_vocab > s->cap_masked) {
+        float *m = realloc(s->masked, (size_t)n_vocab * sizeof m[0]);
+        if (m == NULL) return rtm_error(RT_ERR_OUT_OF_MEMORY, "rtm_sampler_sample: no memory for %d "
+                                        "masked logits", n_vocab), RTM_TOKEN_NULL;
+        s->masked = m;
+        s->cap_masked = n_vocab;
+    }
+    memcpy(s->masked, logits, (size_t)n_vocab * sizeof logits[0]);
+    if (rtm_grammar_apply(g, s->masked, n_vocab) != RT_OK) return RTM_TOKEN_NULL;
+    rtm_token_t t = sample_logits(s, s->masked, n_vocab);
+    if (!rtm_grammar_allows(g, t)) t = argmax(s->masked, n_vocab);
+    if (rtm_grammar_allows(g, t)) return t;
+    rtm_error(RT_ERR_INVALID_ARGUMENT, "rtm_sampler_sample: the grammar allows no token here "
+              "(or only tokens whose logits are not finite)");
+    return RTM_TOKEN_NULL;
+}
+
+rtm_token_t rtm_sampler_sample(rtm_sampler_t *s, const float *logits, int32_t n_vocab) {
+    if (s == NULL || logits == NULL || n_vocab < 1) return RTM_TOKEN_NULL;
+    const rtm_token_t t = sample_logits(s, logits, n_vocab);
+    if (s->params.grammar == NULL || rtm_grammar_allows(s->params.grammar, t)) return t;
+    return sample_masked(s, logits, n_vocab);
 }

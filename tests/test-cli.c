@@ -21,6 +21,11 @@
  *          option; with a built-in format it chats; a name that is neither
  *          a format nor a file is refused saying so; a chat that fills the
  *          context ends saying so, exit 0
+ *   cli-11 --grammar holds the story to " yes" | " no" and ends it there;
+ *          --grammar-file holds it to a list of at most two lines; each
+ *          -cnv reply is held to the grammar afresh; a grammar that does not
+ *          parse exits 2 naming the line and column, a missing file exits 2
+ *          naming it; --help lists both options
  *   cli-8  rt-run -cnv with SmolLM2-135M-Instruct (pip, tests/pip_models.py):
  *          two turns on stdin answered through the model's template, the
  *          second the same text as the whole conversation given with
@@ -305,6 +310,64 @@ static void test_chat_template(void **state) {
     unlink(many);
 }
 
+/* The story rt-run printed: its output up to the report ("\nload: "). */
+static char *story(char *out) {
+    char *end = strstr(out, "\nload: ");
+    if (end) *end = 0;
+    return out;
+}
+
+static void test_grammar(void **state) {
+    (void)state;
+    need_model();
+    int code;
+    char *out = tu_tool(&code, "rt-run", "-m '%s' -p 'The answer is' -n 40 --grammar 'root ::= \" yes\" | \" no\"'",
+                        src);
+    assert_int_equal(code, 0);
+    const char *s = story(out);
+    if (strcmp(s, "The answer is yes\n") != 0 && strcmp(s, "The answer is no\n") != 0)
+        fail_msg("cli-11: the story is \"%s\"", s);
+    free(out);
+    char file[64];
+    lines_file(file, "# at most two items\nroot ::= item{1,2}\nitem ::= \"- \" [a-z ]{1,30} \"\\n\"\n");
+    out = tu_tool(&code, "rt-run", "-m '%s' -p 'Lily said:' -n 200 --grammar-file %s", src, file);
+    assert_int_equal(code, 0);
+    s = story(out) + strlen("Lily said:");
+    /* one or two items, then rt-run's own newline: the grammar ended it */
+    const char *letters = "abcdefghijklmnopqrstuvwxyz ";
+    const size_t n1 = strspn(s + 2, letters);
+    const char *next = s + 2 + n1 + 1;
+    const bool two = strncmp(next, "- ", 2) == 0;
+    const char *end = two ? next + 2 + strspn(next + 2, letters) + 1 : next;
+    if (strncmp(s, "- ", 2) != 0 || n1 < 1 || n1 > 30 || s[2 + n1] != '\n' || strcmp(end, "\n") != 0)
+        fail_msg("cli-11: the list is \"%s\"", s);
+    free(out);
+    char lines[64];
+    lines_file(lines, "Once\nThe dog\n");
+    out = tu_tool(&code, "rt-run", "-m '%s' -cnv --chat-template chatml -n 30 --grammar 'root ::= \"ok\" | \"no\"' < %s",
+                  src, lines);
+    assert_int_equal(code, 0);
+    story(out);
+    if (strcmp(out, "ok\nok\n") != 0 && strcmp(out, "ok\nno\n") != 0 && strcmp(out, "no\nok\n") != 0 &&
+        strcmp(out, "no\nno\n") != 0)
+        fail_msg("cli-11: the chat's replies are \"%s\"", out);
+    free(out);
+    out = tu_tool(&code, "rt-run", "-m '%s' --grammar 'root ::= \"a\" other'", src);
+    assert_int_equal(code, 2);
+    tu_expect_contains(out, "rt-run: --grammar: line 1, column 14: undefined rule 'other'", "cli-11");
+    free(out);
+    out = tu_tool(&code, "rt-run", "--grammar-file /no/such/grammar.gbnf");
+    assert_int_equal(code, 2);
+    tu_expect_contains(out, "cannot open the grammar file '/no/such/grammar.gbnf'", "cli-11");
+    free(out);
+    out = tu_tool(&code, "rt-run", "--help");
+    tu_expect_contains(out, "--grammar TEXT", "cli-11");
+    tu_expect_contains(out, "--grammar-file FILE", "cli-11");
+    free(out);
+    unlink(file);
+    unlink(lines);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_version_help),
@@ -317,6 +380,7 @@ int main(void) {
         cmocka_unit_test(test_chat),
         cmocka_unit_test(test_utf8),
         cmocka_unit_test(test_chat_template),
+        cmocka_unit_test(test_grammar),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }

@@ -16,13 +16,17 @@
  *   rt-run [-m MODEL] [-p PROMPT | -f FILE] [-n N] [sampling] [-dev LIST]
  *          [-ngl N | --split auto|fastest] [-t N] [-b N] [-c N] [-r STOP]...
  *          [-cnv [-sys TEXT]] [--dump-logits FILE] [--tp N] [--dist mpi|nccl]
- *          [--check-numerics] [--special] [--explain]
+ *          [--check-numerics] [--special] [--explain] [--grammar TEXT | --grammar-file FILE]
  *
  * (every option, with its default: rt-run --help; run_options.c). -r stops
  * the generation after any of the texts given (printed up to it). -cnv
  * chats on stdin through the model's chat template (run_chat.c).
  * --special parses special tokens' texts in the prompt ("<|im_start|>")
- * as those tokens; without it they are plain text.
+ * as those tokens; without it they are plain text. --grammar (GBNF, or
+ * --grammar-file) holds each generated text to a grammar (rtm_grammar_t):
+ * a grammar that does not parse is a usage error (exit 2) naming its line
+ * and column, and generation ends once the grammar is complete and
+ * nothing can follow.
  * --dump-logits writes one text line of n_vocab logits per position whose
  * logits were computed: every prompt token, then each generated one.
  * Logits that are not finite always stop the run with an error naming the
@@ -120,6 +124,20 @@ static int dist_serve(run_t *r) {
     return 0;
 }
 
+/* The sampler, with --grammar's grammar over the model's vocabulary. */
+static int make_sampler(run_t *r) {
+    rtm_sampler_params_t sp = r->o->sampling;
+    if (r->o->grammar) {
+        if (r->dist) return run_fail("--grammar runs in one process, not under mpirun");
+        const char *text = r->o->grammar;
+        if (rtm_grammar_create(rtm_model_vocab(r->model), text, strlen(text), NULL, &r->grammar) != RT_OK)
+            return run_fail("%s", rtm_last_error());
+        sp.grammar = r->grammar;
+    }
+    if (rtm_sampler_create(&sp, &r->sampler) != RT_OK) return run_fail("%s", rtm_last_error());
+    return 0;
+}
+
 static int load(run_t *r) {
     char path[PATH_MAX];
     rt_device_t *devs[MAX_DEVICES];
@@ -150,7 +168,7 @@ static int load(run_t *r) {
         fprintf(stderr, "plan (least predicted time of the job):\n");
         rtm_model_write_plan(r->model, write_stderr, NULL);
     }
-    if (rtm_sampler_create(&r->o->sampling, &r->sampler) != RT_OK) return run_fail("%s", rtm_last_error());
+    if (make_sampler(r) != 0) return 1;
     const char *inputs[] = {file, NULL};
     if (r->o->dump_logits && rtd_runs_head(r->dist) &&
         rt_out_file_open(&r->dump, r->o->dump_logits, inputs) != 0)
@@ -235,6 +253,7 @@ int run_generate(run_t *r, int32_t n_max) {
     const rtm_vocab_t *v = rtm_model_vocab(r->model);
     const double t0 = now();
     r->stopped = false;
+    rtm_grammar_reset(r->grammar);
     int rc = rt_stop_text_init(&r->stop, r->o->stops, r->o->n_stops) ? 0 : run_fail("no memory for the stop strings");
     for (int32_t n = 0; rc == 0 && (n_max < 0 || n < n_max); n++) {
         rtm_token_t t; /* over several ranks, it comes when every stage is done */
@@ -242,7 +261,12 @@ int run_generate(run_t *r, int32_t n_max) {
             rc = run_fail("%s", rtd_last_error());
             break;
         }
+        if (t == RTM_TOKEN_NULL || (r->grammar && rtm_grammar_accept(r->grammar, t) != RT_OK)) {
+            rc = run_fail("%s", rtm_last_error()); /* the grammar allows no token here */
+            break;
+        }
         const bool eog = rtm_vocab_is_eog(v, t);
+        const bool done = r->grammar && rtm_grammar_done(r->grammar);
         if (!eog && (rc = emit_token(r, t)) != 0) break;
         r->n_generated += !eog; /* counted as printed, also when the context is full */
         if (rtm_context_n_past(r->ctx) >= rtm_context_n_ctx(r->ctx)) {
@@ -251,7 +275,7 @@ int run_generate(run_t *r, int32_t n_max) {
             break;
         }
         rc = run_feed(r, &t, 1);
-        if (eog || r->stopped) break;
+        if (eog || r->stopped || done) break;
     }
     if (!r->stopped) rt_stop_text_finish(&r->stop, write_stdout, r);
     rt_stop_text_deinit(&r->stop);
@@ -330,6 +354,7 @@ int main(int argc, char **argv) {
     rt_out_file_abort(&r.dump); /* after a commit, nothing is left to remove */
     free(r.prompt);
     rtm_sampler_destroy(r.sampler);
+    rtm_grammar_destroy(r.grammar); /* after the sampler that borrows it */
     rtm_context_destroy(r.ctx);
     rtm_model_destroy(r.model);
     rt_registry_destroy(r.reg);

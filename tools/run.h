@@ -20,6 +20,7 @@ typedef struct run {
     char model_file[4096];    /* the GGUF loaded */
     rtm_context_t *ctx;
     rtm_sampler_t *sampler;
+    rtm_grammar_t *grammar;   /* --grammar: the sampler's; NULL without */
     rt_out_file_t dump;       /* dump.f is NULL without --dump-logits */
     rtm_token_t *prompt;
     int32_t n_prompt, n_generated;
@@ -39,7 +40,9 @@ int run_fail(const char *fmt, ...) RT_PRINTF(1, 2);
  * them all. 0, or 1 after a message. */
 int run_feed(run_t *r, const rtm_token_t *tokens, int32_t n);
 /* Samples after the last feed until end of generation, a stop string, the
- * context's end or n_max tokens (< 0: no limit); the text goes to stdout.
+ * context's end, n_max tokens (< 0: no limit) or, with --grammar, the
+ * grammar's end (it starts again at each call: a chat's every reply is
+ * held to it); the text goes to stdout.
  * Each token chosen (the end-of-generation one too) is fed back, so the
  * cache holds the whole exchange. 0, or 1 after a message. */
 int run_generate(run_t *r, int32_t n_max);

@@ -58,6 +58,10 @@ static void usage(FILE *f) {
         "      --repeat-penalty X    penalise the last tokens' repeats (default: %.1f, off)\n"
         "      --repeat-last-n N     tokens the penalty looks at (default: %d)\n"
         "  -s, --seed S              sampling seed (default: 0)\n"
+        "      --grammar TEXT        hold the output to a GBNF grammar (llama.cpp's format,\n"
+        "                            the rule 'root' first); generation ends where it is\n"
+        "                            complete and nothing more can follow (default: none)\n"
+        "      --grammar-file FILE   the grammar read from FILE\n"
         "chat:\n"
         "  -cnv, --conversation, -i, --interactive\n"
         "                            chat through the model's chat template: each line\n"
@@ -83,7 +87,7 @@ enum {
     OPT_TEMP = 1000, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P, OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N,
     OPT_SPLIT, OPT_LIST_DEVICES, OPT_DEVICE, OPT_NGL, OPT_CNV, OPT_NO_CNV, OPT_SYS, OPT_COLOR,
     OPT_SPECIAL, OPT_DUMP_LOGITS, OPT_CHECK_NUMERICS, OPT_VERSION, OPT_EXPLAIN, OPT_TP, OPT_DIST,
-    OPT_FA, OPT_CTK, OPT_CTV, OPT_NO_MMAP, OPT_CHAT_TEMPLATE
+    OPT_FA, OPT_CTK, OPT_CTV, OPT_NO_MMAP, OPT_CHAT_TEMPLATE, OPT_GRAMMAR, OPT_GRAMMAR_FILE
 };
 
 static const struct option long_options[] = {
@@ -104,6 +108,8 @@ static const struct option long_options[] = {
     {"min-p", required_argument, NULL, OPT_MIN_P},
     {"repeat-penalty", required_argument, NULL, OPT_REPEAT_PENALTY},
     {"repeat-last-n", required_argument, NULL, OPT_REPEAT_LAST_N},
+    {"grammar", required_argument, NULL, OPT_GRAMMAR},
+    {"grammar-file", required_argument, NULL, OPT_GRAMMAR_FILE},
     {"split", required_argument, NULL, OPT_SPLIT},
     {"list-devices", no_argument, NULL, OPT_LIST_DEVICES},
     RT_CLI_DEVICE_OPTIONS(OPT_DEVICE),
@@ -130,11 +136,13 @@ static const struct option long_options[] = {
     {NULL, 0, NULL, 0},
 };
 
-/* The whole of a prompt file, NUL-terminated; false after a message. */
-static bool read_prompt_file(const char *path, run_options_t *o) {
+/* The whole of a text file (the prompt's, the grammar's), NUL-terminated,
+ * into *out (malloc'd, replacing what was there); false after a message
+ * naming what the file is. */
+static bool read_text_file(const char *path, const char *what, char **out) {
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
-        fprintf(stderr, TOOL ": cannot open the prompt file '%s': %s\n", path, strerror(errno));
+        fprintf(stderr, TOOL ": cannot open the %s file '%s': %s\n", what, path, strerror(errno));
         return false;
     }
     size_t len = 0, cap = 4096;
@@ -148,14 +156,40 @@ static bool read_prompt_file(const char *path, run_options_t *o) {
     const bool ok = buf != NULL && !ferror(f);
     fclose(f);
     if (!ok) {
-        fprintf(stderr, TOOL ": cannot read the prompt file '%s' (at most %d MiB)\n", path,
+        fprintf(stderr, TOOL ": cannot read the %s file '%s' (at most %d MiB)\n", what, path,
                 MAX_PROMPT_FILE >> 20);
         free(buf);
         return false;
     }
     buf[len] = 0;
-    free(o->prompt_buf);
-    o->prompt = o->prompt_buf = buf;
+    free(*out);
+    *out = buf;
+    return true;
+}
+
+static bool read_prompt_file(const char *path, run_options_t *o) {
+    if (!read_text_file(path, "prompt", &o->prompt_buf)) return false;
+    o->prompt = o->prompt_buf;
+    return true;
+}
+
+/* --grammar's text (or --grammar-file's, from path), parsed now so that a
+ * grammar error is a usage error: the message names the line and column. */
+static bool grammar_option(const char *text, const char *path, run_options_t *o) {
+    if (path) {
+        o->grammar = NULL; /* it may be the buffer read_text_file replaces */
+        if (!read_text_file(path, "grammar", &o->grammar_buf)) return false;
+        text = o->grammar_buf;
+    }
+    rtm_grammar_t *g = NULL;
+    if (rtm_grammar_create(NULL, text, strlen(text), NULL, &g) != RT_OK) {
+        const char *msg = rtm_last_error();
+        if (strncmp(msg, "grammar: ", 9) == 0) msg += 9;
+        fprintf(stderr, TOOL ": %s%s: %s\n", path ? "--grammar-file " : "--grammar", path ? path : "", msg);
+        return false;
+    }
+    rtm_grammar_destroy(g);
+    o->grammar = text;
     return true;
 }
 
@@ -217,6 +251,8 @@ static int one_option(int c, const char *name, const char *v, run_options_t *o) 
     case OPT_NO_CNV: o->conversation = false; break;
     case OPT_SYS: o->system_prompt = v; break;
     case OPT_CHAT_TEMPLATE: o->chat_template = v; break;
+    case OPT_GRAMMAR: ok = grammar_option(v, NULL, o); break;
+    case OPT_GRAMMAR_FILE: ok = grammar_option(NULL, v, o); break;
     case OPT_COLOR: o->color = true; break;
     case OPT_SPECIAL: o->special = true; break;
     case OPT_DUMP_LOGITS: o->dump_logits = v; break;
@@ -259,5 +295,6 @@ int run_options_parse(int argc, char **argv, run_options_t *o) {
 
 void run_options_deinit(run_options_t *o) {
     free(o->prompt_buf);
-    o->prompt_buf = NULL;
+    free(o->grammar_buf);
+    o->prompt_buf = o->grammar_buf = NULL;
 }

@@ -38,10 +38,14 @@ typedef struct run_options {
     const char *chat_template; /* --chat-template NAME|FILE; NULL: the model's */
     const char *stops[RUN_MAX_STOPS]; /* -r: generation stops after any of these texts */
     int32_t n_stops;
+    const char *grammar;     /* --grammar TEXT, or the text of --grammar-file (then owned:
+                                grammar_buf); NULL: none. Checked when parsed */
+    char *grammar_buf;
 } run_options_t;
 
 /* Fills o from argv. Returns 0 to run, 1 when --help or --version was
- * answered (exit 0), 2 on a bad command line (after a message). */
+ * answered (exit 0), 2 on a bad command line (after a message; a grammar
+ * that does not parse is one). */
 int run_options_parse(int argc, char **argv, run_options_t *o);
 void run_options_deinit(run_options_t *o);
 
